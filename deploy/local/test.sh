@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: formatting, lints, then every unit, integration and end-to-end test.
+# PostgreSQL and Redis are reused when running, installed and started privately otherwise; the tests
+# create and drop their own databases through TEST_DATABASE_URL and use unique stream prefixes.
+#
+# Usage: bash deploy/local/test.sh
+# Honours: DATABASE_URL (its server is used for the test databases), REDIS_URL, CARGO_TARGET_DIR,
+# LAB_STATE_DIR, CI (plain output).
+set -euo pipefail
+
+# shellcheck source=deploy/local/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$LAB_REPO_ROOT"
+
+ensure_curl
+ensure_rust
+ensure_postgres
+ensure_redis
+
+# Tests connect as a superuser to the `postgres` database and create a fresh database per test.
+export TEST_DATABASE_URL="$PG_ADMIN_URL"
+export TEST_REDIS_URL="$REDIS_URL"
+# Colour codes only clutter CI logs.
+if [[ -n ${CI:-} ]]; then
+    export CARGO_TERM_COLOR=never
+fi
+prefer_sqlx_offline
+if [[ -n ${CARGO_TARGET_DIR:-} ]]; then
+    log "cargo target directory: $CARGO_TARGET_DIR"
+fi
+
+locked="$(cargo_locked_flag)"
+failed=()
+
+# step NAME COMMAND... — runs one step, records its failure and carries on, so that one run reports
+# every broken step (formatting, lints and tests are independent).
+step() {
+    local name="$1"
+    shift
+    log "$name: $*"
+    local started=$SECONDS
+    if "$@"; then
+        log "$name: passed in $((SECONDS - started)) s"
+    else
+        local status=$?
+        printf 'FAILED: %s (exit status %d): %s\n' "$name" "$status" "$*" >&2
+        failed+=("$name")
+    fi
+}
+
+# $locked is empty or one word; it must vanish entirely when empty.
+# shellcheck disable=SC2086
+{
+    step "fmt" cargo fmt --all -- --check
+    step "clippy" cargo clippy --workspace --all-targets $locked -- -D warnings
+    step "test" cargo test --workspace $locked
+}
+
+if [[ ${#failed[@]} -gt 0 ]]; then
+    printf '\nTest suite FAILED; failing steps: %s\n' "${failed[*]}" >&2
+    exit 1
+fi
+printf '\nTest suite passed: fmt, clippy, test.\n'

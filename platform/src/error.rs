@@ -1,0 +1,220 @@
+//! The one closed table of error codes of the mesh, each with its HTTP status and gRPC code.
+//!
+//! Services return [`ApiError`] converted to a `tonic::Status` whose binary details carry the
+//! code and optional details as JSON; the gateway converts the status back and renders the
+//! envelope `{ "error": { "code", "message", "details" } }`. Internal causes are logged where
+//! they are mapped and never sent to clients. Messages are lowercase without a trailing period.
+
+use serde::Serialize;
+use serde_json::Value;
+use tonic::Code;
+
+macro_rules! error_codes {
+    ($($variant:ident => ($name:literal, $http:literal, $grpc:ident, $doc:literal),)*) => {
+        /// Every error code a client can receive.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $(#[doc = $doc] $variant,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, in table order (for documentation and tests).
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)*];
+
+            /// The wire name of the code.
+            pub fn as_str(self) -> &'static str {
+                match self { $(ErrorCode::$variant => $name,)* }
+            }
+
+            /// The HTTP status the gateway answers with.
+            pub fn http_status(self) -> u16 {
+                match self { $(ErrorCode::$variant => $http,)* }
+            }
+
+            /// The gRPC code services answer with.
+            pub fn grpc_code(self) -> Code {
+                match self { $(ErrorCode::$variant => Code::$grpc,)* }
+            }
+
+            /// What the code means, for the documentation.
+            pub fn description(self) -> &'static str {
+                match self { $(ErrorCode::$variant => $doc,)* }
+            }
+
+            /// Looks a code up by its wire name.
+            pub fn from_name(name: &str) -> Option<ErrorCode> {
+                match name { $($name => Some(ErrorCode::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+error_codes! {
+    InvalidRequest => ("invalid_request", 400, InvalidArgument, "a field or parameter is invalid; details.field names it"),
+    InvalidBody => ("invalid_body", 400, InvalidArgument, "the body is not valid JSON of the expected shape (unknown field, wrong type, missing field)"),
+    InvalidCursor => ("invalid_cursor", 400, InvalidArgument, "the pagination cursor is malformed or belongs to another listing"),
+    ConfirmationRequired => ("confirmation_required", 400, InvalidArgument, "the operation needs `confirm: true`"),
+    IdempotencyKeyMissing => ("idempotency_key_missing", 400, InvalidArgument, "the operation requires the Idempotency-Key header"),
+    IdempotencyKeyInvalid => ("idempotency_key_invalid", 400, InvalidArgument, "the Idempotency-Key header must be 8 to 255 visible ASCII characters"),
+    UnknownCategory => ("unknown_category", 400, InvalidArgument, "the category id is not in the current catalog"),
+    UnknownTest => ("unknown_test", 400, InvalidArgument, "a test or bundle id is not in the current catalog"),
+    TestNotInCategory => ("test_not_in_category", 400, InvalidArgument, "a test or bundle cannot be quoted in the chosen category"),
+    DuplicateTest => ("duplicate_test", 400, InvalidArgument, "a test is selected twice, directly or through a bundle"),
+    UnknownTurnaround => ("unknown_turnaround", 400, InvalidArgument, "the turnaround is not offered"),
+    DuplicateCompound => ("duplicate_compound", 400, InvalidArgument, "a compound name appears twice"),
+    UnknownCompound => ("unknown_compound", 400, InvalidArgument, "sampleMetadata names a compound that is not on the quote (exact, case-sensitive match)"),
+    InvalidPaymentMethod => ("invalid_payment_method", 400, InvalidArgument, "the payment method is not one of the accepted spellings"),
+    PaymentMethodUnavailable => ("payment_method_unavailable", 400, InvalidArgument, "the payment rail exists but is not yet offered by this deployment"),
+    Unauthenticated => ("unauthenticated", 401, Unauthenticated, "the API key is missing, malformed, unknown or revoked"),
+    InsufficientScope => ("insufficient_scope", 403, PermissionDenied, "the key lacks a scope the operation needs; details.required lists it"),
+    SpendLimitExceeded => ("spend_limit_exceeded", 403, PermissionDenied, "the order total exceeds the key's spending envelope"),
+    Forbidden => ("forbidden", 403, PermissionDenied, "the caller may not perform this internal operation"),
+    NotFound => ("not_found", 404, NotFound, "the resource does not exist or belongs to another customer"),
+    QuoteNotFound => ("quote_not_found", 404, NotFound, "the quote does not exist or belongs to another customer"),
+    QuoteExpired => ("quote_expired", 409, FailedPrecondition, "the quote has expired; create a new quote"),
+    QuoteAlreadyConsumed => ("quote_already_consumed", 409, FailedPrecondition, "the quote was already used by an order"),
+    IdempotencyKeyReused => ("idempotency_key_reused", 409, AlreadyExists, "the Idempotency-Key was used before with a different request"),
+    IdempotencyRequestInProgress => ("idempotency_request_in_progress", 409, Aborted, "a request with this Idempotency-Key is still running; retry after Retry-After seconds"),
+    Conflict => ("conflict", 409, FailedPrecondition, "the resource is not in a state that allows the operation"),
+    RateLimited => ("rate_limited", 429, ResourceExhausted, "too many requests; retry after Retry-After seconds"),
+    CatalogUnavailable => ("catalog_unavailable", 503, Unavailable, "no catalog has been imported yet"),
+    ServiceUnavailable => ("service_unavailable", 503, Unavailable, "a dependency is unavailable; retry with the same Idempotency-Key"),
+    Internal => ("internal_error", 500, Internal, "an unexpected error; it was logged with the request id"),
+}
+
+/// An error as returned to a client: a code, a message and optional structured details.
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[error("{code:?}: {message}")]
+pub struct ApiError {
+    #[serde(serialize_with = "serialize_code")]
+    pub code: ErrorCode,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+fn serialize_code<S: serde::Serializer>(code: &ErrorCode, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(code.as_str())
+}
+
+impl ApiError {
+    /// Creates an error without details.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), details: None }
+    }
+
+    /// Creates an error whose details name the offending field.
+    pub fn field(code: ErrorCode, field: &str, message: impl Into<String>) -> Self {
+        Self::new(code, message).with_details(serde_json::json!({ "field": field }))
+    }
+
+    /// Attaches details, merging into existing object details.
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = match (self.details.take(), details) {
+            (Some(Value::Object(mut existing)), Value::Object(extra)) => {
+                existing.extend(extra);
+                Some(Value::Object(existing))
+            }
+            (_, details) => Some(details),
+        };
+        self
+    }
+
+    /// Logs an internal cause and returns the generic internal error that clients see.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error");
+        Self::new(ErrorCode::Internal, "an unexpected error occurred")
+    }
+
+    /// Logs an unavailable dependency and returns the retryable unavailable error.
+    pub fn unavailable(what: &str, cause: impl std::fmt::Display) -> Self {
+        tracing::warn!(dependency = what, error = %cause, "dependency unavailable");
+        Self::new(ErrorCode::ServiceUnavailable, format!("{what} is unavailable, retry later"))
+    }
+
+    /// Seconds the client should wait before retrying, when the details carry them.
+    pub fn retry_after_seconds(&self) -> Option<u64> {
+        self.details.as_ref()?.get("retryAfterSeconds")?.as_u64()
+    }
+
+    /// Rebuilds an error from a gRPC status received from a service.
+    pub fn from_status(status: &tonic::Status) -> Self {
+        if let Ok(wire) = serde_json::from_slice::<WireError>(status.details())
+            && let Some(code) = ErrorCode::from_name(&wire.code)
+        {
+            return Self { code, message: status.message().to_owned(), details: wire.details };
+        }
+        let code = match status.code() {
+            Code::InvalidArgument | Code::OutOfRange => ErrorCode::InvalidRequest,
+            Code::NotFound => ErrorCode::NotFound,
+            Code::AlreadyExists | Code::Aborted | Code::FailedPrecondition => ErrorCode::Conflict,
+            Code::PermissionDenied => ErrorCode::Forbidden,
+            Code::Unauthenticated => ErrorCode::Unauthenticated,
+            Code::ResourceExhausted => ErrorCode::RateLimited,
+            Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled => {
+                return Self::unavailable("an internal service", status.message());
+            }
+            _ => return Self::internal(format!("grpc status {:?}: {}", status.code(), status.message())),
+        };
+        Self::new(code, status.message().to_owned())
+    }
+}
+
+#[derive(serde::Deserialize, Serialize)]
+struct WireError {
+    code: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<Value>,
+}
+
+impl From<ApiError> for tonic::Status {
+    fn from(error: ApiError) -> Self {
+        let wire = WireError { code: error.code.as_str().to_owned(), details: error.details };
+        let bytes = serde_json::to_vec(&wire).unwrap_or_default();
+        tonic::Status::with_details(error.code.grpc_code(), error.message, bytes.into())
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(error: sqlx::Error) -> Self {
+        match &error {
+            sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
+                ApiError::unavailable("the database", error)
+            }
+            _ => ApiError::internal(error),
+        }
+    }
+}
+
+/// Returns the name of the violated constraint when `error` is a unique violation.
+pub fn unique_violation(error: &sqlx::Error) -> Option<String> {
+    match error {
+        sqlx::Error::Database(db) if db.is_unique_violation() => Some(db.constraint().unwrap_or_default().to_owned()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_round_trips_through_a_grpc_status() {
+        for &code in ErrorCode::ALL {
+            let error = ApiError::field(code, "quoteId", "something is wrong");
+            let status = tonic::Status::from(error.clone());
+            assert_eq!(status.code(), code.grpc_code());
+            assert_eq!(ApiError::from_status(&status), error);
+        }
+    }
+
+    #[test]
+    fn client_errors_are_never_5xx_and_names_are_unique() {
+        let mut names = std::collections::HashSet::new();
+        for &code in ErrorCode::ALL {
+            assert!(names.insert(code.as_str()), "duplicate code {}", code.as_str());
+            let server_side = matches!(code, ErrorCode::Internal | ErrorCode::ServiceUnavailable | ErrorCode::CatalogUnavailable);
+            assert_eq!(code.http_status() >= 500, server_side, "{}", code.as_str());
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! Runtime glue shared by the gateway and every domain service.
+//!
+//! Nothing here knows about orders, quotes or invoices: it holds settings loading, telemetry,
+//! the shutdown token, database connection and migration, the closed error-code table, the
+//! signed internal principal token and the gRPC plumbing that carries it, the transactional
+//! outbox and its relay, the Redis stream consumer, and the idempotency store.
+
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod consumer;
+pub mod db;
+pub mod error;
+pub mod grpc;
+pub mod health;
+pub mod idempotency;
+pub mod money;
+pub mod outbox;
+pub mod pagination;
+pub mod principal;
+pub mod shutdown;
+pub mod streams;
+pub mod telemetry;
+pub mod time;
+

@@ -1,0 +1,225 @@
+//! Transactional outbox and its relay to Redis streams.
+//!
+//! A use case writes its state change and [`Outbox::enqueue`]s the event in the same transaction,
+//! so an event exists exactly when its change committed. The [`OutboxRelay`] moves unpublished
+//! rows, oldest first, to the domain's stream with `XADD` and marks them published; rows stay
+//! behind while Redis is unreachable and go out once it is back (at least once: a crash between
+//! `XADD` and the commit republishes the same event id, which consumers deduplicate). The relay
+//! wakes on `pg_notify` and polls as a fallback; several replicas share the work with
+//! `FOR UPDATE SKIP LOCKED`, which means events of one stream are ordered per relay batch only.
+//!
+//! Each service's schema has the table:
+//! `outbox(id bigserial, event_id uuid unique, event_type text, envelope bytea,
+//! created_at timestamptz, published_at timestamptz)`.
+
+use crate::streams;
+use proto::events::EventEnvelope;
+use proto::events::event_envelope::Data;
+use prost::Message;
+use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// Version of the data payload schemas carried in envelopes.
+pub const SCHEMA_VERSION: u32 = 1;
+/// Rows relayed per transaction.
+const BATCH_SIZE: i64 = 200;
+/// Fallback poll interval when no notification arrives.
+const POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// How long published rows are kept (for audits and replays), then pruned.
+const RETENTION_DAYS: i32 = 7;
+
+/// An event about to be written to the outbox.
+#[derive(Clone, Debug)]
+pub struct NewEvent {
+    /// Spec event name, for example `order.created`.
+    pub event_type: &'static str,
+    /// Owning customer.
+    pub customer_id: Uuid,
+    /// Id of the resource the event is about.
+    pub subject_id: String,
+    /// The payload.
+    pub data: Data,
+}
+
+/// The outbox of one service schema.
+#[derive(Clone, Copy, Debug)]
+pub struct Outbox {
+    schema: &'static str,
+    source: &'static str,
+}
+
+impl Outbox {
+    /// The outbox table of `schema`, stamping envelopes with `source` (the service name).
+    pub const fn new(schema: &'static str, source: &'static str) -> Self {
+        Self { schema, source }
+    }
+
+    /// Notification channel of this outbox.
+    fn channel(&self) -> String {
+        format!("{}_outbox", self.schema)
+    }
+
+    /// Writes an event in the caller's transaction and returns its id. The relay is woken when
+    /// the transaction commits.
+    pub async fn enqueue(&self, tx: &mut PgConnection, event: NewEvent) -> Result<Uuid, sqlx::Error> {
+        let event_id = Uuid::now_v7();
+        let (traceparent, tracestate) = crate::telemetry::current_trace_context();
+        let envelope = EventEnvelope {
+            id: event_id.to_string(),
+            r#type: event.event_type.to_owned(),
+            occurred_at: crate::time::rfc3339(crate::time::now()),
+            customer_id: event.customer_id.to_string(),
+            source: self.source.to_owned(),
+            subject_id: event.subject_id,
+            traceparent,
+            tracestate,
+            schema_version: SCHEMA_VERSION,
+            data: Some(event.data),
+        };
+        let insert = format!(
+            "INSERT INTO {}.outbox (event_id, event_type, envelope) VALUES ($1, $2, $3)",
+            self.schema
+        );
+        sqlx::query(AssertSqlSafe(insert))
+            .bind(event_id)
+            .bind(event.event_type)
+            .bind(envelope.encode_to_vec())
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("SELECT pg_notify($1, '')").bind(self.channel()).execute(&mut *tx).await?;
+        Ok(event_id)
+    }
+}
+
+/// Moves outbox rows of one schema to its Redis stream.
+pub struct OutboxRelay {
+    pool: PgPool,
+    outbox: Outbox,
+    redis_url: String,
+    stream: String,
+}
+
+impl OutboxRelay {
+    /// A relay from `outbox` to the stream of `domain` under `stream_prefix`.
+    pub fn new(pool: PgPool, outbox: Outbox, redis_url: &str, stream_prefix: &str, domain: &str) -> Self {
+        Self { pool, outbox, redis_url: redis_url.to_owned(), stream: streams::stream_name(stream_prefix, domain) }
+    }
+
+    /// Relays until `shutdown` fires.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let mut redis: Option<redis::aio::MultiplexedConnection> = None;
+        let mut listener = None;
+        let mut backoff = Duration::from_millis(100);
+        let mut last_prune = std::time::Instant::now() - Duration::from_secs(3600);
+        while !shutdown.is_cancelled() {
+            if listener.is_none() {
+                listener = self.listen().await;
+            }
+            if redis.is_none() {
+                redis = crate::consumer::connect_redis(&self.redis_url).await.ok();
+            }
+            let outcome = match redis.as_mut() {
+                Some(connection) => self.relay_pending(connection).await,
+                None => Err(anyhow::anyhow!("redis unreachable")),
+            };
+            match outcome {
+                Ok(()) => backoff = Duration::from_millis(100),
+                Err(error) => {
+                    tracing::warn!(stream = %self.stream, %error, "outbox relay failed, retrying");
+                    redis = None;
+                    tokio::select! {
+                        () = shutdown.cancelled() => break,
+                        () = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            }
+            if last_prune.elapsed() > Duration::from_secs(600) {
+                self.prune().await;
+                last_prune = std::time::Instant::now();
+            }
+            // Sleep until a notification, the poll interval, or shutdown.
+            let notified = async {
+                match listener.as_mut() {
+                    Some(listener) => listener.recv().await.map(|_| ()),
+                    None => {
+                        tokio::time::sleep(POLL_INTERVAL).await;
+                        Ok(())
+                    }
+                }
+            };
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                result = tokio::time::timeout(POLL_INTERVAL, notified) => {
+                    if let Ok(Err(error)) = result {
+                        tracing::warn!(%error, "outbox listener lost, reconnecting");
+                        listener = None;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn listen(&self) -> Option<sqlx::postgres::PgListener> {
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool).await.ok()?;
+        listener.listen(&self.outbox.channel()).await.ok()?;
+        Some(listener)
+    }
+
+    /// Publishes every pending row, batch by batch.
+    pub async fn relay_pending(&self, redis: &mut redis::aio::MultiplexedConnection) -> anyhow::Result<()> {
+        while self.relay_batch(redis).await? == BATCH_SIZE as usize {}
+        Ok(())
+    }
+
+    async fn relay_batch(&self, redis: &mut redis::aio::MultiplexedConnection) -> anyhow::Result<usize> {
+        let mut tx = self.pool.begin().await?;
+        let select = format!(
+            "SELECT id, event_type, envelope FROM {}.outbox WHERE published_at IS NULL \
+             ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
+            self.outbox.schema
+        );
+        let rows = sqlx::query(AssertSqlSafe(select)).bind(BATCH_SIZE).fetch_all(&mut *tx).await?;
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let mut pipeline = redis::pipe();
+        let mut ids = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let id: i64 = row.try_get("id")?;
+            let event_type: String = row.try_get("event_type")?;
+            let envelope: Vec<u8> = row.try_get("envelope")?;
+            pipeline
+                .cmd("XADD")
+                .arg(&self.stream)
+                .arg("*")
+                .arg(streams::TYPE_FIELD)
+                .arg(event_type)
+                .arg(streams::ENVELOPE_FIELD)
+                .arg(envelope)
+                .ignore();
+            ids.push(id);
+        }
+        tokio::time::timeout(Duration::from_secs(5), pipeline.query_async::<()>(redis))
+            .await
+            .map_err(|_| anyhow::anyhow!("XADD timed out"))??;
+        let update = format!("UPDATE {}.outbox SET published_at = now() WHERE id = ANY($1)", self.outbox.schema);
+        sqlx::query(AssertSqlSafe(update)).bind(&ids).execute(&mut *tx).await?;
+        tx.commit().await?;
+        tracing::debug!(stream = %self.stream, count = ids.len(), "relayed outbox events");
+        Ok(ids.len())
+    }
+
+    async fn prune(&self) {
+        let delete = format!(
+            "DELETE FROM {}.outbox WHERE published_at < now() - make_interval(days => $1)",
+            self.outbox.schema
+        );
+        if let Err(error) = sqlx::query(AssertSqlSafe(delete)).bind(RETENTION_DAYS).execute(&self.pool).await {
+            tracing::warn!(%error, "outbox prune failed");
+        }
+    }
+}

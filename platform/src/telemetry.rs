@@ -1,0 +1,70 @@
+//! Tracing setup: a log layer filtered by `RUST_LOG`, and an OpenTelemetry layer whose spans are
+//! exported over OTLP/gRPC when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. The W3C trace-context
+//! propagator is always installed, so trace ids flow through gRPC metadata and event envelopes
+//! even when nothing is exported.
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::WithExportConfig;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+/// Flushes exported spans when dropped.
+pub struct TelemetryGuard {
+    provider: SdkTracerProvider,
+}
+
+impl Drop for TelemetryGuard {
+    fn drop(&mut self) {
+        let _ = self.provider.shutdown();
+    }
+}
+
+/// Installs the global subscriber and propagator for a process named `service_name`.
+/// Safe to call more than once (later calls only return a guard).
+pub fn init(service_name: &str) -> TelemetryGuard {
+    opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
+    let resource = opentelemetry_sdk::Resource::builder().with_service_name(service_name.to_owned()).build();
+    let mut builder = SdkTracerProvider::builder().with_resource(resource);
+    if let Some(endpoint) = crate::config::env_var("OTEL_EXPORTER_OTLP_ENDPOINT") {
+        match opentelemetry_otlp::SpanExporter::builder().with_tonic().with_endpoint(endpoint.clone()).build() {
+            Ok(exporter) => builder = builder.with_batch_exporter(exporter),
+            Err(error) => eprintln!("OTLP exporter to {endpoint} not started: {error}"),
+        }
+    }
+    let provider = builder.build();
+    let tracer = provider.tracer(service_name.to_owned());
+    opentelemetry::global::set_tracer_provider(provider.clone());
+
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,h2=warn,tower=warn,hyper=warn,tonic=warn"));
+    let fmt = tracing_subscriber::fmt::layer().with_target(false).compact().with_filter(filter);
+    let otel = tracing_opentelemetry::layer().with_tracer(tracer);
+    let _ = tracing_subscriber::registry().with(otel).with(fmt).try_init();
+    TelemetryGuard { provider }
+}
+
+/// Returns the W3C `traceparent` and `tracestate` of the current span (empty when none).
+pub fn current_trace_context() -> (String, String) {
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let context = tracing::Span::current().context();
+    let mut carrier = std::collections::HashMap::new();
+    opentelemetry::global::get_text_map_propagator(|propagator| propagator.inject_context(&context, &mut carrier));
+    (carrier.remove("traceparent").unwrap_or_default(), carrier.remove("tracestate").unwrap_or_default())
+}
+
+/// Makes `span` a child of the trace named by a stored `traceparent`/`tracestate` pair.
+pub fn continue_trace(span: &tracing::Span, traceparent: &str, tracestate: &str) {
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    if traceparent.is_empty() {
+        return;
+    }
+    let mut carrier = std::collections::HashMap::new();
+    carrier.insert("traceparent".to_owned(), traceparent.to_owned());
+    if !tracestate.is_empty() {
+        carrier.insert("tracestate".to_owned(), tracestate.to_owned());
+    }
+    let parent = opentelemetry::global::get_text_map_propagator(|propagator| propagator.extract(&carrier));
+    let _ = span.set_parent(parent);
+}

@@ -1,0 +1,43 @@
+//! Compiles every `.proto` under `lab/` in process with protox (no system `protoc`).
+//!
+//! Messages declared in an `events.proto` file are the `data` payloads that customers receive in
+//! webhooks, so they also derive `serde::Serialize` with the proto field names (the spec's
+//! snake_case names). They deliberately use only scalar and string fields.
+
+use std::path::{Path, PathBuf};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
+    let mut files = Vec::new();
+    collect_protos(&root.join("lab"), &mut files)?;
+    files.sort();
+    for file in &files {
+        println!("cargo:rerun-if-changed={}", file.display());
+    }
+    let descriptors = protox::compile(&files, [&root])?;
+
+    let mut builder = tonic_prost_build::configure().build_server(true).build_client(true);
+    for file in &descriptors.file {
+        if !file.name().ends_with("events.proto") {
+            continue;
+        }
+        for message in &file.message_type {
+            let path = format!(".{}.{}", file.package(), message.name());
+            builder = builder.message_attribute(path, "#[derive(serde::Serialize)]");
+        }
+    }
+    builder.compile_fds(descriptors)?;
+    Ok(())
+}
+
+fn collect_protos(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect_protos(&path, out)?;
+        } else if path.extension().is_some_and(|ext| ext == "proto") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,29 @@
+//! Renders the payload of an [`EventEnvelope`](crate::events::EventEnvelope) as the JSON `data`
+//! object that webhook receivers get, with the spec's snake_case field names.
+
+use crate::events::event_envelope::Data;
+
+/// Returns the `data` object of an event payload as JSON.
+pub fn to_json(data: &Data) -> serde_json::Value {
+    let rendered = match data {
+        Data::OrderCreated(d) => serde_json::to_value(d),
+        Data::OrderStatusChanged(d) => serde_json::to_value(d),
+        Data::OrderCancelled(d) => serde_json::to_value(d),
+        Data::SampleReceived(d) => serde_json::to_value(d),
+        Data::TestingStarted(d) => serde_json::to_value(d),
+        Data::InvoiceCreated(d) => serde_json::to_value(d),
+        Data::InvoiceUpdated(d) => serde_json::to_value(d),
+        Data::PaymentRequested(d) => serde_json::to_value(d),
+        Data::PaymentObserved(d) => serde_json::to_value(d),
+        Data::PaymentConfirming(d) => serde_json::to_value(d),
+        Data::PaymentConfirmed(d) => serde_json::to_value(d),
+        Data::PaymentReorged(d) => serde_json::to_value(d),
+        Data::PaymentExpired(d) => serde_json::to_value(d),
+        Data::ShipmentLabelCreated(d) => serde_json::to_value(d),
+        Data::ShipmentUpdated(d) => serde_json::to_value(d),
+        Data::CoaPublished(d) => serde_json::to_value(d),
+        Data::CoaRetracted(d) => serde_json::to_value(d),
+    };
+    // Serializing plain structs of strings and integers into a Value cannot fail.
+    rendered.unwrap_or(serde_json::Value::Null)
+}

@@ -1,0 +1,52 @@
+//! Generated protobuf types and gRPC stubs of every domain, one module per versioned package.
+//!
+//! The `.proto` files under `lab/` are the contract; this crate only compiles them (see `build.rs`)
+//! and adds the small helpers every service needs on the event envelope.
+
+pub mod lab {
+    pub mod events {
+        pub mod v1 {
+            tonic::include_proto!("lab.events.v1");
+        }
+    }
+    pub mod catalog {
+        pub mod v1 {
+            tonic::include_proto!("lab.catalog.v1");
+        }
+    }
+    pub mod orders {
+        pub mod v1 {
+            tonic::include_proto!("lab.orders.v1");
+        }
+    }
+    pub mod payments {
+        pub mod v1 {
+            tonic::include_proto!("lab.payments.v1");
+        }
+    }
+    pub mod shipping {
+        pub mod v1 {
+            tonic::include_proto!("lab.shipping.v1");
+        }
+    }
+    pub mod results {
+        pub mod v1 {
+            tonic::include_proto!("lab.results.v1");
+        }
+    }
+    pub mod identity {
+        pub mod v1 {
+            tonic::include_proto!("lab.identity.v1");
+        }
+    }
+}
+
+pub use lab::catalog::v1 as catalog;
+pub use lab::events::v1 as events;
+pub use lab::identity::v1 as identity;
+pub use lab::orders::v1 as orders;
+pub use lab::payments::v1 as payments;
+pub use lab::results::v1 as results;
+pub use lab::shipping::v1 as shipping;
+
+pub mod event_data;
