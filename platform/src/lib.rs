@@ -23,3 +23,6 @@ pub mod streams;
 pub mod telemetry;
 pub mod time;
 
+
+#[cfg(feature = "testing")]
+pub mod testing;

@@ -1,0 +1,1 @@
+//! catalog-svc (work in progress).

@@ -1,0 +1,1 @@
+//! labctl (work in progress).

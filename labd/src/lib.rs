@@ -1,0 +1,1 @@
+//! labd (work in progress).

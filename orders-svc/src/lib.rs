@@ -1,0 +1,1 @@
+//! orders-svc (work in progress).

@@ -1,0 +1,1 @@
+//! payments-svc (work in progress).

@@ -1,0 +1,73 @@
+//! Test utilities (feature `testing`): fresh databases, unique stream prefixes, polling.
+//!
+//! Tests run against the real PostgreSQL and Redis named by `TEST_DATABASE_URL` (an admin URL,
+//! default `postgres://postgres@127.0.0.1:5432/postgres`) and `TEST_REDIS_URL` (default
+//! `redis://127.0.0.1:6379`); the README's test command starts them when missing.
+
+use sqlx::{AssertSqlSafe, Connection, PgConnection};
+use std::future::Future;
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+/// Databases created by tests older than this are dropped by later test runs.
+const STALE_AFTER_SECS: u64 = 6 * 3600;
+
+/// The admin URL of the test PostgreSQL server.
+pub fn admin_database_url() -> String {
+    crate::config::env_var("TEST_DATABASE_URL").unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+/// The URL of the test Redis.
+pub fn redis_url() -> String {
+    crate::config::env_var("TEST_REDIS_URL").unwrap_or_else(|| "redis://127.0.0.1:6379".to_owned())
+}
+
+/// A stream prefix no other test uses.
+pub fn unique_stream_prefix() -> String {
+    format!("test-{}", Uuid::new_v4().simple())
+}
+
+/// Creates a fresh, empty database and returns its URL. Drops databases that earlier runs left.
+pub async fn fresh_database() -> String {
+    let admin_url = admin_database_url();
+    let mut admin = PgConnection::connect(&admin_url).await.expect("connect to TEST_DATABASE_URL");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    drop_stale_databases(&mut admin, now).await;
+    let name = format!("t_{now}_{}", Uuid::new_v4().simple());
+    sqlx::raw_sql(AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+        .execute(&mut admin)
+        .await
+        .expect("create a test database");
+    let base = admin_url.rsplit_once('/').map(|(base, _)| base.to_owned()).unwrap_or(admin_url);
+    format!("{base}/{name}")
+}
+
+async fn drop_stale_databases(admin: &mut PgConnection, now: u64) {
+    let names: Vec<String> = sqlx::query_scalar("SELECT datname FROM pg_database WHERE datname LIKE 't\\_%'")
+        .fetch_all(&mut *admin)
+        .await
+        .unwrap_or_default();
+    for name in names {
+        let created = name.split('_').nth(1).and_then(|stamp| stamp.parse::<u64>().ok());
+        if created.is_some_and(|created| now.saturating_sub(created) > STALE_AFTER_SECS) {
+            let statement = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
+            let _ = sqlx::raw_sql(AssertSqlSafe(statement)).execute(&mut *admin).await;
+        }
+    }
+}
+
+/// Polls `probe` until it returns `Some`, or panics after `timeout` naming `what`.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let started = Instant::now();
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        assert!(started.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}

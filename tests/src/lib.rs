@@ -1,0 +1,1 @@
+//! tests (work in progress).
