@@ -1,1 +1,136 @@
-//! labctl (work in progress).
+//! labctl: the lab staff's command line over the internal gRPC APIs.
+//!
+//! Every call carries a staff token that labctl mints with the staff signing secret
+//! (`LAB_STAFF_TOKEN_SECRET`) and the roles it needs. Commands return JSON values, printed as
+//! JSON with `--json` (for scripts) or as indented text otherwise. The library form lets tests
+//! drive exactly what operators run.
+
+#![forbid(unsafe_code)]
+
+mod commands;
+
+pub use commands::execute;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Operator CLI of the Laboratory Testing Agent API.
+#[derive(Debug, Parser)]
+#[command(name = "labctl", version, about)]
+pub struct Cli {
+    /// Print machine-readable JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(flatten)]
+    pub connection: Connection,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where the services are and how to sign staff tokens.
+#[derive(Clone, Debug, Args)]
+pub struct Connection {
+    /// Gateway internal gRPC address (identity).
+    #[arg(long, env = "LABCTL_IDENTITY_ADDR", default_value = "http://127.0.0.1:50050", global = true)]
+    pub identity_addr: String,
+    /// catalog-svc gRPC address.
+    #[arg(long, env = "CATALOG_SVC_ADDR", default_value = "http://127.0.0.1:50051", global = true)]
+    pub catalog_addr: String,
+    /// payments-svc gRPC address.
+    #[arg(long, env = "PAYMENTS_SVC_ADDR", default_value = "http://127.0.0.1:50053", global = true)]
+    pub payments_addr: String,
+    /// Secret that signs staff tokens.
+    #[arg(long, env = "LAB_STAFF_TOKEN_SECRET", default_value = platform::config::DEV_STAFF_TOKEN_SECRET, hide_env_values = true, global = true)]
+    pub staff_secret: String,
+    /// Staff member name recorded as the token subject.
+    #[arg(long, env = "LABCTL_STAFF_NAME", default_value = "operator", global = true)]
+    pub staff_name: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Customers of the lab.
+    #[command(subcommand)]
+    Customers(CustomersCommand),
+    /// API keys of a customer.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Catalog revisions.
+    #[command(subcommand)]
+    Catalog(CatalogCommand),
+    /// Payments received.
+    #[command(subcommand)]
+    Payments(PaymentsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CustomersCommand {
+    /// Creates a customer, or returns the existing one with that email.
+    Ensure {
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        email: String,
+    },
+    /// Lists customers.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Mints an API key and prints it once.
+    Create {
+        /// Customer id.
+        #[arg(long)]
+        customer: String,
+        #[arg(long, default_value = "default")]
+        name: String,
+        /// Comma-separated scopes, or "all".
+        #[arg(long, default_value = "all")]
+        scopes: String,
+        /// Largest order total the key may commit, in USD cents.
+        #[arg(long)]
+        spend_limit_cents: Option<i64>,
+    },
+    /// Lists a customer's keys (never their secrets).
+    List {
+        #[arg(long)]
+        customer: String,
+    },
+    /// Revokes a key by id or public id.
+    Revoke { key: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CatalogCommand {
+    /// Imports a catalog document as a new revision.
+    Import {
+        /// Path of the catalog JSON document.
+        file: std::path::PathBuf,
+        #[arg(long, default_value = "")]
+        note: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PaymentsCommand {
+    /// Records money received by bank transfer against an invoice.
+    Record {
+        /// Invoice number (INV-…) or invoice id.
+        #[arg(long)]
+        invoice: String,
+        /// Amount received in USD cents.
+        #[arg(long)]
+        amount_cents: i64,
+        /// The bank's unique reference of the transfer.
+        #[arg(long)]
+        bank_reference: String,
+        /// When the money arrived (RFC 3339); now when absent.
+        #[arg(long)]
+        received_at: Option<String>,
+    },
+}
+
+/// Renders a command result for people or scripts.
+pub fn render(value: &serde_json::Value, json: bool) -> String {
+    if json { value.to_string() } else { serde_json::to_string_pretty(value).unwrap_or_default() }
+}

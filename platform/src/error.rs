@@ -218,3 +218,32 @@ mod tests {
         }
     }
 }
+
+/// Renders the error-code table as Markdown rows (kept in `docs/errors.md`, checked by a test).
+pub fn markdown_table() -> String {
+    let mut table = String::from("| Code | HTTP | gRPC | Meaning |\n|---|---|---|---|\n");
+    for &code in ErrorCode::ALL {
+        table.push_str(&format!(
+            "| `{}` | {} | {:?} | {} |\n",
+            code.as_str(),
+            code.http_status(),
+            code.grpc_code(),
+            code.description()
+        ));
+    }
+    table
+}
+
+#[cfg(test)]
+mod docs_tests {
+    #[test]
+    fn docs_errors_md_lists_exactly_the_code_table() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md");
+        let document = std::fs::read_to_string(path).expect("docs/errors.md exists");
+        assert!(
+            document.contains(&super::markdown_table()),
+            "docs/errors.md is out of date; paste the table from platform::error::markdown_table():\n{}",
+            super::markdown_table()
+        );
+    }
+}

@@ -1,0 +1,152 @@
+//! Execution of labctl commands: one gRPC call each, with a freshly minted staff token.
+
+use crate::{CatalogCommand, Cli, Command, Connection, CustomersCommand, KeysCommand, PaymentsCommand};
+use anyhow::Context;
+use platform::principal::{Principal, PrincipalKind, TokenKeys, roles};
+use proto::catalog::catalog_service_client::CatalogServiceClient;
+use proto::identity::identity_service_client::IdentityServiceClient;
+use proto::payments::payments_service_client::PaymentsServiceClient;
+use serde_json::{Value, json};
+
+/// Runs one command and returns its result as JSON.
+pub async fn execute(cli: Cli) -> anyhow::Result<Value> {
+    let token = staff_token(&cli.connection);
+    let connection = &cli.connection;
+    match cli.command {
+        Command::Customers(command) => customers(connection, &token, command).await,
+        Command::Keys(command) => keys(connection, &token, command).await,
+        Command::Catalog(command) => catalog(connection, &token, command).await,
+        Command::Payments(command) => payments(connection, &token, command).await,
+    }
+}
+
+fn staff_token(connection: &Connection) -> String {
+    // Only the staff key is used; the internal secret is never needed by labctl.
+    let keys = TokenKeys::new(&String::new().into(), &connection.staff_secret.clone().into());
+    keys.mint(&Principal {
+        kind: PrincipalKind::Staff,
+        subject: connection.staff_name.clone(),
+        customer_id: None,
+        scopes: Vec::new(),
+        roles: roles::ALL.iter().map(|role| (*role).to_owned()).collect(),
+        spend_limit_cents: None,
+    })
+}
+
+fn request<T>(message: T, token: &str) -> tonic::Request<T> {
+    platform::grpc::outgoing(message, token)
+}
+
+fn status_error(status: tonic::Status) -> anyhow::Error {
+    let error = platform::error::ApiError::from_status(&status);
+    anyhow::anyhow!("{}: {}", error.code.as_str(), error.message)
+}
+
+async fn identity(connection: &Connection) -> anyhow::Result<IdentityServiceClient<tonic::transport::Channel>> {
+    IdentityServiceClient::connect(connection.identity_addr.clone())
+        .await
+        .with_context(|| format!("cannot reach the gateway's identity API at {}", connection.identity_addr))
+}
+
+fn timestamp(value: Option<&prost_types::Timestamp>) -> Value {
+    platform::time::timestamp_rfc3339(value).map(Value::String).unwrap_or(Value::Null)
+}
+
+fn customer_json(customer: &proto::identity::Customer) -> Value {
+    json!({ "id": customer.id, "name": customer.name, "email": customer.email, "createdAt": timestamp(customer.created_at.as_ref()) })
+}
+
+fn key_json(key: &proto::identity::ApiKey) -> Value {
+    json!({
+        "id": key.id, "customerId": key.customer_id, "publicId": key.public_id, "name": key.name,
+        "scopes": key.scopes, "spendLimitCents": key.spend_limit_cents,
+        "createdAt": timestamp(key.created_at.as_ref()), "revokedAt": timestamp(key.revoked_at.as_ref()),
+    })
+}
+
+async fn customers(connection: &Connection, token: &str, command: CustomersCommand) -> anyhow::Result<Value> {
+    let mut client = identity(connection).await?;
+    match command {
+        CustomersCommand::Ensure { name, email } => {
+            let response = client
+                .create_customer(request(proto::identity::CreateCustomerRequest { name, email }, token))
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            let customer = response.customer.context("the gateway returned no customer")?;
+            let mut value = customer_json(&customer);
+            value["created"] = json!(response.created);
+            Ok(value)
+        }
+        CustomersCommand::List => {
+            let response = client
+                .list_customers(request(proto::identity::ListCustomersRequest {}, token))
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            Ok(Value::Array(response.customers.iter().map(customer_json).collect()))
+        }
+    }
+}
+
+async fn keys(connection: &Connection, token: &str, command: KeysCommand) -> anyhow::Result<Value> {
+    let mut client = identity(connection).await?;
+    match command {
+        KeysCommand::Create { customer, name, scopes, spend_limit_cents } => {
+            let scopes = scopes.split(',').map(str::trim).filter(|scope| !scope.is_empty()).map(str::to_owned).collect();
+            let message = proto::identity::CreateApiKeyRequest { customer_id: customer, name, scopes, spend_limit_cents };
+            let response = client.create_api_key(request(message, token)).await.map_err(status_error)?.into_inner();
+            let mut value = response.key.as_ref().map(key_json).unwrap_or_else(|| json!({}));
+            value["key"] = json!(response.plaintext);
+            Ok(value)
+        }
+        KeysCommand::List { customer } => {
+            let message = proto::identity::ListApiKeysRequest { customer_id: customer };
+            let response = client.list_api_keys(request(message, token)).await.map_err(status_error)?.into_inner();
+            Ok(Value::Array(response.keys.iter().map(key_json).collect()))
+        }
+        KeysCommand::Revoke { key } => {
+            let message = proto::identity::RevokeApiKeyRequest { key };
+            let response = client.revoke_api_key(request(message, token)).await.map_err(status_error)?.into_inner();
+            Ok(response.key.as_ref().map(key_json).unwrap_or(Value::Null))
+        }
+    }
+}
+
+async fn catalog(connection: &Connection, token: &str, command: CatalogCommand) -> anyhow::Result<Value> {
+    let CatalogCommand::Import { file, note } = command;
+    let document_json = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    let mut client = CatalogServiceClient::connect(connection.catalog_addr.clone())
+        .await
+        .with_context(|| format!("cannot reach catalog-svc at {}", connection.catalog_addr))?;
+    let message = proto::catalog::ImportCatalogRequest { document_json, note };
+    let response = client.import_catalog(request(message, token)).await.map_err(status_error)?.into_inner();
+    Ok(json!({
+        "catalogRevision": response.catalog_revision, "testCount": response.test_count,
+        "bundleCount": response.bundle_count, "unchanged": response.unchanged,
+    }))
+}
+
+async fn payments(connection: &Connection, token: &str, command: PaymentsCommand) -> anyhow::Result<Value> {
+    let PaymentsCommand::Record { invoice, amount_cents, bank_reference, received_at } = command;
+    let received_at = match received_at {
+        Some(text) => {
+            let time = chrono::DateTime::parse_from_rfc3339(&text).context("--received-at must be RFC 3339")?;
+            Some(platform::time::to_timestamp(time.with_timezone(&chrono::Utc)))
+        }
+        None => None,
+    };
+    let mut client = PaymentsServiceClient::connect(connection.payments_addr.clone())
+        .await
+        .with_context(|| format!("cannot reach payments-svc at {}", connection.payments_addr))?;
+    let message =
+        proto::payments::RecordBankPaymentRequest { invoice_reference: invoice, amount_cents, bank_reference, received_at };
+    let response = client.record_bank_payment(request(message, token)).await.map_err(status_error)?.into_inner();
+    let payment = response.payment.unwrap_or_default();
+    let invoice = response.invoice.unwrap_or_default();
+    Ok(json!({
+        "paymentId": payment.id, "amountCents": payment.amount_cents, "alreadyRecorded": response.already_recorded,
+        "invoice": { "id": invoice.id, "invoiceNumber": invoice.invoice_number, "status": invoice.status,
+                     "amountPaidCents": invoice.amount_paid_cents, "amountDueCents": invoice.amount_due_cents },
+    }))
+}
