@@ -1,1 +1,1 @@
-//! tests (work in progress).
+//! Sandbox for end-to-end tests (see tests/tests/e2e).

@@ -1,0 +1,212 @@
+//! The event guarantees of the platform, exercised against real PostgreSQL and Redis processes:
+//! the outbox survives a Redis outage, and a consumer that dies between its commit and `XACK`
+//! never applies an event twice.
+
+use platform::consumer::{ConsumerSettings, EventHandler, HandlerError, StreamConsumer, first_delivery};
+use platform::outbox::{NewEvent, Outbox, OutboxRelay};
+use platform::testing::{fresh_database, unique_stream_prefix, wait_for};
+use prost::Message;
+use proto::events::EventEnvelope;
+use proto::events::event_envelope::Data;
+use redis::AsyncCommands;
+use sqlx::PgPool;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+const SCHEMA: &str = "relaytest";
+
+async fn pool_with_event_tables() -> PgPool {
+    let url = fresh_database().await;
+    let pool = PgPool::connect(&url).await.unwrap();
+    sqlx::raw_sql(
+        "CREATE SCHEMA relaytest;
+         CREATE TABLE relaytest.outbox (id BIGSERIAL PRIMARY KEY, event_id UUID NOT NULL UNIQUE,
+           event_type TEXT NOT NULL, envelope BYTEA NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+           published_at TIMESTAMPTZ);
+         CREATE TABLE relaytest.processed_events (consumer TEXT NOT NULL, event_id UUID NOT NULL,
+           processed_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (consumer, event_id));
+         CREATE TABLE relaytest.effects (event_id UUID PRIMARY KEY, applied INT NOT NULL);",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool
+}
+
+fn status_changed(order: &str) -> NewEvent {
+    NewEvent {
+        event_type: "order.status_changed",
+        customer_id: Uuid::new_v4(),
+        subject_id: order.to_owned(),
+        data: Data::OrderStatusChanged(proto::orders::OrderStatusChanged {
+            order_id: order.to_owned(),
+            order_number: "ORD-2026-000001".into(),
+            from_status: "invoice_sent".into(),
+            to_status: "paid".into(),
+            changed_at: "2026-11-22T00:00:00Z".into(),
+            reason: "payment.confirmed".into(),
+        }),
+    }
+}
+
+/// A Redis server process of this test, on its own port, killed when dropped.
+struct RedisProcess(std::process::Child);
+
+impl RedisProcess {
+    fn start(port: u16) -> Self {
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (the README's test command installs it)");
+        Self(child)
+    }
+}
+
+impl Drop for RedisProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+async fn unpublished(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM relaytest.outbox WHERE published_at IS NULL").fetch_one(pool).await.unwrap()
+}
+
+#[tokio::test]
+async fn outbox_rows_written_while_redis_is_down_reach_the_stream_once_it_is_back() {
+    let pool = pool_with_event_tables().await;
+    let port = free_port();
+    let redis_url = format!("redis://127.0.0.1:{port}");
+    let prefix = unique_stream_prefix();
+    let outbox = Outbox::new(SCHEMA, "test-svc");
+    let shutdown = CancellationToken::new();
+    let relay = OutboxRelay::new(pool.clone(), outbox, &redis_url, &prefix, "orders");
+    let relay = tokio::spawn(relay.run(shutdown.clone()));
+
+    let mut written = Vec::new();
+    let mut tx = pool.begin().await.unwrap();
+    for n in 0..3 {
+        written.push(outbox.enqueue(&mut tx, status_changed(&format!("order-{n}"))).await.unwrap());
+    }
+    tx.commit().await.unwrap();
+
+    // Redis is down: the relay keeps trying and the rows stay unpublished.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(unpublished(&pool).await, 3);
+
+    let _redis = RedisProcess::start(port);
+    let stream = platform::streams::stream_name(&prefix, "orders");
+    let client = redis::Client::open(redis_url.as_str()).unwrap();
+    let entries: Vec<EventEnvelope> = wait_for("the events on the stream", Duration::from_secs(20), || {
+        let client = client.clone();
+        let stream = stream.clone();
+        async move {
+            let mut connection = client.get_multiplexed_async_connection().await.ok()?;
+            let range: redis::streams::StreamRangeReply = connection.xrange_all(&stream).await.ok()?;
+            let envelopes: Vec<EventEnvelope> = range
+                .ids
+                .iter()
+                .filter_map(|entry| match entry.map.get("envelope") {
+                    Some(redis::Value::BulkString(bytes)) => EventEnvelope::decode(bytes.as_slice()).ok(),
+                    _ => None,
+                })
+                .collect();
+            (envelopes.len() == 3).then_some(envelopes)
+        }
+    })
+    .await;
+    let relayed: Vec<String> = entries.iter().map(|envelope| envelope.id.clone()).collect();
+    let expected: Vec<String> = written.iter().map(Uuid::to_string).collect();
+    assert_eq!(relayed, expected, "every event arrives once, in commit order");
+    assert!(entries.iter().all(|envelope| envelope.r#type == "order.status_changed" && envelope.source == "test-svc"));
+    wait_for("rows marked published", Duration::from_secs(5), || async {
+        (unpublished(&pool).await == 0).then_some(())
+    })
+    .await;
+
+    shutdown.cancel();
+    relay.await.unwrap();
+}
+
+/// Applies an event by counting it in `effects`, idempotently; counts every invocation.
+struct CountingHandler {
+    pool: PgPool,
+    invocations: AtomicUsize,
+}
+
+impl EventHandler for CountingHandler {
+    async fn handle(&self, event: &EventEnvelope) -> Result<(), HandlerError> {
+        self.invocations.fetch_add(1, Ordering::SeqCst);
+        let mut tx = self.pool.begin().await?;
+        if first_delivery(&mut tx, SCHEMA, "counting", &event.id).await? {
+            let id = Uuid::parse_str(&event.id).map_err(|error| HandlerError::Permanent(error.into()))?;
+            sqlx::query(
+                "INSERT INTO relaytest.effects (event_id, applied) VALUES ($1, 1)
+                 ON CONFLICT (event_id) DO UPDATE SET applied = relaytest.effects.applied + 1",
+            )
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+async fn pending_count(redis_url: &str, stream: &str, group: &str) -> usize {
+    let mut connection = redis::Client::open(redis_url).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let reply: redis::streams::StreamPendingReply = connection.xpending(stream, group).await.unwrap();
+    reply.count()
+}
+
+#[tokio::test]
+async fn a_consumer_that_dies_after_its_commit_but_before_xack_does_not_apply_the_event_twice() {
+    let pool = pool_with_event_tables().await;
+    let redis_url = platform::testing::redis_url();
+    let stream = platform::streams::stream_name(&unique_stream_prefix(), "orders");
+    let event_id = Uuid::now_v7();
+    let envelope = EventEnvelope { id: event_id.to_string(), r#type: "order.status_changed".into(), ..Default::default() };
+    let mut connection = redis::Client::open(redis_url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let _: String = connection.xadd(&stream, "*", &[("envelope", envelope.encode_to_vec())]).await.unwrap();
+
+    let handler = Arc::new(CountingHandler { pool: pool.clone(), invocations: AtomicUsize::new(0) });
+    let mut dying = ConsumerSettings::new("crash-test", vec![stream.clone()]);
+    dying.acknowledge = false;
+    dying.reclaim_idle = Duration::from_secs(3600);
+    let first_life = CancellationToken::new();
+    let first = tokio::spawn(StreamConsumer::new(&redis_url, dying, handler.clone()).run(first_life.clone()));
+    let applied = || async {
+        sqlx::query_scalar::<_, i32>("SELECT applied FROM relaytest.effects WHERE event_id = $1")
+            .bind(event_id)
+            .fetch_optional(&pool)
+            .await
+            .unwrap()
+    };
+    wait_for("the first consumer to commit", Duration::from_secs(10), applied).await;
+    first_life.cancel();
+    first.await.unwrap();
+    assert_eq!(pending_count(&redis_url, &stream, "crash-test").await, 1, "the entry is still pending");
+
+    let mut survivor = ConsumerSettings::new("crash-test", vec![stream.clone()]);
+    survivor.reclaim_idle = Duration::from_millis(200);
+    let second_life = CancellationToken::new();
+    let second = tokio::spawn(StreamConsumer::new(&redis_url, survivor, handler.clone()).run(second_life.clone()));
+    wait_for("the survivor to reclaim and acknowledge", Duration::from_secs(10), || async {
+        (pending_count(&redis_url, &stream, "crash-test").await == 0).then_some(())
+    })
+    .await;
+    second_life.cancel();
+    second.await.unwrap();
+
+    assert_eq!(handler.invocations.load(Ordering::SeqCst), 2, "the event was delivered twice");
+    assert_eq!(applied().await, Some(1), "but applied once");
+}

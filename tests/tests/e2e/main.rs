@@ -1,0 +1,3 @@
+//! End-to-end tests: one module per business flow or cross-cutting guarantee.
+
+mod events_resilience;
