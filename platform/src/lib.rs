@@ -13,6 +13,7 @@ pub mod db;
 pub mod error;
 pub mod grpc;
 pub mod health;
+pub mod housekeeping;
 pub mod idempotency;
 pub mod money;
 pub mod outbox;
