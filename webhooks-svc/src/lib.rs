@@ -63,12 +63,13 @@ impl Application {
         let probe = platform::health::spawn_health_probe(reporter, vec![], self.pool.clone(), redis, shutdown.clone());
         let relay = OutboxRelay::new(self.pool.clone(), OUTBOX, &common.redis_url, &common.stream_prefix, platform::streams::WEBHOOKS);
         let relay = tokio::spawn(relay.run(shutdown.clone()));
+        let housekeeping = platform::housekeeping::spawn(self.pool.clone(), SCHEMA, shutdown.clone());
         let router = platform::grpc::server_builder().add_service(health);
         tracing::info!(addr = %self.local_addr(), "{SERVICE_NAME} serving");
         let served = platform::grpc::serve(router, self.listener, shutdown.clone()).await;
         shutdown.cancel();
         platform::shutdown::drain(SERVICE_NAME, async {
-            let _ = tokio::join!(relay, probe);
+            let _ = tokio::join!(relay, probe, housekeeping);
         })
         .await;
         served
