@@ -186,7 +186,7 @@ impl<H: EventHandler> StreamConsumer<H> {
             for entry in pending.ids.into_iter().filter(|entry| entry.last_delivered_ms >= min_idle) {
                 if entry.times_delivered >= self.settings.max_deliveries {
                     let range: StreamRangeReply = redis.xrange(stream, &entry.id, &entry.id).await?;
-                    let envelope = range.ids.first().and_then(|found| envelope_bytes(found));
+                    let envelope = range.ids.first().and_then(envelope_bytes);
                     self.dead_letter(redis, stream, &entry.id, envelope, "too many deliveries").await?;
                 } else {
                     claimable.push(entry.id);

@@ -146,7 +146,7 @@ pub async fn serve(
 pub fn server_builder() -> tonic::transport::Server {
     tonic::transport::Server::builder()
         .timeout(std::time::Duration::from_secs(30))
-        .trace_fn(|request| span_for_request(request))
+        .trace_fn(span_for_request)
 }
 
 /// Connects lazily to a peer service; the first call establishes the connection.

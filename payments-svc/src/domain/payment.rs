@@ -1,0 +1,203 @@
+//! Payments: the validated staff command that records a bank transfer, the recorded payment,
+//! and the settlement arithmetic that moves an invoice from `open` to `paid`.
+
+use crate::domain::invoice::{InvoiceStatus, PaymentMethod};
+use crate::domain::reference::InvoiceReference;
+use chrono::{DateTime, Utc};
+use platform::error::{ApiError, ErrorCode};
+use platform::money::Cents;
+use uuid::Uuid;
+
+/// Status of a settled payment (the bank rail records only money that arrived).
+pub const STATUS_SUCCEEDED: &str = "succeeded";
+/// Longest bank reference, in characters.
+pub const MAX_BANK_REFERENCE_CHARS: usize = 200;
+
+/// A validated request to record money received by bank transfer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BankPayment {
+    pub invoice: InvoiceReference,
+    pub amount: Cents,
+    /// The bank's reference of the transfer, trimmed; unique among bank payments.
+    pub bank_reference: String,
+    /// When the money arrived; the recording time when absent.
+    pub received_at: Option<DateTime<Utc>>,
+}
+
+impl BankPayment {
+    /// Validates the staff input: a reference, a positive amount and a 1..=200 character bank reference.
+    pub fn parse(
+        invoice_reference: &str,
+        amount_cents: i64,
+        bank_reference: &str,
+        received_at: Option<DateTime<Utc>>,
+    ) -> Result<Self, ApiError> {
+        let invoice = InvoiceReference::parse(invoice_reference, "invoiceReference")?;
+        if amount_cents <= 0 {
+            return Err(ApiError::field(
+                ErrorCode::InvalidRequest,
+                "amountCents",
+                "amountCents must be greater than 0",
+            ));
+        }
+        let bank_reference = bank_reference.trim();
+        if bank_reference.is_empty() || bank_reference.chars().count() > MAX_BANK_REFERENCE_CHARS {
+            return Err(ApiError::field(
+                ErrorCode::InvalidRequest,
+                "bankReference",
+                "bankReference must be 1 to 200 characters",
+            ));
+        }
+        Ok(Self {
+            invoice,
+            amount: Cents(amount_cents),
+            bank_reference: bank_reference.to_owned(),
+            received_at,
+        })
+    }
+}
+
+/// A recorded payment, with the invoice and order it settles.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Payment {
+    pub id: Uuid,
+    pub customer_id: Uuid,
+    pub invoice_id: Uuid,
+    pub invoice_number: String,
+    pub order_id: Uuid,
+    pub order_number: String,
+    pub rail: PaymentMethod,
+    pub status: String,
+    pub amount: Cents,
+    pub currency: String,
+    pub external_reference: String,
+    pub received_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// The money state of an invoice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Balance {
+    pub status: InvoiceStatus,
+    pub total: Cents,
+    pub paid: Cents,
+    pub due: Cents,
+}
+
+/// The money state after a payment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settlement {
+    pub paid: Cents,
+    /// Never below zero, even when the invoice is overpaid.
+    pub due: Cents,
+    /// True when this payment brought the invoice to `paid`.
+    pub completes: bool,
+}
+
+impl Balance {
+    /// Applies a payment of `amount` to an open invoice; a paid or void invoice is a conflict.
+    pub fn settle(self, invoice_number: &str, amount: Cents) -> Result<Settlement, ApiError> {
+        if self.status != InvoiceStatus::Open {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "invoice {invoice_number} is {} and accepts no payment",
+                    self.status.as_str()
+                ),
+            )
+            .with_details(serde_json::json!({ "status": self.status.as_str() })));
+        }
+        let paid = self.paid.checked_add(amount).ok_or_else(|| {
+            ApiError::field(
+                ErrorCode::InvalidRequest,
+                "amountCents",
+                "amountCents is too large",
+            )
+        })?;
+        let due = Cents((self.total.0 - paid.0).max(0));
+        Ok(Settlement {
+            paid,
+            due,
+            completes: paid >= self.total,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(total: i64, paid: i64) -> Balance {
+        Balance {
+            status: InvoiceStatus::Open,
+            total: Cents(total),
+            paid: Cents(paid),
+            due: Cents(total - paid),
+        }
+    }
+
+    #[test]
+    fn a_partial_payment_keeps_the_invoice_open() {
+        let settlement = open(1000, 0).settle("INV-1", Cents(400)).unwrap();
+        assert_eq!(
+            settlement,
+            Settlement {
+                paid: Cents(400),
+                due: Cents(600),
+                completes: false
+            }
+        );
+    }
+
+    #[test]
+    fn the_payment_that_reaches_the_total_completes_it_and_overpayment_leaves_nothing_due() {
+        assert!(open(1000, 600).settle("INV-1", Cents(400)).unwrap().completes);
+        let over = open(1000, 600).settle("INV-1", Cents(900)).unwrap();
+        assert_eq!(
+            over,
+            Settlement {
+                paid: Cents(1500),
+                due: Cents(0),
+                completes: true
+            }
+        );
+    }
+
+    #[test]
+    fn paid_and_void_invoices_accept_no_payment() {
+        for status in [InvoiceStatus::Paid, InvoiceStatus::Void] {
+            let balance = Balance {
+                status,
+                ..open(1000, 1000)
+            };
+            assert_eq!(
+                balance.settle("INV-1", Cents(1)).unwrap_err().code,
+                ErrorCode::Conflict
+            );
+        }
+    }
+
+    #[test]
+    fn bank_payment_input_is_validated_field_by_field() {
+        let id = Uuid::nil().to_string();
+        let field = |error: ApiError| error.details.unwrap()["field"].as_str().unwrap().to_owned();
+        assert_eq!(
+            field(BankPayment::parse(&id, 0, "REF", None).unwrap_err()),
+            "amountCents"
+        );
+        assert_eq!(
+            field(BankPayment::parse(&id, 5, "  ", None).unwrap_err()),
+            "bankReference"
+        );
+        assert_eq!(
+            field(BankPayment::parse(&id, 5, &"x".repeat(201), None).unwrap_err()),
+            "bankReference"
+        );
+        assert_eq!(
+            BankPayment::parse(&id, 5, " REF-1 ", None)
+                .unwrap()
+                .bank_reference,
+            "REF-1"
+        );
+    }
+}

@@ -1,0 +1,145 @@
+//! Events of payments-svc: the payloads it emits (`invoice.created`, `invoice.updated`,
+//! `payment.confirmed`) and the consumer of the orders stream whose `order.created` handler is
+//! the invoice backstop.
+
+use crate::domain::backstop::{OrderLine, backstop_lines};
+use crate::domain::{Invoice, NewInvoice, Payment, RawInvoice};
+use crate::service::PaymentsService;
+use chrono::{DateTime, Utc};
+use platform::consumer::{EventHandler, HandlerError};
+use platform::error::{ApiError, ErrorCode};
+use platform::money::Cents;
+use platform::outbox::NewEvent;
+use platform::time::rfc3339;
+use proto::events::EventEnvelope;
+use proto::events::event_envelope::Data;
+use proto::payments::{InvoiceCreated, InvoiceUpdated, PaymentConfirmed};
+use uuid::Uuid;
+
+/// Event type of an issued invoice.
+pub const INVOICE_CREATED: &str = "invoice.created";
+/// Event type of an invoice status change.
+pub const INVOICE_UPDATED: &str = "invoice.updated";
+/// Event type of a settled payment.
+pub const PAYMENT_CONFIRMED: &str = "payment.confirmed";
+
+/// `invoice.created` for a freshly issued invoice.
+pub fn invoice_created(invoice: &Invoice) -> NewEvent {
+    NewEvent {
+        event_type: INVOICE_CREATED,
+        customer_id: invoice.customer_id,
+        subject_id: invoice.id.to_string(),
+        data: Data::InvoiceCreated(InvoiceCreated {
+            invoice_id: invoice.id.to_string(),
+            invoice_number: invoice.invoice_number.clone(),
+            order_id: invoice.order_id.to_string(),
+            order_number: invoice.order_number.clone(),
+            status: invoice.status.as_str().to_owned(),
+            payment_method: invoice.payment_method.as_str().to_owned(),
+            currency: invoice.currency.clone(),
+            total_cents: invoice.total.0,
+            amount_due_cents: invoice.amount_due.0,
+            issued_at: rfc3339(invoice.issued_at),
+            due_at: rfc3339(invoice.due_at),
+        }),
+    }
+}
+
+/// `invoice.updated` for an invoice that just changed status (`invoice` is the new state).
+pub fn invoice_updated(invoice: &Invoice, updated_at: DateTime<Utc>) -> NewEvent {
+    NewEvent {
+        event_type: INVOICE_UPDATED,
+        customer_id: invoice.customer_id,
+        subject_id: invoice.id.to_string(),
+        data: Data::InvoiceUpdated(InvoiceUpdated {
+            invoice_id: invoice.id.to_string(),
+            invoice_number: invoice.invoice_number.clone(),
+            order_id: invoice.order_id.to_string(),
+            order_number: invoice.order_number.clone(),
+            status: invoice.status.as_str().to_owned(),
+            previous_status: invoice
+                .previous_status
+                .map(|status| status.as_str().to_owned())
+                .unwrap_or_default(),
+            amount_paid_cents: invoice.amount_paid.0,
+            amount_due_cents: invoice.amount_due.0,
+            updated_at: rfc3339(updated_at),
+        }),
+    }
+}
+
+/// `payment.confirmed` when `payment` brought `invoice` to paid. The amount is everything paid
+/// on the invoice (the sum of its payments), the id that of the payment that completed it.
+pub fn payment_confirmed(payment: &Payment, invoice: &Invoice, confirmed_at: DateTime<Utc>) -> NewEvent {
+    NewEvent {
+        event_type: PAYMENT_CONFIRMED,
+        customer_id: invoice.customer_id,
+        subject_id: payment.id.to_string(),
+        data: Data::PaymentConfirmed(PaymentConfirmed {
+            payment_id: payment.id.to_string(),
+            invoice_id: invoice.id.to_string(),
+            invoice_number: invoice.invoice_number.clone(),
+            order_id: invoice.order_id.to_string(),
+            order_number: invoice.order_number.clone(),
+            rail: payment.rail.as_str().to_owned(),
+            amount_cents: invoice.amount_paid.0,
+            currency: invoice.currency.clone(),
+            confirmed_at: rfc3339(confirmed_at),
+            transaction_hash: None,
+        }),
+    }
+}
+
+/// Handles the orders stream: `order.created` issues the order's invoice when orders-svc's
+/// synchronous CreateInvoice call did not (other order events are ignored).
+pub struct OrderEventsHandler {
+    service: PaymentsService,
+}
+
+impl OrderEventsHandler {
+    pub fn new(service: PaymentsService) -> Self {
+        Self { service }
+    }
+}
+
+impl EventHandler for OrderEventsHandler {
+    async fn handle(&self, event: &EventEnvelope) -> Result<(), HandlerError> {
+        let Some(Data::OrderCreated(order)) = &event.data else {
+            return Ok(());
+        };
+        let permanent = |error: ApiError| {
+            HandlerError::Permanent(anyhow::anyhow!("{}: {}", error.code.as_str(), error.message))
+        };
+        let customer_id = Uuid::parse_str(&event.customer_id)
+            .map_err(|_| HandlerError::Permanent(anyhow::anyhow!("order.created without a customer id")))?;
+        let order_lines: Vec<OrderLine> = order
+            .lines
+            .iter()
+            .map(|line| OrderLine {
+                compound_name: line.compound_name.clone(),
+                analyses: line.item_ids.len(),
+                amount: Cents(line.amount_cents),
+            })
+            .collect();
+        let raw = RawInvoice {
+            order_id: order.order_id.clone(),
+            order_number: order.order_number.clone(),
+            payment_method: order.payment_method.clone(),
+            currency: order.currency.clone(),
+            lines: backstop_lines(&order.order_number, Cents(order.total_cents), &order_lines),
+            total_cents: order.total_cents,
+        };
+        let invoice = NewInvoice::parse(raw).map_err(permanent)?;
+        match self
+            .service
+            .backstop_invoice(&event.id, customer_id, invoice)
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(error) if matches!(error.code, ErrorCode::Internal | ErrorCode::ServiceUnavailable) => Err(
+                HandlerError::Retry(anyhow::anyhow!("{}: {}", error.code.as_str(), error.message)),
+            ),
+            Err(error) => Err(permanent(error)),
+        }
+    }
+}

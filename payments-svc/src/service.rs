@@ -1,0 +1,273 @@
+//! Use cases of payments-svc. Each owns its transaction: a state change and its events commit
+//! together through the outbox.
+
+use crate::config::BankAccount;
+use crate::domain::invoice::invoice_number;
+use crate::domain::payment::{Balance, STATUS_SUCCEEDED};
+use crate::domain::{
+    BankPayment, Invoice, InvoiceReference, InvoiceStatus, NewInvoice, Payment, PaymentMethod,
+};
+use crate::page::{Page, PageRequest, decode_after, paginate};
+use crate::repo::{self, invoices::InvoiceFilter};
+use crate::{OUTBOX, SCHEMA, events};
+use platform::error::{ApiError, ErrorCode};
+use platform::money::Cents;
+use sqlx::{PgConnection, PgPool};
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// Cursor kind of the invoice listing.
+const INVOICES_CURSOR: &str = "invoices";
+/// Cursor kind of the payment listing.
+const PAYMENTS_CURSOR: &str = "payments";
+
+/// The outcome of recording a bank payment.
+#[derive(Clone, Debug)]
+pub struct RecordedPayment {
+    pub payment: Payment,
+    /// The invoice as it stands after the payment (or now, for an earlier recording).
+    pub invoice: Invoice,
+    /// True when the bank reference had been recorded before; nothing changed.
+    pub already_recorded: bool,
+}
+
+/// The use cases, over a pool and the issuing settings.
+#[derive(Clone)]
+pub struct PaymentsService {
+    pool: PgPool,
+    bank: Arc<BankAccount>,
+    due_days: i64,
+}
+
+impl PaymentsService {
+    pub fn new(pool: PgPool, bank: BankAccount, due_days: i64) -> Self {
+        Self {
+            pool,
+            bank: Arc::new(bank),
+            due_days,
+        }
+    }
+
+    /// Issues the invoice of an order, or returns the order's existing invoice unchanged.
+    pub async fn create_invoice(&self, customer_id: Uuid, new: NewInvoice) -> Result<Invoice, ApiError> {
+        let mut tx = self.pool.begin().await?;
+        let invoice = self.issue(&mut tx, customer_id, new).await?;
+        tx.commit().await?;
+        Ok(invoice)
+    }
+
+    /// The order.created backstop: issues the invoice unless event `event_id` was handled before
+    /// or the order already has one.
+    pub async fn backstop_invoice(
+        &self,
+        event_id: &str,
+        customer_id: Uuid,
+        new: NewInvoice,
+    ) -> Result<(), ApiError> {
+        let mut tx = self.pool.begin().await?;
+        if !platform::consumer::first_delivery(&mut tx, SCHEMA, platform::streams::GROUP_PAYMENTS, event_id)
+            .await?
+        {
+            return Ok(());
+        }
+        self.issue(&mut tx, customer_id, new).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Issues within `tx`: number, due date, bank instructions, lines and `invoice.created`.
+    async fn issue(
+        &self,
+        tx: &mut PgConnection,
+        customer_id: Uuid,
+        new: NewInvoice,
+    ) -> Result<Invoice, ApiError> {
+        if let Some(existing) = repo::invoices::by_order(tx, customer_id, new.order_id).await? {
+            return Ok(existing);
+        }
+        let now = platform::time::now();
+        let number = invoice_number(now, repo::invoices::next_invoice_sequence(tx).await?);
+        let bank_instructions =
+            (new.payment_method == PaymentMethod::BankInvoice).then(|| self.bank.instructions(&number));
+        let invoice = Invoice {
+            id: Uuid::now_v7(),
+            invoice_number: number,
+            customer_id,
+            order_id: new.order_id,
+            order_number: new.order_number,
+            status: InvoiceStatus::Open,
+            previous_status: None,
+            payment_method: new.payment_method,
+            currency: new.currency.to_owned(),
+            lines: new.lines,
+            total: new.total,
+            amount_paid: Cents::ZERO,
+            amount_due: new.total,
+            issued_at: now,
+            due_at: now + chrono::Duration::days(self.due_days),
+            paid_at: None,
+            bank_instructions,
+            created_at: now,
+        };
+        if !repo::invoices::insert_invoice(tx, &invoice).await? {
+            // A concurrent call issued it first; answer with the winner.
+            return repo::invoices::by_order(tx, customer_id, invoice.order_id)
+                .await?
+                .ok_or_else(|| ApiError::internal("invoice conflict without an invoice"));
+        }
+        OUTBOX.enqueue(tx, events::invoice_created(&invoice)).await?;
+        Ok(invoice)
+    }
+
+    /// The customer's invoice by its UUID, its order's UUID or its number.
+    pub async fn get_invoice(
+        &self,
+        customer_id: Uuid,
+        reference: &InvoiceReference,
+    ) -> Result<Invoice, ApiError> {
+        let mut conn = self.pool.acquire().await?;
+        repo::invoices::by_reference(&mut conn, customer_id, reference)
+            .await?
+            .ok_or_else(invoice_not_found)
+    }
+
+    /// One newest-first page of the customer's invoices.
+    pub async fn list_invoices(
+        &self,
+        customer_id: Uuid,
+        filter: &InvoiceFilter,
+        page: &PageRequest,
+    ) -> Result<Page<Invoice>, ApiError> {
+        let after = decode_after(INVOICES_CURSOR, page.cursor.as_deref())?;
+        let mut conn = self.pool.acquire().await?;
+        let rows = repo::invoices::list(&mut conn, customer_id, filter, after, page.limit + 1).await?;
+        Ok(paginate(INVOICES_CURSOR, rows, page.limit, |invoice| {
+            (invoice.created_at, invoice.id)
+        }))
+    }
+
+    /// The customer's payment by its UUID.
+    pub async fn get_payment(&self, customer_id: Uuid, reference: &str) -> Result<Payment, ApiError> {
+        let not_found = || ApiError::new(ErrorCode::NotFound, "payment not found");
+        let id = Uuid::parse_str(reference.trim()).map_err(|_| not_found())?;
+        let mut conn = self.pool.acquire().await?;
+        repo::payments::by_id(&mut conn, customer_id, id)
+            .await?
+            .ok_or_else(not_found)
+    }
+
+    /// One newest-first page of the customer's payments, optionally of one invoice.
+    pub async fn list_payments(
+        &self,
+        customer_id: Uuid,
+        invoice_id: Option<Uuid>,
+        page: &PageRequest,
+    ) -> Result<Page<Payment>, ApiError> {
+        let after = decode_after(PAYMENTS_CURSOR, page.cursor.as_deref())?;
+        let mut conn = self.pool.acquire().await?;
+        let rows = repo::payments::list(&mut conn, customer_id, invoice_id, after, page.limit + 1).await?;
+        Ok(paginate(PAYMENTS_CURSOR, rows, page.limit, |payment| {
+            (payment.created_at, payment.id)
+        }))
+    }
+
+    /// Staff: records a bank transfer against an open invoice, once per bank reference. The
+    /// payment that reaches the total marks the invoice paid and emits `invoice.updated` then
+    /// `payment.confirmed`; a partial payment changes only the amounts and emits nothing.
+    pub async fn record_bank_payment(&self, command: BankPayment) -> Result<RecordedPayment, ApiError> {
+        let mut tx = self.pool.begin().await?;
+        if let Some(recorded) = self.recorded(&mut tx, &command.bank_reference).await? {
+            return Ok(recorded);
+        }
+        // The lock serialises payments of one invoice, so their amounts add up.
+        let locked = repo::invoices::lock_for_payment(&mut tx, &command.invoice)
+            .await?
+            .ok_or_else(invoice_not_found)?;
+        // Re-checked under the lock: a concurrent call with this reference may have just committed.
+        if let Some(recorded) = self.recorded(&mut tx, &command.bank_reference).await? {
+            return Ok(recorded);
+        }
+        let balance = Balance {
+            status: locked.status,
+            total: locked.total,
+            paid: locked.amount_paid,
+            due: locked.amount_due,
+        };
+        let settlement = balance.settle(&locked.invoice_number, command.amount)?;
+        let now = platform::time::now();
+        let payment = Payment {
+            id: Uuid::now_v7(),
+            customer_id: locked.customer_id,
+            invoice_id: locked.id,
+            invoice_number: locked.invoice_number.clone(),
+            order_id: locked.order_id,
+            order_number: locked.order_number.clone(),
+            rail: PaymentMethod::BankInvoice,
+            status: STATUS_SUCCEEDED.to_owned(),
+            amount: command.amount,
+            currency: locked.currency.clone(),
+            external_reference: command.bank_reference.clone(),
+            received_at: command.received_at.unwrap_or(now),
+            created_at: now,
+        };
+        if !repo::payments::insert(&mut tx, &payment).await? {
+            // The same reference was recorded concurrently against another invoice.
+            tx.rollback().await?;
+            let mut conn = self.pool.acquire().await?;
+            return self
+                .recorded(&mut conn, &command.bank_reference)
+                .await?
+                .ok_or_else(|| ApiError::internal("bank reference conflict without a payment"));
+        }
+        repo::invoices::apply_settlement(&mut tx, locked.customer_id, locked.id, &settlement, now).await?;
+        let invoice = self.reload(&mut tx, locked.customer_id, locked.id).await?;
+        if settlement.completes {
+            OUTBOX
+                .enqueue(&mut tx, events::invoice_updated(&invoice, now))
+                .await?;
+            OUTBOX
+                .enqueue(&mut tx, events::payment_confirmed(&payment, &invoice, now))
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(RecordedPayment {
+            payment,
+            invoice,
+            already_recorded: false,
+        })
+    }
+
+    /// The earlier recording of a bank reference, with its invoice as it stands.
+    async fn recorded(
+        &self,
+        conn: &mut PgConnection,
+        bank_reference: &str,
+    ) -> Result<Option<RecordedPayment>, ApiError> {
+        let Some(payment) =
+            repo::payments::by_external_reference(conn, PaymentMethod::BankInvoice, bank_reference).await?
+        else {
+            return Ok(None);
+        };
+        let invoice = self.reload(conn, payment.customer_id, payment.invoice_id).await?;
+        Ok(Some(RecordedPayment {
+            payment,
+            invoice,
+            already_recorded: true,
+        }))
+    }
+
+    async fn reload(
+        &self,
+        conn: &mut PgConnection,
+        customer_id: Uuid,
+        invoice_id: Uuid,
+    ) -> Result<Invoice, ApiError> {
+        repo::invoices::by_reference(conn, customer_id, &InvoiceReference::Id(invoice_id))
+            .await?
+            .ok_or_else(|| ApiError::internal("a payment's invoice is missing"))
+    }
+}
+
+fn invoice_not_found() -> ApiError {
+    ApiError::new(ErrorCode::NotFound, "invoice not found")
+}

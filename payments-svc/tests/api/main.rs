@@ -1,0 +1,8 @@
+//! Integration tests of payments-svc against a real PostgreSQL and Redis.
+
+mod consumer;
+mod helpers;
+mod invoices;
+mod listing;
+mod payments;
+mod relay;
