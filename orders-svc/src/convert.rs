@@ -1,0 +1,262 @@
+//! Conversions between protobuf messages (own API, catalog-svc's quote, payments-svc's invoice)
+//! and the domain. Kept out of `domain/` so that it stays transport-free.
+
+use crate::domain::order::{
+    BankInstructions, Charge, InvoiceLine, LineItem, Order, OrderLine, PaymentSummary, SampleRequirement,
+    StatusChange,
+};
+use crate::domain::quote::{Quote, QuoteLine};
+use crate::domain::request::{UncheckedOrderRequest, UncheckedSampleMetadata};
+use platform::error::ApiError;
+use platform::money::Cents;
+use platform::time::{from_timestamp, to_timestamp, to_timestamp_opt};
+use proto::{catalog, orders, payments};
+use uuid::Uuid;
+
+impl From<orders::CreateOrderRequest> for UncheckedOrderRequest {
+    fn from(request: orders::CreateOrderRequest) -> Self {
+        Self {
+            quote_id: request.quote_id,
+            payment_method: request.payment_method,
+            confirm: request.confirm,
+            expected_payer_address: request.expected_payer_address,
+            client_reference: request.client_reference,
+            notes: request.notes,
+            publish_raw_data: request.publish_raw_data,
+            billing_address_id: request.billing_address_id,
+            shipping_address_id: request.shipping_address_id,
+            sample_metadata: request
+                .sample_metadata
+                .into_iter()
+                .map(|item| UncheckedSampleMetadata {
+                    compound_name: item.compound_name,
+                    lot_number: item.lot_number,
+                    matrix_notes: item.matrix_notes,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl TryFrom<catalog::Quote> for Quote {
+    type Error = ApiError;
+
+    /// Reads catalog-svc's quote; a malformed one is an internal error (a peer bug).
+    fn try_from(quote: catalog::Quote) -> Result<Self, ApiError> {
+        let uuid = |field: &str, value: &str| {
+            Uuid::parse_str(value)
+                .map_err(|_| ApiError::internal(format!("catalog quote {field} {value:?} is not a uuid")))
+        };
+        let expires_at = quote
+            .expires_at
+            .as_ref()
+            .and_then(from_timestamp)
+            .ok_or_else(|| ApiError::internal("catalog quote has no valid expires_at"))?;
+        Ok(Quote {
+            id: uuid("id", &quote.id)?,
+            customer_id: uuid("customer_id", &quote.customer_id)?,
+            catalog_revision: quote.catalog_revision,
+            category_id: quote.category_id,
+            turnaround: quote.turnaround,
+            turnaround_business_days: quote.turnaround_business_days,
+            conformity_samples: quote.conformity_samples,
+            lines: quote
+                .lines
+                .into_iter()
+                .map(|line| QuoteLine {
+                    line_number: line.line_number,
+                    compound_name: line.compound_name,
+                    items: line
+                        .items
+                        .into_iter()
+                        .map(|item| LineItem {
+                            item_id: item.item_id,
+                            kind: item.kind,
+                            name: item.name,
+                            price_cents: item.price_cents,
+                            test_ids: item.test_ids,
+                        })
+                        .collect(),
+                    subtotal: Cents(line.subtotal_cents),
+                    sample_requirements: line
+                        .sample_requirements
+                        .into_iter()
+                        .map(|req| SampleRequirement {
+                            container: req.container,
+                            amount: req.amount,
+                            notes: req.notes,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            charges: quote
+                .charges
+                .into_iter()
+                .map(|charge| Charge {
+                    kind: charge.kind,
+                    description: charge.description,
+                    quantity: charge.quantity,
+                    unit_price: Cents(charge.unit_price_cents),
+                    amount: Cents(charge.amount_cents),
+                })
+                .collect(),
+            total: Cents(quote.total_cents),
+            currency: quote.currency,
+            expires_at,
+        })
+    }
+}
+
+impl From<&payments::Invoice> for PaymentSummary {
+    fn from(invoice: &payments::Invoice) -> Self {
+        PaymentSummary {
+            invoice_id: invoice.id.clone(),
+            invoice_number: invoice.invoice_number.clone(),
+            status: invoice.status.clone(),
+            amount_due: Cents(invoice.amount_due_cents),
+            due_at: invoice.due_at.as_ref().and_then(from_timestamp),
+            bank_instructions: invoice.bank_instructions.as_ref().map(|bank| BankInstructions {
+                beneficiary: bank.beneficiary.clone(),
+                bank_name: bank.bank_name.clone(),
+                account_number: bank.account_number.clone(),
+                routing_number: bank.routing_number.clone(),
+                swift: bank.swift.clone(),
+                reference: bank.reference.clone(),
+            }),
+        }
+    }
+}
+
+/// Builds the CreateInvoice request of an order.
+pub fn create_invoice_request(order: &Order) -> payments::CreateInvoiceRequest {
+    payments::CreateInvoiceRequest {
+        order_id: order.id.to_string(),
+        order_number: order.order_number.clone(),
+        payment_method: order.payment_method.as_str().to_owned(),
+        currency: order.currency.clone(),
+        lines: order
+            .invoice_lines()
+            .into_iter()
+            .map(payments::InvoiceLine::from)
+            .collect(),
+        total_cents: order.total.0,
+    }
+}
+
+impl From<InvoiceLine> for payments::InvoiceLine {
+    fn from(line: InvoiceLine) -> Self {
+        payments::InvoiceLine {
+            description: line.description,
+            quantity: line.quantity,
+            unit_price_cents: line.unit_price.0,
+            amount_cents: line.amount.0,
+        }
+    }
+}
+
+impl From<&Order> for orders::Order {
+    fn from(order: &Order) -> Self {
+        orders::Order {
+            id: order.id.to_string(),
+            order_number: order.order_number.clone(),
+            customer_id: order.customer_id.to_string(),
+            quote_id: order.quote_id.to_string(),
+            status: order.status.as_str().to_owned(),
+            payment_method: order.payment_method.as_str().to_owned(),
+            catalog_revision: order.catalog_revision.clone(),
+            category_id: order.category_id.clone(),
+            turnaround: order.turnaround.clone(),
+            conformity_samples: order.conformity_samples,
+            client_reference: order.client_reference.clone(),
+            notes: order.notes.clone(),
+            publish_raw_data: order.publish_raw_data,
+            expected_payer_address: order.expected_payer_address.clone(),
+            billing_address_id: order.billing_address_id.map(|id| id.to_string()),
+            shipping_address_id: order.shipping_address_id.map(|id| id.to_string()),
+            lines: order.lines.iter().map(orders::OrderLine::from).collect(),
+            charges: order.charges.iter().map(orders::OrderCharge::from).collect(),
+            total_cents: order.total.0,
+            currency: order.currency.clone(),
+            status_history: order
+                .status_history
+                .iter()
+                .map(orders::StatusChange::from)
+                .collect(),
+            payment: order.payment.as_ref().map(orders::OrderPayment::from),
+            created_at: Some(to_timestamp(order.created_at)),
+            updated_at: Some(to_timestamp(order.updated_at)),
+        }
+    }
+}
+
+impl From<&OrderLine> for orders::OrderLine {
+    fn from(line: &OrderLine) -> Self {
+        orders::OrderLine {
+            line_number: line.line_number,
+            compound_name: line.compound_name.clone(),
+            lot_number: line.lot_number.clone(),
+            matrix_notes: line.matrix_notes.clone(),
+            items: line
+                .items
+                .iter()
+                .map(|item| orders::OrderLineItem {
+                    item_id: item.item_id.clone(),
+                    kind: item.kind.clone(),
+                    name: item.name.clone(),
+                    price_cents: item.price_cents,
+                    test_ids: item.test_ids.clone(),
+                })
+                .collect(),
+            subtotal_cents: line.subtotal.0,
+        }
+    }
+}
+
+impl From<&Charge> for orders::OrderCharge {
+    fn from(charge: &Charge) -> Self {
+        orders::OrderCharge {
+            kind: charge.kind.clone(),
+            description: charge.description.clone(),
+            quantity: charge.quantity,
+            unit_price_cents: charge.unit_price.0,
+            amount_cents: charge.amount.0,
+        }
+    }
+}
+
+impl From<&StatusChange> for orders::StatusChange {
+    fn from(change: &StatusChange) -> Self {
+        orders::StatusChange {
+            from_status: change
+                .from
+                .map(|status| status.as_str().to_owned())
+                .unwrap_or_default(),
+            to_status: change.to.as_str().to_owned(),
+            changed_at: Some(to_timestamp(change.changed_at)),
+            reason: change.reason.clone(),
+        }
+    }
+}
+
+impl From<&PaymentSummary> for orders::OrderPayment {
+    fn from(payment: &PaymentSummary) -> Self {
+        orders::OrderPayment {
+            invoice_id: payment.invoice_id.clone(),
+            invoice_number: payment.invoice_number.clone(),
+            status: payment.status.clone(),
+            amount_due_cents: payment.amount_due.0,
+            due_at: to_timestamp_opt(payment.due_at),
+            bank_instructions: payment
+                .bank_instructions
+                .as_ref()
+                .map(|bank| orders::BankInstructions {
+                    beneficiary: bank.beneficiary.clone(),
+                    bank_name: bank.bank_name.clone(),
+                    account_number: bank.account_number.clone(),
+                    routing_number: bank.routing_number.clone(),
+                    swift: bank.swift.clone(),
+                    reference: bank.reference.clone(),
+                }),
+        }
+    }
+}

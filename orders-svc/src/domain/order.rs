@@ -1,0 +1,172 @@
+//! The order and its parts, as stored and answered: sample lines with their priced items, non-line
+//! charges, the status history and the payment block (the invoice as last known here).
+
+use crate::domain::payment_method::PaymentMethod;
+use crate::domain::status::OrderStatus;
+use chrono::{DateTime, Datelike, Utc};
+use platform::money::Cents;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Reason recorded on the first status-history entry.
+pub const REASON_CREATED: &str = "order.created";
+
+/// One priced item on a sample line, copied from the quote.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LineItem {
+    pub item_id: String,
+    /// "test" or "bundle".
+    pub kind: String,
+    pub name: String,
+    pub price_cents: i64,
+    pub test_ids: Vec<String>,
+}
+
+/// What the customer ships for one test of a line, copied from the quote.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SampleRequirement {
+    pub container: String,
+    pub amount: String,
+    pub notes: String,
+}
+
+/// One sample line: one quoted compound with the overlaid lot number and matrix notes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderLine {
+    pub line_number: i32,
+    pub compound_name: String,
+    pub lot_number: Option<String>,
+    pub matrix_notes: Option<String>,
+    pub items: Vec<LineItem>,
+    pub sample_requirements: Vec<SampleRequirement>,
+    pub subtotal: Cents,
+}
+
+/// A charge outside the sample lines (turnaround surcharge, conformity samples).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Charge {
+    pub kind: String,
+    pub description: String,
+    pub quantity: i64,
+    pub unit_price: Cents,
+    pub amount: Cents,
+}
+
+/// One entry of the status history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusChange {
+    /// `None` for the first entry.
+    pub from: Option<OrderStatus>,
+    pub to: OrderStatus,
+    pub changed_at: DateTime<Utc>,
+    pub reason: String,
+}
+
+/// Where and how to pay a bank invoice.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BankInstructions {
+    pub beneficiary: String,
+    pub bank_name: String,
+    pub account_number: String,
+    pub routing_number: String,
+    pub swift: String,
+    pub reference: String,
+}
+
+/// The payment block: the order's invoice as last known to orders-svc.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PaymentSummary {
+    pub invoice_id: String,
+    pub invoice_number: String,
+    /// Invoice status as payments-svc names it (open, paid, void).
+    pub status: String,
+    pub amount_due: Cents,
+    pub due_at: Option<DateTime<Utc>>,
+    pub bank_instructions: Option<BankInstructions>,
+}
+
+/// An order placed from a quote.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Order {
+    pub id: Uuid,
+    pub order_number: String,
+    pub customer_id: Uuid,
+    pub quote_id: Uuid,
+    pub status: OrderStatus,
+    pub payment_method: PaymentMethod,
+    pub catalog_revision: String,
+    pub category_id: String,
+    pub turnaround: String,
+    pub turnaround_business_days: i32,
+    pub conformity_samples: i64,
+    pub client_reference: Option<String>,
+    pub notes: Option<String>,
+    pub publish_raw_data: bool,
+    pub expected_payer_address: Option<String>,
+    pub billing_address_id: Option<Uuid>,
+    pub shipping_address_id: Option<Uuid>,
+    pub lines: Vec<OrderLine>,
+    pub charges: Vec<Charge>,
+    pub total: Cents,
+    pub currency: String,
+    /// Oldest first.
+    pub status_history: Vec<StatusChange>,
+    pub payment: Option<PaymentSummary>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// One line of the invoice issued for an order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvoiceLine {
+    pub description: String,
+    pub quantity: i64,
+    pub unit_price: Cents,
+    pub amount: Cents,
+}
+
+/// Formats the public order number `ORD-<year>-<6-digit sequence>`.
+pub fn order_number(created_at: DateTime<Utc>, sequence: i64) -> String {
+    format!("ORD-{}-{sequence:06}", created_at.year())
+}
+
+impl Order {
+    /// The itemized invoice lines: one per sample line ("<compound>: <item names>", quantity 1,
+    /// the line subtotal), then one per charge with its quantity and unit price. They add up to
+    /// the order total because the quote's total is the sum of its subtotals and charges.
+    pub fn invoice_lines(&self) -> Vec<InvoiceLine> {
+        let sample_lines = self.lines.iter().map(|line| {
+            let names: Vec<&str> = line.items.iter().map(|item| item.name.as_str()).collect();
+            InvoiceLine {
+                description: format!("{}: {}", line.compound_name, names.join(", ")),
+                quantity: 1,
+                unit_price: line.subtotal,
+                amount: line.subtotal,
+            }
+        });
+        let charges = self.charges.iter().map(|charge| InvoiceLine {
+            description: charge.description.clone(),
+            quantity: charge.quantity,
+            unit_price: charge.unit_price,
+            amount: charge.amount,
+        });
+        sample_lines.chain(charges).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_numbers_carry_the_year_and_a_zero_padded_sequence() {
+        let at = DateTime::parse_from_rfc3339("2026-07-17T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(order_number(at, 42), "ORD-2026-000042");
+        assert_eq!(order_number(at, 1_234_567), "ORD-2026-1234567");
+    }
+}

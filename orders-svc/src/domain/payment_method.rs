@@ -1,0 +1,120 @@
+//! Payment rails and the spellings the create-order request accepts for them.
+//!
+//! Accepted spellings: `bank_invoice`, `card_checkout`, `chain_stablecoin`, and the alias
+//! `stablecoin_erc20` (canonical `chain_stablecoin`). Only the bank invoice rail is offered by
+//! this deployment today; the other two answer `payment_method_unavailable`.
+
+use platform::error::{ApiError, ErrorCode};
+
+/// A payment rail, by its canonical name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PaymentMethod {
+    BankInvoice,
+    CardCheckout,
+    ChainStablecoin,
+}
+
+/// Rails this deployment completes an order on.
+pub const AVAILABLE_METHODS: [PaymentMethod; 1] = [PaymentMethod::BankInvoice];
+
+impl PaymentMethod {
+    /// Parses a request spelling; `invalid_payment_method` (field `paymentMethod`) when unknown.
+    pub fn parse(spelling: &str) -> Result<PaymentMethod, ApiError> {
+        match spelling {
+            "bank_invoice" => Ok(PaymentMethod::BankInvoice),
+            "card_checkout" => Ok(PaymentMethod::CardCheckout),
+            "chain_stablecoin" | "stablecoin_erc20" => Ok(PaymentMethod::ChainStablecoin),
+            _ => Err(ApiError::field(
+                ErrorCode::InvalidPaymentMethod,
+                "paymentMethod",
+                "paymentMethod must be bank_invoice, card_checkout or chain_stablecoin",
+            )),
+        }
+    }
+
+    /// Parses a stored canonical name.
+    pub fn from_canonical(name: &str) -> Option<PaymentMethod> {
+        match name {
+            "bank_invoice" => Some(PaymentMethod::BankInvoice),
+            "card_checkout" => Some(PaymentMethod::CardCheckout),
+            "chain_stablecoin" => Some(PaymentMethod::ChainStablecoin),
+            _ => None,
+        }
+    }
+
+    /// The canonical name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaymentMethod::BankInvoice => "bank_invoice",
+            PaymentMethod::CardCheckout => "card_checkout",
+            PaymentMethod::ChainStablecoin => "chain_stablecoin",
+        }
+    }
+
+    /// Refuses a rail this deployment does not offer yet with `payment_method_unavailable`,
+    /// listing the available rails in `details.availableMethods`.
+    pub fn require_available(self) -> Result<PaymentMethod, ApiError> {
+        if AVAILABLE_METHODS.contains(&self) {
+            return Ok(self);
+        }
+        let available: Vec<&str> = AVAILABLE_METHODS.iter().map(|method| method.as_str()).collect();
+        Err(ApiError::field(
+            ErrorCode::PaymentMethodUnavailable,
+            "paymentMethod",
+            format!("the {} payment method is not available yet", self.as_str()),
+        )
+        .with_details(serde_json::json!({ "availableMethods": available })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_spelling_maps_to_its_canonical_rail() {
+        assert_eq!(
+            PaymentMethod::parse("bank_invoice").unwrap(),
+            PaymentMethod::BankInvoice
+        );
+        assert_eq!(
+            PaymentMethod::parse("card_checkout").unwrap(),
+            PaymentMethod::CardCheckout
+        );
+        assert_eq!(
+            PaymentMethod::parse("chain_stablecoin").unwrap(),
+            PaymentMethod::ChainStablecoin
+        );
+        assert_eq!(
+            PaymentMethod::parse("stablecoin_erc20").unwrap(),
+            PaymentMethod::ChainStablecoin
+        );
+        for method in [
+            PaymentMethod::BankInvoice,
+            PaymentMethod::CardCheckout,
+            PaymentMethod::ChainStablecoin,
+        ] {
+            assert_eq!(PaymentMethod::from_canonical(method.as_str()), Some(method));
+        }
+    }
+
+    #[test]
+    fn unknown_spellings_are_refused_with_the_field_name() {
+        for spelling in ["", "BANK_INVOICE", "card", "stablecoin_erc20 "] {
+            let error = PaymentMethod::parse(spelling).unwrap_err();
+            assert_eq!(error.code, ErrorCode::InvalidPaymentMethod);
+            assert_eq!(error.details.unwrap()["field"], "paymentMethod");
+        }
+    }
+
+    #[test]
+    fn only_the_bank_invoice_rail_is_available() {
+        assert!(PaymentMethod::BankInvoice.require_available().is_ok());
+        let error = PaymentMethod::ChainStablecoin.require_available().unwrap_err();
+        assert_eq!(error.code, ErrorCode::PaymentMethodUnavailable);
+        assert_eq!(
+            error.details.unwrap()["availableMethods"],
+            serde_json::json!(["bank_invoice"])
+        );
+    }
+}

@@ -1,0 +1,107 @@
+//! gRPC adapter of `lab.orders.v1.OrdersService`: principal and scope, idempotency key, call the
+//! use case, convert back. No business rule lives here.
+
+use crate::service::{CreateOutcome, Orders};
+use platform::grpc::{IDEMPOTENT_REPLAYED, idempotency_key, mark_replayed, principal};
+use proto::orders::orders_service_server::OrdersService;
+use proto::orders::{
+    CreateOrderRequest, CreateOrderResponse, GetOrderRequest, GetOrderResponse, ListOrdersRequest,
+    ListOrdersResponse,
+};
+use std::sync::Arc;
+use tonic::metadata::MetadataValue;
+use tonic::{Request, Response, Status};
+
+/// Scope of the read operations.
+pub const SCOPE_READ: &str = "orders:read";
+/// Scope of CreateOrder.
+pub const SCOPE_WRITE: &str = "orders:write";
+
+/// The tonic service over the orders use cases.
+#[derive(Clone)]
+pub struct OrdersGrpc {
+    orders: Arc<Orders>,
+}
+
+impl OrdersGrpc {
+    pub fn new(orders: Arc<Orders>) -> Self {
+        Self { orders }
+    }
+}
+
+#[tonic::async_trait]
+impl OrdersService for OrdersGrpc {
+    async fn create_order(
+        &self,
+        request: Request<CreateOrderRequest>,
+    ) -> Result<Response<CreateOrderResponse>, Status> {
+        let principal = principal(&request)?;
+        principal.require_scope(SCOPE_WRITE)?;
+        let key = idempotency_key(&request)?;
+        replayable(
+            self.orders
+                .create_order(&principal, key, request.into_inner())
+                .await,
+        )
+    }
+
+    async fn get_order(
+        &self,
+        request: Request<GetOrderRequest>,
+    ) -> Result<Response<GetOrderResponse>, Status> {
+        let principal = principal(&request)?;
+        principal.require_scope(SCOPE_READ)?;
+        let order = self
+            .orders
+            .get_order(principal.customer()?, &request.get_ref().reference)
+            .await?;
+        Ok(Response::new(GetOrderResponse {
+            order: Some((&order).into()),
+        }))
+    }
+
+    async fn list_orders(
+        &self,
+        request: Request<ListOrdersRequest>,
+    ) -> Result<Response<ListOrdersResponse>, Status> {
+        let principal = principal(&request)?;
+        principal.require_scope(SCOPE_READ)?;
+        let ListOrdersRequest {
+            status,
+            limit,
+            cursor,
+        } = request.into_inner();
+        let page = self
+            .orders
+            .list_orders(principal.customer()?, status.as_deref(), limit, cursor.as_deref())
+            .await?;
+        let orders = page.orders.iter().map(Into::into).collect();
+        Ok(Response::new(ListOrdersResponse {
+            orders,
+            next_cursor: page.next_cursor,
+        }))
+    }
+}
+
+/// Answers an idempotent outcome, marking stored replays (successes and errors alike) with
+/// `idempotent-replayed: true`.
+fn replayable(outcome: CreateOutcome) -> Result<Response<CreateOrderResponse>, Status> {
+    match outcome.result {
+        Ok(body) => {
+            let mut response = Response::new(body);
+            if outcome.replayed {
+                mark_replayed(&mut response);
+            }
+            Ok(response)
+        }
+        Err(error) => {
+            let mut status = Status::from(error);
+            if outcome.replayed {
+                status
+                    .metadata_mut()
+                    .insert(IDEMPOTENT_REPLAYED, MetadataValue::from_static("true"));
+            }
+            Err(status)
+        }
+    }
+}

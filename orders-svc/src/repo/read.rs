@@ -1,0 +1,303 @@
+//! Reads: one order by reference, one page of orders. Child rows (lines, charges, history) of all
+//! the orders read are loaded with one query each (`order_id = ANY($2)`), never per order.
+
+use super::corrupt;
+use crate::domain::order::{
+    BankInstructions, Charge, LineItem, Order, OrderLine, PaymentSummary, SampleRequirement, StatusChange,
+};
+use crate::domain::payment_method::PaymentMethod;
+use crate::domain::reference::OrderReference;
+use crate::domain::status::OrderStatus;
+use chrono::{DateTime, Utc};
+use platform::money::Cents;
+use sqlx::PgConnection;
+use sqlx::types::Json;
+use std::collections::HashMap;
+use uuid::Uuid;
+
+macro_rules! select_orders {
+    ($tail:literal) => {
+        concat!(
+            "SELECT id, order_number, customer_id, quote_id, status, payment_method, catalog_revision, category_id, \
+               turnaround, turnaround_business_days, conformity_samples, client_reference, notes, publish_raw_data, \
+               expected_payer_address, billing_address_id, shipping_address_id, total_cents, currency, invoice_id, \
+               invoice_number, invoice_status, amount_due_cents, invoice_due_at, bank_instructions, created_at, updated_at \
+             FROM orders.orders ",
+            $tail
+        )
+    };
+}
+
+/// Which page of a customer's orders to read, newest first.
+#[derive(Clone, Debug, Default)]
+pub struct ListFilter {
+    pub status: Option<OrderStatus>,
+    /// Position of the last order of the previous page.
+    pub after: Option<(DateTime<Utc>, Uuid)>,
+    pub limit: i64,
+}
+
+/// Reads one of the customer's orders by UUID, order number or invoice number.
+pub async fn find_order(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    reference: &OrderReference,
+) -> Result<Option<Order>, sqlx::Error> {
+    let query = match reference {
+        OrderReference::Id(id) => {
+            sqlx::query_as::<_, OrderRow>(select_orders!("WHERE customer_id = $1 AND id = $2"))
+                .bind(customer_id)
+                .bind(*id)
+        }
+        OrderReference::OrderNumber(number) => {
+            sqlx::query_as(select_orders!("WHERE customer_id = $1 AND order_number = $2"))
+                .bind(customer_id)
+                .bind(number)
+        }
+        OrderReference::InvoiceNumber(number) => {
+            sqlx::query_as(select_orders!("WHERE customer_id = $1 AND invoice_number = $2"))
+                .bind(customer_id)
+                .bind(number)
+        }
+    };
+    let Some(row) = query.fetch_optional(&mut *conn).await? else {
+        return Ok(None);
+    };
+    Ok(with_children(conn, customer_id, vec![row]).await?.pop())
+}
+
+/// Reads one page of the customer's orders, newest first.
+pub async fn list_orders(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    filter: &ListFilter,
+) -> Result<Vec<Order>, sqlx::Error> {
+    let (after_time, after_id) = filter.after.unzip();
+    let rows: Vec<OrderRow> = sqlx::query_as(select_orders!(
+        "WHERE customer_id = $1 AND ($2::text IS NULL OR status = $2) \
+           AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4)) \
+         ORDER BY created_at DESC, id DESC LIMIT $5"
+    ))
+    .bind(customer_id)
+    .bind(filter.status.map(OrderStatus::as_str))
+    .bind(after_time)
+    .bind(after_id)
+    .bind(filter.limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    with_children(conn, customer_id, rows).await
+}
+
+/// Loads lines, charges and history of `rows` in three queries and assembles the orders.
+async fn with_children(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    rows: Vec<OrderRow>,
+) -> Result<Vec<Order>, sqlx::Error> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<Uuid> = rows.iter().map(|row| row.id).collect();
+    let mut lines = group(
+        sqlx::query_as::<_, LineRow>(
+            "SELECT order_id, line_number, compound_name, lot_number, matrix_notes, items, sample_requirements, subtotal_cents \
+             FROM orders.order_lines WHERE customer_id = $1 AND order_id = ANY($2) ORDER BY order_id, line_number",
+        )
+        .bind(customer_id)
+        .bind(&ids)
+        .fetch_all(&mut *conn)
+        .await?,
+        |row| row.order_id,
+    );
+    let mut charges = group(
+        sqlx::query_as::<_, ChargeRow>(
+            "SELECT order_id, kind, description, quantity, unit_price_cents, amount_cents \
+             FROM orders.order_charges WHERE customer_id = $1 AND order_id = ANY($2) ORDER BY order_id, position",
+        )
+        .bind(customer_id)
+        .bind(&ids)
+        .fetch_all(&mut *conn)
+        .await?,
+        |row| row.order_id,
+    );
+    let mut history = group(
+        sqlx::query_as::<_, HistoryRow>(
+            "SELECT order_id, from_status, to_status, changed_at, reason \
+             FROM orders.order_status_history WHERE customer_id = $1 AND order_id = ANY($2) ORDER BY order_id, id",
+        )
+        .bind(customer_id)
+        .bind(&ids)
+        .fetch_all(&mut *conn)
+        .await?,
+        |row| row.order_id,
+    );
+    rows.into_iter()
+        .map(|row| {
+            let id = row.id;
+            row.into_order(
+                lines.remove(&id).unwrap_or_default(),
+                charges.remove(&id).unwrap_or_default(),
+                history.remove(&id).unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+fn group<T>(rows: Vec<T>, key: impl Fn(&T) -> Uuid) -> HashMap<Uuid, Vec<T>> {
+    let mut grouped: HashMap<Uuid, Vec<T>> = HashMap::new();
+    for row in rows {
+        grouped.entry(key(&row)).or_default().push(row);
+    }
+    grouped
+}
+
+#[derive(sqlx::FromRow)]
+struct OrderRow {
+    id: Uuid,
+    order_number: String,
+    customer_id: Uuid,
+    quote_id: Uuid,
+    status: String,
+    payment_method: String,
+    catalog_revision: String,
+    category_id: String,
+    turnaround: String,
+    turnaround_business_days: i32,
+    conformity_samples: i64,
+    client_reference: Option<String>,
+    notes: Option<String>,
+    publish_raw_data: bool,
+    expected_payer_address: Option<String>,
+    billing_address_id: Option<Uuid>,
+    shipping_address_id: Option<Uuid>,
+    total_cents: i64,
+    currency: String,
+    invoice_id: Option<String>,
+    invoice_number: Option<String>,
+    invoice_status: Option<String>,
+    amount_due_cents: Option<i64>,
+    invoice_due_at: Option<DateTime<Utc>>,
+    bank_instructions: Option<Json<BankInstructions>>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct LineRow {
+    order_id: Uuid,
+    line_number: i32,
+    compound_name: String,
+    lot_number: Option<String>,
+    matrix_notes: Option<String>,
+    items: Json<Vec<LineItem>>,
+    sample_requirements: Json<Vec<SampleRequirement>>,
+    subtotal_cents: i64,
+}
+
+#[derive(sqlx::FromRow)]
+struct ChargeRow {
+    order_id: Uuid,
+    kind: String,
+    description: String,
+    quantity: i64,
+    unit_price_cents: i64,
+    amount_cents: i64,
+}
+
+#[derive(sqlx::FromRow)]
+struct HistoryRow {
+    order_id: Uuid,
+    from_status: String,
+    to_status: String,
+    changed_at: DateTime<Utc>,
+    reason: String,
+}
+
+fn parse_status(value: &str) -> Result<OrderStatus, sqlx::Error> {
+    OrderStatus::parse(value).ok_or_else(|| corrupt("status", value))
+}
+
+impl OrderRow {
+    fn into_order(
+        self,
+        lines: Vec<LineRow>,
+        charges: Vec<ChargeRow>,
+        history: Vec<HistoryRow>,
+    ) -> Result<Order, sqlx::Error> {
+        let payment = match (self.invoice_id, self.invoice_number) {
+            (Some(invoice_id), Some(invoice_number)) => Some(PaymentSummary {
+                invoice_id,
+                invoice_number,
+                status: self.invoice_status.unwrap_or_default(),
+                amount_due: Cents(self.amount_due_cents.unwrap_or_default()),
+                due_at: self.invoice_due_at,
+                bank_instructions: self.bank_instructions.map(|json| json.0),
+            }),
+            _ => None,
+        };
+        let status_history = history
+            .into_iter()
+            .map(|row| {
+                let from = if row.from_status.is_empty() {
+                    None
+                } else {
+                    Some(parse_status(&row.from_status)?)
+                };
+                Ok(StatusChange {
+                    from,
+                    to: parse_status(&row.to_status)?,
+                    changed_at: row.changed_at,
+                    reason: row.reason,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()?;
+        Ok(Order {
+            id: self.id,
+            order_number: self.order_number,
+            customer_id: self.customer_id,
+            quote_id: self.quote_id,
+            status: parse_status(&self.status)?,
+            payment_method: PaymentMethod::from_canonical(&self.payment_method)
+                .ok_or_else(|| corrupt("payment method", &self.payment_method))?,
+            catalog_revision: self.catalog_revision,
+            category_id: self.category_id,
+            turnaround: self.turnaround,
+            turnaround_business_days: self.turnaround_business_days,
+            conformity_samples: self.conformity_samples,
+            client_reference: self.client_reference,
+            notes: self.notes,
+            publish_raw_data: self.publish_raw_data,
+            expected_payer_address: self.expected_payer_address,
+            billing_address_id: self.billing_address_id,
+            shipping_address_id: self.shipping_address_id,
+            lines: lines
+                .into_iter()
+                .map(|row| OrderLine {
+                    line_number: row.line_number,
+                    compound_name: row.compound_name,
+                    lot_number: row.lot_number,
+                    matrix_notes: row.matrix_notes,
+                    items: row.items.0,
+                    sample_requirements: row.sample_requirements.0,
+                    subtotal: Cents(row.subtotal_cents),
+                })
+                .collect(),
+            charges: charges
+                .into_iter()
+                .map(|row| Charge {
+                    kind: row.kind,
+                    description: row.description,
+                    quantity: row.quantity,
+                    unit_price: Cents(row.unit_price_cents),
+                    amount: Cents(row.amount_cents),
+                })
+                .collect(),
+            total: Cents(self.total_cents),
+            currency: self.currency,
+            status_history,
+            payment,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+}

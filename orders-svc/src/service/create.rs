@@ -1,0 +1,276 @@
+//! Placing an order from a quote, idempotently.
+//!
+//! Claim the key → validate → read the quote (catalog-svc) → transaction A: the order, its first
+//! history entry, `order.created` and the recovery point `{"orderId"}` → CreateInvoice
+//! (payments-svc, idempotent per order) → transaction B: the payment block and the stored
+//! response. Client errors are stored as the key's outcome so that replays answer identically;
+//! transient failures release the claim, and a retry with the same key resumes from the
+//! recovery point instead of placing a second order.
+
+use super::Orders;
+use crate::domain::order::{Order, PaymentSummary, order_number};
+use crate::domain::quote::{Placement, Quote, plan_order};
+use crate::domain::reference::OrderReference;
+use crate::domain::request::UncheckedOrderRequest;
+use crate::repo::{self, InvoiceMerge};
+use crate::{OUTBOX, SERVICE_NAME, convert, events};
+use platform::error::{ApiError, ErrorCode};
+use platform::idempotency::{Claim, IdempotencyScope, StoredOutcome, Ticket, fingerprint};
+use platform::money::Cents;
+use platform::principal::Principal;
+use prost::Message;
+use proto::orders::{CreateOrderRequest, CreateOrderResponse};
+use uuid::Uuid;
+
+/// Idempotency operation name of CreateOrder.
+pub const OPERATION_CREATE: &str = "orders.create";
+
+/// The answer of CreateOrder and whether it is a stored replay.
+#[derive(Debug)]
+pub struct CreateOutcome {
+    pub result: Result<CreateOrderResponse, ApiError>,
+    /// True when the answer (success or client error) replays a stored outcome.
+    pub replayed: bool,
+}
+
+impl Orders {
+    /// Places an order for the principal's customer under idempotency `key`.
+    pub async fn create_order(
+        &self,
+        principal: &Principal,
+        key: String,
+        request: CreateOrderRequest,
+    ) -> CreateOutcome {
+        let fresh = |result| CreateOutcome {
+            result,
+            replayed: false,
+        };
+        let customer_id = match principal.customer() {
+            Ok(customer_id) => customer_id,
+            Err(error) => return fresh(Err(error)),
+        };
+        let scope = IdempotencyScope {
+            customer_id,
+            operation: OPERATION_CREATE,
+            key,
+        };
+        let request_fingerprint = fingerprint(OPERATION_CREATE, &request.encode_to_vec());
+        let (ticket, recovery) = match self
+            .idempotency
+            .claim(&self.pool, &scope, &request_fingerprint)
+            .await
+        {
+            Ok(Claim::Run { ticket, recovery }) => (ticket, recovery),
+            Ok(Claim::Replay(StoredOutcome::Success(bytes))) => {
+                let decoded = CreateOrderResponse::decode(bytes.as_slice()).map_err(ApiError::internal);
+                return CreateOutcome {
+                    result: decoded,
+                    replayed: true,
+                };
+            }
+            Ok(Claim::Replay(StoredOutcome::Failure(error))) => {
+                return CreateOutcome {
+                    result: Err(error),
+                    replayed: true,
+                };
+            }
+            Err(error) => return fresh(Err(error)),
+        };
+        let resumed = recovery
+            .as_ref()
+            .and_then(|point| point.get("orderId")?.as_str()?.parse::<Uuid>().ok());
+        let order_id = match resumed {
+            Some(order_id) => order_id,
+            None => match self.place(principal, customer_id, &ticket, request).await {
+                Ok(order_id) => order_id,
+                Err(error) => return fresh(Err(self.settle_failure(&ticket, error).await)),
+            },
+        };
+        match self.invoice_and_complete(customer_id, &ticket, order_id).await {
+            Ok(response) => fresh(Ok(response)),
+            Err(error) => {
+                self.idempotency.release(&self.pool, &ticket).await;
+                fresh(Err(error))
+            }
+        }
+    }
+
+    /// Validates, reads the quote and commits transaction A; returns the new order's id.
+    async fn place(
+        &self,
+        principal: &Principal,
+        customer_id: Uuid,
+        ticket: &Ticket,
+        request: CreateOrderRequest,
+    ) -> Result<Uuid, ApiError> {
+        let request = UncheckedOrderRequest::from(request).validate()?;
+        let quote = self.fetch_quote(customer_id, request.quote_id).await?;
+        let mut conn = self.pool.acquire().await?;
+        if repo::quote_consumed(&mut conn, customer_id, request.quote_id).await? {
+            return Err(quote_consumed());
+        }
+        drop(conn);
+        let now = platform::time::now();
+        let placement = Placement {
+            customer_id,
+            spend_limit: principal.spend_limit_cents.map(Cents),
+            now,
+        };
+        let planned = plan_order(quote, request, placement)?;
+        let mut tx = self.pool.begin().await?;
+        let sequence = repo::next_order_sequence(&mut tx).await?;
+        let order = planned.into_order(Uuid::now_v7(), order_number(now, sequence));
+        if let Err(error) = repo::insert_order(&mut tx, &order).await {
+            return Err(match platform::error::unique_violation(&error) {
+                Some(constraint) if constraint == repo::QUOTE_UNIQUE_CONSTRAINT => quote_consumed(),
+                _ => ApiError::from(error),
+            });
+        }
+        OUTBOX.enqueue(&mut tx, events::order_created(&order)).await?;
+        self.idempotency
+            .save_recovery(&mut tx, ticket, &serde_json::json!({ "orderId": order.id }))
+            .await?;
+        tx.commit().await?;
+        tracing::info!(order.id = %order.id, order.number = %order.order_number, "order placed");
+        Ok(order.id)
+    }
+
+    /// Reads the quote from catalog-svc, acting for the customer.
+    async fn fetch_quote(&self, customer_id: Uuid, quote_id: Uuid) -> Result<Quote, ApiError> {
+        let token = self.keys.mint_service(SERVICE_NAME, Some(customer_id));
+        let request = proto::catalog::GetQuoteRequest {
+            quote_id: quote_id.to_string(),
+        };
+        match self
+            .catalog
+            .clone()
+            .get_quote(platform::grpc::outgoing(request, &token))
+            .await
+        {
+            Ok(response) => {
+                let quote = response
+                    .into_inner()
+                    .quote
+                    .ok_or_else(|| ApiError::internal("catalog-svc answered no quote"))?;
+                Quote::try_from(quote)
+            }
+            Err(status) => match ApiError::from_status(&status).code {
+                ErrorCode::QuoteNotFound | ErrorCode::NotFound => Err(ApiError::field(
+                    ErrorCode::QuoteNotFound,
+                    "quoteId",
+                    "the quote does not exist",
+                )),
+                ErrorCode::QuoteExpired => Err(ApiError::field(
+                    ErrorCode::QuoteExpired,
+                    "quoteId",
+                    "the quote has expired; create a new quote",
+                )),
+                _ => Err(ApiError::unavailable(
+                    "catalog-svc",
+                    format!("{:?}: {}", status.code(), status.message()),
+                )),
+            },
+        }
+    }
+
+    /// Issues the invoice (again, when resuming) and commits transaction B with the stored answer.
+    async fn invoice_and_complete(
+        &self,
+        customer_id: Uuid,
+        ticket: &Ticket,
+        order_id: Uuid,
+    ) -> Result<CreateOrderResponse, ApiError> {
+        let order = self.load(customer_id, order_id).await?;
+        let summary = self.issue_invoice(&order).await?;
+        let mut tx = self.pool.begin().await?;
+        repo::store_invoice_summary(&mut tx, customer_id, order_id, &summary, InvoiceMerge::Overwrite)
+            .await?;
+        let order = repo::find_order(&mut tx, customer_id, &OrderReference::Id(order_id))
+            .await?
+            .ok_or_else(|| ApiError::internal(format!("order {order_id} vanished")))?;
+        let response = CreateOrderResponse {
+            order: Some((&order).into()),
+        };
+        self.idempotency
+            .complete(&mut tx, ticket, &StoredOutcome::Success(response.encode_to_vec()))
+            .await?;
+        tx.commit().await?;
+        Ok(response)
+    }
+
+    async fn load(&self, customer_id: Uuid, order_id: Uuid) -> Result<Order, ApiError> {
+        let mut conn = self.pool.acquire().await?;
+        repo::find_order(&mut conn, customer_id, &OrderReference::Id(order_id))
+            .await?
+            .ok_or_else(|| ApiError::internal(format!("recovery point names the missing order {order_id}")))
+    }
+
+    /// Calls CreateInvoice on payments-svc (idempotent per order); any failure is a retryable 503.
+    async fn issue_invoice(&self, order: &Order) -> Result<PaymentSummary, ApiError> {
+        let token = self.keys.mint_service(SERVICE_NAME, Some(order.customer_id));
+        let key = format!("{OPERATION_CREATE}:{}", order.id);
+        let request =
+            platform::grpc::outgoing_idempotent(convert::create_invoice_request(order), &token, &key);
+        let response = self
+            .payments
+            .clone()
+            .create_invoice(request)
+            .await
+            .map_err(|status| {
+                ApiError::unavailable(
+                    "payments-svc",
+                    format!("CreateInvoice {:?}: {}", status.code(), status.message()),
+                )
+            })?;
+        let invoice = response
+            .into_inner()
+            .invoice
+            .ok_or_else(|| ApiError::unavailable("payments-svc", "no invoice answered"))?;
+        Ok(PaymentSummary::from(&invoice))
+    }
+
+    /// Stores a client error as the key's outcome (so a replay answers the same), or releases the
+    /// claim after a transient failure; returns the error to answer.
+    async fn settle_failure(&self, ticket: &Ticket, error: ApiError) -> ApiError {
+        if !replays_identically(&error) {
+            self.idempotency.release(&self.pool, ticket).await;
+            return error;
+        }
+        let stored = async {
+            let mut tx = self.pool.begin().await?;
+            self.idempotency
+                .complete(&mut tx, ticket, &StoredOutcome::Failure(error.clone()))
+                .await?;
+            tx.commit().await?;
+            Ok::<(), ApiError>(())
+        };
+        if let Err(store_error) = stored.await {
+            tracing::warn!(error = %store_error, "could not store a failed outcome; releasing the claim");
+            self.idempotency.release(&self.pool, ticket).await;
+        }
+        error
+    }
+}
+
+fn quote_consumed() -> ApiError {
+    ApiError::field(
+        ErrorCode::QuoteAlreadyConsumed,
+        "quoteId",
+        "the quote was already used by an order",
+    )
+}
+
+/// Client errors about the request itself replay identically; server-side and idempotency
+/// errors do not (a retry may succeed).
+fn replays_identically(error: &ApiError) -> bool {
+    let status = error.code.http_status();
+    (400..500).contains(&status)
+        && !matches!(
+            error.code,
+            ErrorCode::IdempotencyRequestInProgress
+                | ErrorCode::IdempotencyKeyReused
+                | ErrorCode::RateLimited
+                | ErrorCode::Unauthenticated
+                | ErrorCode::Forbidden
+        )
+}

@@ -1,0 +1,44 @@
+//! Use cases of orders-svc. Each owns its transactions: placing an order (with the idempotency
+//! store, catalog-svc and payments-svc), reading orders, and applying payments events.
+
+mod create;
+mod payment_events;
+mod read;
+
+pub use create::{CreateOutcome, OPERATION_CREATE};
+pub use payment_events::EventTarget;
+
+use crate::config::Settings;
+use platform::idempotency::IdempotencyStore;
+use platform::principal::TokenKeys;
+use proto::catalog::catalog_service_client::CatalogServiceClient;
+use proto::payments::payments_service_client::PaymentsServiceClient;
+use sqlx::PgPool;
+use std::sync::Arc;
+use tonic::transport::Channel;
+
+/// The orders use cases and what they need.
+#[derive(Clone)]
+pub struct Orders {
+    pool: PgPool,
+    idempotency: IdempotencyStore,
+    catalog: CatalogServiceClient<Channel>,
+    payments: PaymentsServiceClient<Channel>,
+    /// Mints the service tokens of outgoing calls (acting for the order's customer).
+    keys: Arc<TokenKeys>,
+}
+
+impl Orders {
+    /// Builds the use cases with lazy channels to catalog-svc and payments-svc.
+    pub fn new(pool: PgPool, settings: &Settings, keys: Arc<TokenKeys>) -> anyhow::Result<Self> {
+        let idempotency = IdempotencyStore::new(crate::SCHEMA)
+            .with_timing(settings.idempotency.lease, settings.idempotency.wait);
+        Ok(Self {
+            pool,
+            idempotency,
+            catalog: CatalogServiceClient::new(platform::grpc::lazy_channel(&settings.catalog_addr)?),
+            payments: PaymentsServiceClient::new(platform::grpc::lazy_channel(&settings.payments_addr)?),
+            keys,
+        })
+    }
+}

@@ -1,0 +1,261 @@
+//! In-test doubles of the internal peers orders-svc calls: catalog-svc (GetQuote) and
+//! payments-svc (CreateInvoice). They verify the service token like the real services (a
+//! `service` principal acting for the quote's or order's customer) and answer fixed data.
+
+use platform::error::{ApiError, ErrorCode};
+use platform::principal::{Principal, PrincipalKind, TokenKeys};
+use proto::catalog::catalog_service_server::{CatalogService, CatalogServiceServer};
+use proto::catalog::*;
+use proto::payments::payments_service_server::{PaymentsService, PaymentsServiceServer};
+use proto::payments::*;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::net::TcpListener;
+use tonic::{Request, Response, Status};
+use uuid::Uuid;
+
+fn service_principal<T>(request: &Request<T>, keys: &TokenKeys) -> Result<Principal, Status> {
+    let token = request
+        .metadata()
+        .get("authorization")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .ok_or_else(|| Status::unauthenticated("no token"))?;
+    let principal = keys.verify(token).map_err(Status::from)?;
+    if principal.kind != PrincipalKind::Service || principal.subject != "orders-svc" {
+        return Err(Status::permission_denied("only orders-svc calls this double"));
+    }
+    Ok(principal)
+}
+
+/// State of the catalog double.
+#[derive(Default)]
+pub struct CatalogState {
+    pub quotes: Mutex<HashMap<String, Quote>>,
+    pub get_quote_calls: AtomicUsize,
+    pub unavailable: AtomicBool,
+}
+
+#[derive(Clone)]
+struct FakeCatalog {
+    state: Arc<CatalogState>,
+    keys: Arc<TokenKeys>,
+}
+
+#[tonic::async_trait]
+impl CatalogService for FakeCatalog {
+    async fn list_catalog_items(
+        &self,
+        _: Request<ListCatalogItemsRequest>,
+    ) -> Result<Response<ListCatalogItemsResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn create_quote(
+        &self,
+        _: Request<CreateQuoteRequest>,
+    ) -> Result<Response<CreateQuoteResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn get_quote(
+        &self,
+        request: Request<GetQuoteRequest>,
+    ) -> Result<Response<GetQuoteResponse>, Status> {
+        self.state.get_quote_calls.fetch_add(1, Ordering::SeqCst);
+        if self.state.unavailable.load(Ordering::SeqCst) {
+            return Err(Status::unavailable("catalog double is down"));
+        }
+        let principal = service_principal(&request, &self.keys)?;
+        let customer = principal.customer_id.map(|id| id.to_string()).unwrap_or_default();
+        let quote = self
+            .state
+            .quotes
+            .lock()
+            .unwrap()
+            .get(&request.get_ref().quote_id)
+            .cloned();
+        match quote {
+            Some(quote) if quote.customer_id == customer => {
+                Ok(Response::new(GetQuoteResponse { quote: Some(quote) }))
+            }
+            _ => Err(ApiError::new(ErrorCode::QuoteNotFound, "quote not found").into()),
+        }
+    }
+
+    async fn import_catalog(
+        &self,
+        _: Request<ImportCatalogRequest>,
+    ) -> Result<Response<ImportCatalogResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+}
+
+/// Invoice numbers are unique across every double of the test binary.
+static NEXT_INVOICE: AtomicUsize = AtomicUsize::new(1);
+
+/// State of the payments double.
+#[derive(Default)]
+pub struct PaymentsState {
+    /// Invoices by order id (CreateInvoice is idempotent per order).
+    pub invoices: Mutex<HashMap<String, Invoice>>,
+    /// Every CreateInvoice request received, with its idempotency key.
+    pub requests: Mutex<Vec<(CreateInvoiceRequest, Option<String>)>>,
+    pub failing: AtomicBool,
+}
+
+#[derive(Clone)]
+struct FakePayments {
+    state: Arc<PaymentsState>,
+    keys: Arc<TokenKeys>,
+}
+
+#[tonic::async_trait]
+impl PaymentsService for FakePayments {
+    async fn create_invoice(
+        &self,
+        request: Request<CreateInvoiceRequest>,
+    ) -> Result<Response<CreateInvoiceResponse>, Status> {
+        let principal = service_principal(&request, &self.keys)?;
+        let key = request
+            .metadata()
+            .get("idempotency-key")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let message = request.into_inner();
+        self.state.requests.lock().unwrap().push((message.clone(), key));
+        if self.state.failing.load(Ordering::SeqCst) {
+            return Err(Status::unavailable("payments double is down"));
+        }
+        let mut invoices = self.state.invoices.lock().unwrap();
+        let invoice = invoices.entry(message.order_id.clone()).or_insert_with(|| {
+            let now = platform::time::now();
+            let number = format!("INV-2026-{:06}", NEXT_INVOICE.fetch_add(1, Ordering::SeqCst));
+            Invoice {
+                id: Uuid::now_v7().to_string(),
+                invoice_number: number.clone(),
+                customer_id: principal.customer_id.unwrap_or_default().to_string(),
+                order_id: message.order_id.clone(),
+                order_number: message.order_number.clone(),
+                status: "open".into(),
+                previous_status: String::new(),
+                payment_method: message.payment_method.clone(),
+                currency: message.currency.clone(),
+                lines: message.lines.clone(),
+                total_cents: message.total_cents,
+                amount_paid_cents: 0,
+                amount_due_cents: message.total_cents,
+                issued_at: Some(platform::time::to_timestamp(now)),
+                due_at: Some(platform::time::to_timestamp(now + chrono::Duration::days(30))),
+                paid_at: None,
+                bank_instructions: Some(BankInstructions {
+                    beneficiary: "Test Lab Inc".into(),
+                    bank_name: "First Test Bank".into(),
+                    account_number: "000123456789".into(),
+                    routing_number: "021000021".into(),
+                    swift: "TESTUS33".into(),
+                    reference: number,
+                }),
+            }
+        });
+        Ok(Response::new(CreateInvoiceResponse {
+            invoice: Some(invoice.clone()),
+        }))
+    }
+
+    async fn get_invoice(
+        &self,
+        _: Request<GetInvoiceRequest>,
+    ) -> Result<Response<GetInvoiceResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn list_invoices(
+        &self,
+        _: Request<ListInvoicesRequest>,
+    ) -> Result<Response<ListInvoicesResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn get_payment(
+        &self,
+        _: Request<GetPaymentRequest>,
+    ) -> Result<Response<GetPaymentResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn list_payments(
+        &self,
+        _: Request<ListPaymentsRequest>,
+    ) -> Result<Response<ListPaymentsResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn record_bank_payment(
+        &self,
+        _: Request<RecordBankPaymentRequest>,
+    ) -> Result<Response<RecordBankPaymentResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+}
+
+/// Both doubles, serving on loopback until the test ends.
+pub struct Peers {
+    pub catalog: Arc<CatalogState>,
+    pub catalog_addr: SocketAddr,
+    pub payments: Arc<PaymentsState>,
+    pub payments_addr: SocketAddr,
+}
+
+impl Peers {
+    /// Starts both doubles on free ports.
+    pub async fn start(keys: Arc<TokenKeys>) -> Peers {
+        let catalog = Arc::new(CatalogState::default());
+        let payments = Arc::new(PaymentsState::default());
+        let catalog_server = CatalogServiceServer::new(FakeCatalog {
+            state: catalog.clone(),
+            keys: keys.clone(),
+        });
+        let payments_server = PaymentsServiceServer::new(FakePayments {
+            state: payments.clone(),
+            keys,
+        });
+        let catalog_addr = serve(tonic::transport::Server::builder().add_service(catalog_server)).await;
+        let payments_addr = serve(tonic::transport::Server::builder().add_service(payments_server)).await;
+        Peers {
+            catalog,
+            catalog_addr,
+            payments,
+            payments_addr,
+        }
+    }
+
+    /// Stores a quote in the catalog double.
+    pub fn add_quote(&self, quote: Quote) -> Quote {
+        self.catalog
+            .quotes
+            .lock()
+            .unwrap()
+            .insert(quote.id.clone(), quote.clone());
+        quote
+    }
+
+    /// Makes payments-svc fail (or recover).
+    pub fn payments_failing(&self, failing: bool) {
+        self.payments.failing.store(failing, Ordering::SeqCst);
+    }
+
+    /// CreateInvoice requests received so far.
+    pub fn invoice_requests(&self) -> Vec<(CreateInvoiceRequest, Option<String>)> {
+        self.payments.requests.lock().unwrap().clone()
+    }
+}
+
+async fn serve(router: tonic::transport::server::Router) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind a double");
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(router.serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)));
+    addr
+}

@@ -1,0 +1,13 @@
+//! Integration tests of orders-svc against real PostgreSQL and Redis, with in-test doubles of
+//! catalog-svc and payments-svc.
+
+mod concurrency;
+mod consumers;
+mod create_order;
+mod data;
+mod fakes;
+mod helpers;
+mod idempotency;
+mod quotes;
+mod reads;
+mod validation;
