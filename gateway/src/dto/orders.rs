@@ -1,0 +1,303 @@
+//! Order shapes: the create-order body (exactly the spec's table), the orders query, and the
+//! order with its lines, charges, status history and payment block.
+
+use super::common::{
+    list_envelope, non_empty, optional_time, required_time, rfc3339, rfc3339_opt, single_envelope,
+};
+use super::quotes::{Charge, LineItem};
+use chrono::{DateTime, Utc};
+use platform::error::ApiError;
+use proto::orders as pb;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+/// Spellings of the payment rail (documentation of `paymentMethod`).
+#[derive(ToSchema)]
+#[allow(dead_code, non_camel_case_types)]
+pub enum PaymentMethod {
+    bank_invoice,
+    card_checkout,
+    chain_stablecoin,
+    stablecoin_erc20,
+}
+
+/// Body of `POST /orders`. No other properties are allowed.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateOrderRequest {
+    /// The locked quote to consume.
+    pub quote_id: Uuid,
+    /// `bank_invoice` (default rail), `card_checkout`, `chain_stablecoin` (alias `stablecoin_erc20`).
+    #[schema(value_type = PaymentMethod)]
+    pub payment_method: String,
+    /// Must be `true`.
+    pub confirm: bool,
+    /// Self-custodied sender address for the stablecoin rail.
+    #[serde(default)]
+    #[schema(max_length = 100)]
+    pub expected_payer_address: Option<String>,
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 120)]
+    pub client_reference: Option<String>,
+    #[serde(default)]
+    #[schema(max_length = 4000)]
+    pub notes: Option<String>,
+    /// Default `true`.
+    #[serde(default)]
+    pub publish_raw_data: Option<bool>,
+    #[serde(default)]
+    pub billing_address_id: Option<Uuid>,
+    #[serde(default)]
+    pub shipping_address_id: Option<Uuid>,
+    /// Lot numbers and matrix notes of quoted compounds (a unique subset of the quote's compounds).
+    #[serde(default)]
+    #[schema(max_items = 50)]
+    pub sample_metadata: Option<Vec<SampleMetadata>>,
+}
+
+/// Lot number and matrix notes of one quoted compound; one of the two is required.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SampleMetadata {
+    /// Exact, case-sensitive match to a compound of the quote.
+    #[schema(min_length = 1, max_length = 200)]
+    pub compound_name: String,
+    #[serde(default)]
+    #[schema(max_length = 200)]
+    pub lot_number: Option<String>,
+    #[serde(default)]
+    #[schema(max_length = 2000)]
+    pub matrix_notes: Option<String>,
+}
+
+impl From<CreateOrderRequest> for pb::CreateOrderRequest {
+    fn from(body: CreateOrderRequest) -> Self {
+        Self {
+            quote_id: body.quote_id.to_string(),
+            payment_method: body.payment_method,
+            confirm: body.confirm,
+            expected_payer_address: body.expected_payer_address,
+            client_reference: body.client_reference,
+            notes: body.notes,
+            publish_raw_data: body.publish_raw_data,
+            billing_address_id: body.billing_address_id.map(|id| id.to_string()),
+            shipping_address_id: body.shipping_address_id.map(|id| id.to_string()),
+            sample_metadata: body
+                .sample_metadata
+                .unwrap_or_default()
+                .into_iter()
+                .map(|item| pb::SampleMetadata {
+                    compound_name: item.compound_name,
+                    lot_number: item.lot_number,
+                    matrix_notes: item.matrix_notes,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Query of `GET /orders`.
+#[derive(Deserialize, IntoParams, Debug, Default)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct OrdersQuery {
+    /// Only orders in this status.
+    pub status: Option<String>,
+    /// Page size, 1 to 200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
+    pub limit: Option<i32>,
+    /// Opaque cursor from `pagination.nextCursor`.
+    pub cursor: Option<String>,
+}
+
+/// A laboratory order.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Order {
+    pub id: String,
+    /// Public order number (`ORD-…`).
+    pub order_number: String,
+    pub quote_id: String,
+    /// `invoice_sent`, `overdue`, `paid`, `label_generated`, `in_transit`, `sample_received`,
+    /// `in_lab`, `reporting`, `completed` or `cancelled`.
+    pub status: String,
+    pub status_history: Vec<StatusChange>,
+    pub payment_method: String,
+    pub catalog_revision: String,
+    pub category_id: String,
+    pub turnaround: String,
+    pub conformity_samples: i64,
+    pub lines: Vec<OrderLine>,
+    pub charges: Vec<Charge>,
+    pub total_cents: i64,
+    pub currency: String,
+    /// Payment block (invoice as last known); `null` until an invoice exists.
+    pub payment: Option<OrderPayment>,
+    pub publish_raw_data: bool,
+    pub client_reference: Option<String>,
+    pub notes: Option<String>,
+    pub expected_payer_address: Option<String>,
+    pub billing_address_id: Option<String>,
+    pub shipping_address_id: Option<String>,
+    #[serde(serialize_with = "rfc3339")]
+    pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "rfc3339")]
+    pub updated_at: DateTime<Utc>,
+}
+
+single_envelope!(OrderEnvelope, OrderData, order: Order);
+list_envelope!(OrderList, Order);
+
+impl TryFrom<pb::Order> for Order {
+    type Error = ApiError;
+
+    fn try_from(order: pb::Order) -> Result<Self, ApiError> {
+        Ok(Self {
+            created_at: required_time(order.created_at.as_ref(), "order createdAt")?,
+            updated_at: required_time(order.updated_at.as_ref(), "order updatedAt")?,
+            status_history: order
+                .status_history
+                .into_iter()
+                .map(StatusChange::try_from)
+                .collect::<Result<_, _>>()?,
+            payment: order.payment.map(OrderPayment::from),
+            id: order.id,
+            order_number: order.order_number,
+            quote_id: order.quote_id,
+            status: order.status,
+            payment_method: order.payment_method,
+            catalog_revision: order.catalog_revision,
+            category_id: order.category_id,
+            turnaround: order.turnaround,
+            conformity_samples: order.conformity_samples,
+            lines: order.lines.into_iter().map(OrderLine::from).collect(),
+            charges: order.charges.into_iter().map(charge).collect(),
+            total_cents: order.total_cents,
+            currency: order.currency,
+            publish_raw_data: order.publish_raw_data,
+            client_reference: order.client_reference,
+            notes: order.notes,
+            expected_payer_address: order.expected_payer_address,
+            billing_address_id: order.billing_address_id,
+            shipping_address_id: order.shipping_address_id,
+        })
+    }
+}
+
+/// One sample line of an order.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderLine {
+    pub line_number: i32,
+    pub compound_name: String,
+    pub lot_number: Option<String>,
+    pub matrix_notes: Option<String>,
+    pub items: Vec<LineItem>,
+    pub subtotal_cents: i64,
+}
+
+impl From<pb::OrderLine> for OrderLine {
+    fn from(line: pb::OrderLine) -> Self {
+        Self {
+            line_number: line.line_number,
+            compound_name: line.compound_name,
+            lot_number: line.lot_number,
+            matrix_notes: line.matrix_notes,
+            items: line
+                .items
+                .into_iter()
+                .map(|item| LineItem {
+                    item_id: item.item_id,
+                    kind: item.kind,
+                    name: item.name,
+                    price_cents: item.price_cents,
+                    test_ids: item.test_ids,
+                })
+                .collect(),
+            subtotal_cents: line.subtotal_cents,
+        }
+    }
+}
+
+fn charge(charge: pb::OrderCharge) -> Charge {
+    Charge {
+        kind: charge.kind,
+        description: charge.description,
+        quantity: charge.quantity,
+        unit_price_cents: charge.unit_price_cents,
+        amount_cents: charge.amount_cents,
+    }
+}
+
+/// One entry of the status history, oldest first.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusChange {
+    /// `null` for the first entry.
+    pub from_status: Option<String>,
+    pub to_status: String,
+    #[serde(serialize_with = "rfc3339")]
+    pub changed_at: DateTime<Utc>,
+    pub reason: Option<String>,
+}
+
+impl TryFrom<pb::StatusChange> for StatusChange {
+    type Error = ApiError;
+
+    fn try_from(change: pb::StatusChange) -> Result<Self, ApiError> {
+        Ok(Self {
+            changed_at: required_time(change.changed_at.as_ref(), "status change time")?,
+            from_status: non_empty(change.from_status),
+            to_status: change.to_status,
+            reason: non_empty(change.reason),
+        })
+    }
+}
+
+/// The payment block of an order: its invoice as last known.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderPayment {
+    pub invoice_id: String,
+    pub invoice_number: String,
+    pub status: String,
+    pub amount_due_cents: i64,
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub due_at: Option<DateTime<Utc>>,
+    /// Bank transfer instructions (bank rail), else `null`.
+    pub bank_instructions: Option<BankInstructions>,
+}
+
+impl From<pb::OrderPayment> for OrderPayment {
+    fn from(payment: pb::OrderPayment) -> Self {
+        Self {
+            due_at: optional_time(payment.due_at.as_ref()),
+            invoice_id: payment.invoice_id,
+            invoice_number: payment.invoice_number,
+            status: payment.status,
+            amount_due_cents: payment.amount_due_cents,
+            bank_instructions: payment.bank_instructions.map(|bank| BankInstructions {
+                beneficiary: bank.beneficiary,
+                bank_name: bank.bank_name,
+                account_number: bank.account_number,
+                routing_number: bank.routing_number,
+                swift: bank.swift,
+                reference: bank.reference,
+            }),
+        }
+    }
+}
+
+/// Where and how to pay a bank invoice.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BankInstructions {
+    pub beneficiary: String,
+    pub bank_name: String,
+    pub account_number: String,
+    pub routing_number: String,
+    pub swift: String,
+    /// Put this in the transfer's remittance information.
+    pub reference: String,
+}

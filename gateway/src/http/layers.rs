@@ -1,0 +1,82 @@
+//! Layers around every response: the request id (the caller's `X-Request-Id` when it is a sane
+//! token of at most 128 characters, else a new UUID, echoed on every response), a trace span
+//! per request that continues an incoming W3C `traceparent`, and a panic catcher.
+
+use axum::extract::Request;
+use http::header::HeaderName;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// The request id header.
+pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+/// Longest request id taken from a caller.
+const MAX_REQUEST_ID_LEN: usize = 128;
+
+/// True when a caller's request id can be echoed and logged as it is.
+pub fn is_sane_request_id(value: &[u8]) -> bool {
+    !value.is_empty()
+        && value.len() <= MAX_REQUEST_ID_LEN
+        && value
+            .iter()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"-_.:".contains(byte))
+}
+
+/// Drops an incoming request id that is not sane, so that a new one is minted.
+pub fn sanitize_request_id(mut request: Request) -> Request {
+    let values = request.headers().get_all(&X_REQUEST_ID);
+    let mut iter = values.iter();
+    let keep =
+        matches!((iter.next(), iter.next()), (Some(value), None) if is_sane_request_id(value.as_bytes()));
+    if !keep {
+        request.headers_mut().remove(&X_REQUEST_ID);
+    }
+    request
+}
+
+/// Sets the request id when absent.
+pub fn set_request_id() -> SetRequestIdLayer<MakeRequestUuid> {
+    SetRequestIdLayer::new(X_REQUEST_ID.clone(), MakeRequestUuid)
+}
+
+/// Copies the request id onto the response.
+pub fn propagate_request_id() -> PropagateRequestIdLayer {
+    PropagateRequestIdLayer::new(X_REQUEST_ID.clone())
+}
+
+/// The span of one request, a child of the caller's trace when `traceparent` is present.
+pub fn request_span(request: &Request) -> tracing::Span {
+    let request_id = request
+        .headers()
+        .get(&X_REQUEST_ID)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    let span = tracing::info_span!(
+        "http.request",
+        otel.kind = "server",
+        http.method = %request.method(),
+        http.path = %request.uri().path(),
+        request_id,
+        key_id = tracing::field::Empty,
+        customer_id = tracing::field::Empty,
+    );
+    let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.extract(&platform::grpc::HeaderExtractor(request.headers()))
+    });
+    let _ = span.set_parent(parent);
+    span
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_short_plain_tokens() {
+        assert!(is_sane_request_id(b"req-123_abc.def:9"));
+        assert!(is_sane_request_id(&[b'a'; 128]));
+        assert!(!is_sane_request_id(&[b'a'; 129]));
+        assert!(!is_sane_request_id(b""));
+        assert!(!is_sane_request_id(b"has space"));
+        assert!(!is_sane_request_id(b"<script>"));
+    }
+}

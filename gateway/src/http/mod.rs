@@ -1,0 +1,133 @@
+//! The REST application: routes grouped per domain and merged here, the auth guard as a route
+//! layer on the agent area, the request-id and trace layers around everything, enveloped 404
+//! and 405 fallbacks, readiness and the OpenAPI document.
+
+pub mod auth;
+pub mod billing;
+pub mod catalog;
+pub mod error;
+pub mod extract;
+pub mod layers;
+pub mod openapi;
+pub mod orders;
+pub mod rate_limit;
+pub mod ready;
+
+use crate::authenticator::Authenticator;
+use crate::peers::Peers;
+use axum::Router;
+use axum::middleware::from_fn_with_state;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use platform::principal::TokenKeys;
+use rate_limit::RateLimiter;
+use std::sync::Arc;
+use std::time::Duration;
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::{DefaultOnFailure, DefaultOnResponse, TraceLayer};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    pub peers: Peers,
+    pub authenticator: Authenticator,
+    pub token_keys: Arc<TokenKeys>,
+    pub rate_limiter: RateLimiter,
+    pub pool: sqlx::PgPool,
+    pub redis: redis::Client,
+    pub peer_health_timeout: Duration,
+}
+
+/// The routed agent area and its OpenAPI document (paths relative to `/api/v1/agent`).
+pub fn agent_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let (router, document) = OpenApiRouter::with_openapi(openapi::base())
+        .routes(routes!(catalog::list_catalog))
+        .routes(routes!(catalog::create_quote))
+        .routes(routes!(orders::list_orders, orders::create_order))
+        .routes(routes!(orders::get_order))
+        .routes(routes!(billing::list_invoices))
+        .routes(routes!(billing::get_invoice))
+        .routes(routes!(billing::list_payments))
+        .routes(routes!(billing::get_payment))
+        .split_for_parts();
+    (router, openapi::finish(document))
+}
+
+/// Builds the REST application.
+pub fn app(state: AppState) -> Router {
+    let (agent, document) = agent_routes();
+    let document = Arc::new(
+        document
+            .to_json()
+            .unwrap_or_else(|error| format!("{{\"error\":\"{error}\"}}")),
+    );
+    let agent = agent.route_layer(from_fn_with_state(state.clone(), auth::guard));
+    let openapi_json = move || {
+        let document = Arc::clone(&document);
+        async move {
+            (
+                [(http::header::CONTENT_TYPE, "application/json")],
+                document.as_str().to_owned(),
+            )
+                .into_response()
+        }
+    };
+    let layers = ServiceBuilder::new()
+        .map_request(layers::sanitize_request_id)
+        .layer(layers::set_request_id())
+        .layer(layers::propagate_request_id())
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(layers::request_span)
+                .on_response(DefaultOnResponse::new().level(tracing::Level::INFO))
+                // Internal errors are logged with their cause where they arise; a 503 is a warning.
+                .on_failure(DefaultOnFailure::new().level(tracing::Level::WARN)),
+        )
+        .layer(CatchPanicLayer::custom(error::panic_response));
+    Router::new()
+        .nest(auth::AGENT_PREFIX, agent)
+        .route("/api/ready", get(ready::ready))
+        .route("/api/v1/openapi.json", get(openapi_json))
+        .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(layers)
+        .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_routed_operation_is_in_the_scope_table_and_documented_with_its_scope() {
+        let (_, document) = agent_routes();
+        let json: serde_json::Value = serde_json::from_str(&document.to_json().unwrap()).unwrap();
+        assert_eq!(json["openapi"], "3.1.0");
+        let paths = json["paths"].as_object().unwrap();
+        let mut count = 0;
+        for (path, item) in paths {
+            for (method, operation) in item.as_object().unwrap() {
+                let method = http::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+                let entry = crate::scopes::operation(&method, path).expect("in the scope table");
+                let crate::scopes::Access::Scopes(required) = entry.access else {
+                    panic!("public")
+                };
+                let description = operation["description"].as_str().unwrap();
+                assert!(
+                    required.iter().all(|scope| description.contains(scope)),
+                    "{description}"
+                );
+                assert_eq!(operation["security"][0]["bearerAuth"][0], required[0]);
+                assert!(operation["responses"]["401"].is_object());
+                count += 1;
+            }
+        }
+        assert_eq!(count, 9);
+        let create_order = &json["paths"]["/orders"]["post"];
+        assert_eq!(create_order["parameters"][0]["name"], "Idempotency-Key");
+        assert_eq!(create_order["parameters"][0]["in"], "header");
+    }
+}

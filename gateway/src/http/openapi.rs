@@ -1,0 +1,173 @@
+//! The OpenAPI 3.1.0 document (`GET /api/v1/openapi.json`), generated from the handlers'
+//! `#[utoipa::path]` attributes and the DTOs' `ToSchema` derives, then completed from the scope
+//! table: each operation's description names its scope, its security requirement lists the
+//! scope, operations that need `Idempotency-Key` declare the header, and every operation lists
+//! its error responses with the `ErrorEnvelope` schema.
+
+use crate::dto::common::{ErrorBody, ErrorEnvelope};
+use crate::scopes::{self, Access};
+use http::Method;
+use utoipa::OpenApi;
+use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn, PathItem};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, HeaderBuilder, Ref, Required, ResponseBuilder};
+
+/// Version of the interface description required by the spec.
+pub const DOCUMENT_VERSION: &str = "2026-07-17";
+/// Name of the bearer security scheme.
+pub const BEARER: &str = "bearerAuth";
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Laboratory Testing Agent API",
+        version = "2026-07-17",
+        description = "Customer-bound programmatic interface to a testing laboratory. Every operation needs \
+            `Authorization: Bearer svc_live_<public-id>_<secret>` holding the scope named in its description. \
+            Single resources answer `{ \"data\": { \"<name>\": { … } } }`, lists answer \
+            `{ \"data\": [ … ], \"pagination\": { \"nextCursor\": … } }`, errors answer \
+            `{ \"error\": { \"code\", \"message\", \"details\" } }`. Money is integer USD cents."
+    ),
+    servers((url = "/api/v1/agent", description = "REST interface, version 1, agent area")),
+    components(schemas(ErrorEnvelope, ErrorBody)),
+    tags(
+        (name = "catalog", description = "catalog and quotes"),
+        (name = "orders", description = "laboratory orders"),
+        (name = "billing", description = "invoices and payments"),
+    )
+)]
+struct ApiDoc;
+
+/// The document before routes are added.
+pub fn base() -> utoipa::openapi::OpenApi {
+    let mut document = ApiDoc::openapi();
+    // utoipa copies the crate's license, which is not a public one.
+    document.info.license = None;
+    let components = document.components.get_or_insert_with(Default::default);
+    let scheme = HttpBuilder::new()
+        .scheme(HttpAuthScheme::Bearer)
+        .bearer_format("svc_live_<public-id>_<secret>")
+        .description(Some(
+            "a customer API key; the security requirement of each operation lists its scopes",
+        ))
+        .build();
+    components.add_security_scheme(BEARER, SecurityScheme::Http(scheme));
+    document
+}
+
+/// Completes the generated document from the scope table.
+///
+/// # Panics
+/// When a documented operation is missing from the scope table (a programming error that the
+/// unit tests catch).
+pub fn finish(mut document: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+    for (path, item) in document.paths.paths.iter_mut() {
+        for (method, operation) in operations_mut(item) {
+            let entry = scopes::operation(&method, path)
+                .unwrap_or_else(|| panic!("{method} {path} is documented but missing from the scope table"));
+            complete(operation, entry, path.contains('{'));
+        }
+    }
+    document
+}
+
+fn operations_mut(item: &mut PathItem) -> Vec<(Method, &mut Operation)> {
+    [
+        (Method::GET, item.get.as_mut()),
+        (Method::POST, item.post.as_mut()),
+        (Method::PUT, item.put.as_mut()),
+        (Method::PATCH, item.patch.as_mut()),
+        (Method::DELETE, item.delete.as_mut()),
+    ]
+    .into_iter()
+    .filter_map(|(method, operation)| operation.map(|operation| (method, operation)))
+    .collect()
+}
+
+fn complete(operation: &mut Operation, entry: &scopes::Operation, has_path_parameter: bool) {
+    let access = match entry.access {
+        Access::Scopes(required) => {
+            operation.security = Some(vec![SecurityRequirement::new(BEARER, required.iter().copied())]);
+            format!(
+                "Required scope: {}.",
+                required
+                    .iter()
+                    .map(|scope| format!("`{scope}`"))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            )
+        }
+        Access::Public => {
+            operation.security = Some(vec![SecurityRequirement::default()]);
+            "Public: no API key; rate-limited per client IP.".to_owned()
+        }
+    };
+    operation.description = Some(match operation.description.take() {
+        Some(text) if !text.is_empty() => format!("{text}\n\n{access}"),
+        _ => access,
+    });
+    if entry.idempotent {
+        operation
+            .parameters
+            .get_or_insert_with(Vec::new)
+            .push(idempotency_header().into());
+    }
+    let mut errors = vec![
+        ("400", "invalid request, body, cursor or idempotency key"),
+        ("401", "missing, malformed, unknown or revoked API key"),
+        (
+            "403",
+            "the key lacks the scope (insufficient_scope) or spend authorization",
+        ),
+        ("409", "conflict or idempotency collision"),
+        ("429", "rate limited; retry after Retry-After seconds"),
+        ("500", "unexpected error, logged with the request id"),
+        ("503", "a dependency is unavailable; retry later"),
+    ];
+    if has_path_parameter {
+        errors.push(("404", "not found, or owned by another customer"));
+    }
+    for (status, description) in errors {
+        let mut response = ResponseBuilder::new().description(description).content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorEnvelope")))
+                .build(),
+        );
+        if status == "401" {
+            response = response.header(
+                "WWW-Authenticate",
+                HeaderBuilder::new().description(Some("Bearer challenge")).build(),
+            );
+        }
+        if status == "429" {
+            response = response.header(
+                "Retry-After",
+                HeaderBuilder::new().description(Some("seconds to wait")).build(),
+            );
+        }
+        operation
+            .responses
+            .responses
+            .entry(status.to_owned())
+            .or_insert_with(|| response.build().into());
+    }
+}
+
+fn idempotency_header() -> utoipa::openapi::path::Parameter {
+    let schema = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(8))
+        .max_length(Some(255))
+        .build();
+    ParameterBuilder::new()
+        .name("Idempotency-Key")
+        .parameter_in(ParameterIn::Header)
+        .required(Required::True)
+        .description(Some(
+            "8 to 255 visible ASCII characters; binds the exact request to its first result",
+        ))
+        .schema(Some(schema))
+        .build()
+}

@@ -1,0 +1,19 @@
+//! gateway process: telemetry, settings, build, serve REST and identity gRPC until SIGTERM or SIGINT.
+
+use gateway::{Application, SERVICE_NAME, Settings};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let _telemetry = platform::telemetry::init(SERVICE_NAME);
+    let settings = Settings::from_env()?;
+    let application = Application::build(settings).await?;
+    let outcome = application
+        .run_until_stopped(platform::shutdown::signal_token())
+        .await;
+    if let Err(error) = &outcome {
+        tracing::error!(%error, "{SERVICE_NAME} stopped with an error");
+    } else {
+        tracing::info!("{SERVICE_NAME} stopped");
+    }
+    outcome
+}

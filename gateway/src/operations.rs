@@ -1,0 +1,217 @@
+//! Translation of each REST use case to its gRPC call: JSON shapes in, the service call with
+//! the caller's principal token (and idempotency key), JSON shapes out. REST handlers (and the
+//! MCP tools later) call these, so every use case has exactly one mapping to gRPC.
+
+use crate::caller::Caller;
+use crate::dto::billing::{
+    Invoice, InvoiceEnvelope, InvoiceList, InvoicesQuery, Payment, PaymentEnvelope, PaymentList,
+    PaymentsQuery,
+};
+use crate::dto::catalog::{CatalogPage, CatalogQuery};
+use crate::dto::orders::{CreateOrderRequest, Order, OrderEnvelope, OrderList, OrdersQuery};
+use crate::dto::quotes::{CreateQuoteRequest, Quote, QuoteEnvelope};
+use crate::peers::Peers;
+use platform::error::{ApiError, ErrorCode};
+use platform::grpc::{IDEMPOTENT_REPLAYED, outgoing, outgoing_idempotent};
+use proto::{catalog, orders, payments};
+
+/// A created resource, and whether the answer is the stored replay of an earlier request.
+pub struct Created<T> {
+    pub body: T,
+    pub replayed: bool,
+}
+
+/// Converts a service's gRPC status. A service refusing the gateway's own principal token is
+/// the gateway's fault (secrets out of step), not the client's: it becomes an internal error.
+pub fn service_error(status: tonic::Status) -> ApiError {
+    let error = ApiError::from_status(&status);
+    if error.code == ErrorCode::Unauthenticated {
+        return ApiError::internal(format!(
+            "a service refused the principal token: {}",
+            status.message()
+        ));
+    }
+    error
+}
+
+fn missing(what: &str) -> ApiError {
+    ApiError::internal(format!("a service answered without the {what}"))
+}
+
+/// `GET /catalog`: one page of the catalog.
+pub async fn list_catalog(
+    peers: &Peers,
+    caller: &Caller,
+    query: CatalogQuery,
+) -> Result<CatalogPage, ApiError> {
+    let includes = query.includes();
+    let request = catalog::ListCatalogItemsRequest {
+        category: query.category,
+        query: query.query,
+        include: includes.clone(),
+        limit: query.limit,
+        cursor: query.cursor,
+    };
+    let page = peers
+        .catalog()
+        .list_catalog_items(outgoing(request, &caller.token))
+        .await
+        .map_err(service_error)?;
+    Ok(CatalogPage::from_proto(page.into_inner(), &includes))
+}
+
+/// `POST /quotes`: a server-priced quote.
+pub async fn create_quote(
+    peers: &Peers,
+    caller: &Caller,
+    body: CreateQuoteRequest,
+) -> Result<QuoteEnvelope, ApiError> {
+    let request = catalog::CreateQuoteRequest::from(body);
+    let response = peers
+        .catalog()
+        .create_quote(outgoing(request, &caller.token))
+        .await
+        .map_err(service_error)?;
+    let quote = response.into_inner().quote.ok_or_else(|| missing("quote"))?;
+    Ok(Quote::try_from(quote)?.into())
+}
+
+/// `POST /orders`: places an order from a quote under an idempotency key.
+pub async fn create_order(
+    peers: &Peers,
+    caller: &Caller,
+    idempotency_key: &str,
+    body: CreateOrderRequest,
+) -> Result<Created<OrderEnvelope>, ApiError> {
+    let request = orders::CreateOrderRequest::from(body);
+    let response = peers
+        .orders()
+        .create_order(outgoing_idempotent(request, &caller.token, idempotency_key))
+        .await
+        .map_err(service_error)?;
+    let replayed = response
+        .metadata()
+        .get(IDEMPOTENT_REPLAYED)
+        .is_some_and(|value| value == "true");
+    let order = response.into_inner().order.ok_or_else(|| missing("order"))?;
+    Ok(Created {
+        body: Order::try_from(order)?.into(),
+        replayed,
+    })
+}
+
+/// `GET /orders`: one page of the customer's orders.
+pub async fn list_orders(peers: &Peers, caller: &Caller, query: OrdersQuery) -> Result<OrderList, ApiError> {
+    let request = orders::ListOrdersRequest {
+        status: query.status,
+        limit: query.limit,
+        cursor: query.cursor,
+    };
+    let page = peers
+        .orders()
+        .list_orders(outgoing(request, &caller.token))
+        .await
+        .map_err(service_error)?
+        .into_inner();
+    let data = page
+        .orders
+        .into_iter()
+        .map(Order::try_from)
+        .collect::<Result<_, _>>()?;
+    Ok(OrderList::new(data, page.next_cursor))
+}
+
+/// `GET /orders/{reference}`: one order by UUID, order number or invoice number.
+pub async fn get_order(peers: &Peers, caller: &Caller, reference: String) -> Result<OrderEnvelope, ApiError> {
+    let request = orders::GetOrderRequest { reference };
+    let response = peers
+        .orders()
+        .get_order(outgoing(request, &caller.token))
+        .await
+        .map_err(service_error)?;
+    let order = response.into_inner().order.ok_or_else(|| missing("order"))?;
+    Ok(Order::try_from(order)?.into())
+}
+
+/// `GET /invoices`: one page of the customer's invoices.
+pub async fn list_invoices(
+    peers: &Peers,
+    caller: &Caller,
+    query: InvoicesQuery,
+) -> Result<InvoiceList, ApiError> {
+    let request = payments::ListInvoicesRequest {
+        status: query.status,
+        order_id: query.order_id.map(|id| id.to_string()),
+        limit: query.limit,
+        cursor: query.cursor,
+    };
+    let page = peers
+        .payments()
+        .list_invoices(outgoing(request, &caller.token))
+        .await
+        .map_err(service_error)?
+        .into_inner();
+    let data = page
+        .invoices
+        .into_iter()
+        .map(Invoice::try_from)
+        .collect::<Result<_, _>>()?;
+    Ok(InvoiceList::new(data, page.next_cursor))
+}
+
+/// `GET /invoices/{reference}`: one invoice by UUID, invoice number or order id.
+pub async fn get_invoice(
+    peers: &Peers,
+    caller: &Caller,
+    reference: String,
+) -> Result<InvoiceEnvelope, ApiError> {
+    let request = payments::GetInvoiceRequest { reference };
+    let response = peers
+        .payments()
+        .get_invoice(outgoing(request, &caller.token))
+        .await
+        .map_err(service_error)?;
+    let invoice = response.into_inner().invoice.ok_or_else(|| missing("invoice"))?;
+    Ok(Invoice::try_from(invoice)?.into())
+}
+
+/// `GET /payments`: one page of the customer's payments.
+pub async fn list_payments(
+    peers: &Peers,
+    caller: &Caller,
+    query: PaymentsQuery,
+) -> Result<PaymentList, ApiError> {
+    let request = payments::ListPaymentsRequest {
+        invoice_id: query.invoice_id.map(|id| id.to_string()),
+        limit: query.limit,
+        cursor: query.cursor,
+    };
+    let page = peers
+        .payments()
+        .list_payments(outgoing(request, &caller.token))
+        .await
+        .map_err(service_error)?
+        .into_inner();
+    let data = page
+        .payments
+        .into_iter()
+        .map(Payment::try_from)
+        .collect::<Result<_, _>>()?;
+    Ok(PaymentList::new(data, page.next_cursor))
+}
+
+/// `GET /payments/{reference}`: one payment by UUID.
+pub async fn get_payment(
+    peers: &Peers,
+    caller: &Caller,
+    reference: String,
+) -> Result<PaymentEnvelope, ApiError> {
+    let request = payments::GetPaymentRequest { reference };
+    let response = peers
+        .payments()
+        .get_payment(outgoing(request, &caller.token))
+        .await
+        .map_err(service_error)?;
+    let payment = response.into_inner().payment.ok_or_else(|| missing("payment"))?;
+    Ok(Payment::try_from(payment)?.into())
+}

@@ -1,0 +1,101 @@
+//! `GET /api/v1/openapi.json` and `GET /api/ready`.
+
+use crate::helpers::{json_with_status, spawn_app, spawn_app_with};
+
+#[tokio::test]
+async fn the_openapi_document_is_3_1_with_the_spec_version_and_every_routed_operation() {
+    let app = spawn_app().await;
+    let document = json_with_status(
+        app.http
+            .get(app.url("/api/v1/openapi.json"))
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(document["openapi"], "3.1.0");
+    assert_eq!(document["info"]["version"], "2026-07-17");
+    assert_eq!(document["servers"][0]["url"], "/api/v1/agent");
+    assert_eq!(
+        document["components"]["securitySchemes"]["bearerAuth"]["scheme"],
+        "bearer"
+    );
+    assert!(document["components"]["schemas"]["ErrorEnvelope"].is_object());
+    let paths = document["paths"].as_object().unwrap();
+    let mut routes: Vec<String> = paths
+        .iter()
+        .flat_map(|(path, item)| {
+            item.as_object()
+                .unwrap()
+                .keys()
+                .map(move |method| format!("{} {path}", method.to_uppercase()))
+        })
+        .collect();
+    routes.sort();
+    assert_eq!(
+        routes,
+        vec![
+            "GET /catalog",
+            "GET /invoices",
+            "GET /invoices/{reference}",
+            "GET /orders",
+            "GET /orders/{reference}",
+            "GET /payments",
+            "GET /payments/{reference}",
+            "POST /orders",
+            "POST /quotes",
+        ]
+    );
+    let create_order = &document["paths"]["/orders"]["post"];
+    assert!(
+        create_order["description"]
+            .as_str()
+            .unwrap()
+            .contains("`orders:write`")
+    );
+    assert_eq!(create_order["parameters"][0]["name"], "Idempotency-Key");
+    assert_eq!(create_order["parameters"][0]["required"], true);
+    assert_eq!(
+        create_order["responses"]["401"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/ErrorEnvelope"
+    );
+    assert!(create_order["requestBody"]["content"]["application/json"].is_object());
+}
+
+#[tokio::test]
+async fn readiness_is_200_when_storage_and_every_peer_answer() {
+    let app = spawn_app().await;
+    let response = app.http.get(app.url("/api/ready")).send().await.unwrap();
+    assert_eq!(
+        json_with_status(response, 200).await,
+        serde_json::json!({ "status": "ready" })
+    );
+}
+
+#[tokio::test]
+async fn readiness_is_503_naming_a_peer_that_is_not_serving() {
+    let app = spawn_app().await;
+    app.fakes.set_serving(false).await;
+    let body = json_with_status(app.http.get(app.url("/api/ready")).send().await.unwrap(), 503).await;
+    assert_eq!(body["status"], "not_ready");
+    assert_eq!(
+        body["failing"],
+        serde_json::json!(["catalog-svc", "orders-svc", "payments-svc"])
+    );
+}
+
+#[tokio::test]
+async fn readiness_is_503_naming_an_unreachable_peer_or_storage() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let app = spawn_app_with(|settings| {
+        settings.peers.payments = format!("http://{closed}");
+        settings.common.redis_url = format!("redis://{closed}");
+    })
+    .await;
+    let body = json_with_status(app.http.get(app.url("/api/ready")).send().await.unwrap(), 503).await;
+    assert_eq!(body["failing"], serde_json::json!(["storage", "payments-svc"]));
+}

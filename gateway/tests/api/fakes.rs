@@ -1,0 +1,313 @@
+//! Small in-test gRPC servers standing in for catalog-svc, orders-svc and payments-svc. They
+//! verify the principal token exactly as the real services do (platform auth interceptor) and
+//! record every call: the principal, the idempotency key and the traceparent they received.
+//! Their answers are scripted by the input (reference `missing` → 404, `conflict` → 409, …).
+
+use crate::fixtures::{sample_order, scripted_failure, ts};
+use platform::error::{ApiError, ErrorCode};
+use platform::principal::{Principal, TokenKeys};
+use proto::catalog::catalog_service_server::{CatalogService, CatalogServiceServer};
+use proto::orders::orders_service_server::{OrdersService, OrdersServiceServer};
+use proto::payments::payments_service_server::{PaymentsService, PaymentsServiceServer};
+use proto::{catalog, orders, payments};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+use tonic::{Request, Response, Status};
+use tonic_health::ServingStatus;
+use tonic_health::server::HealthReporter;
+
+/// One call a fake received.
+#[derive(Clone, Debug)]
+pub struct Call {
+    pub rpc: &'static str,
+    pub principal: Principal,
+    pub idempotency_key: Option<String>,
+    pub traceparent: Option<String>,
+}
+
+/// The running fakes: one server hosting the three services and gRPC health.
+pub struct FakeMesh {
+    pub addr: SocketAddr,
+    pub calls: Arc<Mutex<Vec<Call>>>,
+    pub health: HealthReporter,
+    _shutdown: tokio_util::sync::DropGuard,
+}
+
+impl FakeMesh {
+    pub async fn start(keys: Arc<TokenKeys>) -> Self {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let fake = Fake {
+            calls: Arc::clone(&calls),
+        };
+        let interceptor = platform::grpc::auth_interceptor(keys);
+        let (health, health_service) = tonic_health::server::health_reporter();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = tonic::transport::Server::builder()
+            .add_service(health_service)
+            .add_service(CatalogServiceServer::with_interceptor(
+                fake.clone(),
+                interceptor.clone(),
+            ))
+            .add_service(OrdersServiceServer::with_interceptor(
+                fake.clone(),
+                interceptor.clone(),
+            ))
+            .add_service(PaymentsServiceServer::with_interceptor(fake, interceptor));
+        let shutdown = CancellationToken::new();
+        tokio::spawn(platform::grpc::serve(router, listener, shutdown.clone()));
+        Self {
+            addr,
+            calls,
+            health,
+            _shutdown: shutdown.drop_guard(),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    pub async fn set_serving(&self, serving: bool) {
+        let status = if serving {
+            ServingStatus::Serving
+        } else {
+            ServingStatus::NotServing
+        };
+        self.health.set_service_status("", status).await;
+    }
+}
+
+#[derive(Clone)]
+struct Fake {
+    calls: Arc<Mutex<Vec<Call>>>,
+}
+
+impl Fake {
+    fn record<T>(&self, rpc: &'static str, request: &Request<T>) -> Result<(), Status> {
+        let principal = platform::grpc::principal(request)?;
+        let text = |name: &str| {
+            request
+                .metadata()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let call = Call {
+            rpc,
+            principal,
+            idempotency_key: text("idempotency-key"),
+            traceparent: text("traceparent"),
+        };
+        self.calls.lock().unwrap().push(call);
+        Ok(())
+    }
+}
+
+#[tonic::async_trait]
+impl CatalogService for Fake {
+    async fn list_catalog_items(
+        &self,
+        request: Request<catalog::ListCatalogItemsRequest>,
+    ) -> Result<Response<catalog::ListCatalogItemsResponse>, Status> {
+        self.record("ListCatalogItems", &request)?;
+        let item = catalog::CatalogItem {
+            id: "hplc-purity".into(),
+            kind: "test".into(),
+            name: "HPLC purity".into(),
+            price_cents: 12_500,
+            category_ids: vec!["peptides".into()],
+            ..Default::default()
+        };
+        let category = catalog::Category {
+            id: "peptides".into(),
+            name: "Peptides".into(),
+            ..Default::default()
+        };
+        Ok(Response::new(catalog::ListCatalogItemsResponse {
+            catalog_revision: "rev-1".into(),
+            items: vec![item],
+            next_cursor: (request.get_ref().limit == Some(1)).then(|| "cursor-2".to_owned()),
+            categories: vec![category],
+            matrices: vec![catalog::Matrix {
+                id: "powder".into(),
+                ..Default::default()
+            }],
+            turnarounds: vec![],
+        }))
+    }
+
+    async fn create_quote(
+        &self,
+        request: Request<catalog::CreateQuoteRequest>,
+    ) -> Result<Response<catalog::CreateQuoteResponse>, Status> {
+        self.record("CreateQuote", &request)?;
+        if request.get_ref().category_id == "nope" {
+            return Err(ApiError::field(ErrorCode::UnknownCategory, "categoryId", "unknown category").into());
+        }
+        let quote = catalog::Quote {
+            id: "5f0c6f3e-0000-4000-8000-000000000001".into(),
+            catalog_revision: "rev-1".into(),
+            category_id: request.get_ref().category_id.clone(),
+            turnaround: "standard".into(),
+            total_cents: 12_500,
+            currency: "USD".into(),
+            created_at: ts(1_784_000_000),
+            expires_at: ts(1_784_000_900),
+            ..Default::default()
+        };
+        Ok(Response::new(catalog::CreateQuoteResponse { quote: Some(quote) }))
+    }
+
+    async fn get_quote(
+        &self,
+        _: Request<catalog::GetQuoteRequest>,
+    ) -> Result<Response<catalog::GetQuoteResponse>, Status> {
+        Err(Status::unimplemented("not faked"))
+    }
+
+    async fn import_catalog(
+        &self,
+        _: Request<catalog::ImportCatalogRequest>,
+    ) -> Result<Response<catalog::ImportCatalogResponse>, Status> {
+        Err(Status::unimplemented("not faked"))
+    }
+}
+
+#[tonic::async_trait]
+impl OrdersService for Fake {
+    async fn create_order(
+        &self,
+        request: Request<orders::CreateOrderRequest>,
+    ) -> Result<Response<orders::CreateOrderResponse>, Status> {
+        self.record("CreateOrder", &request)?;
+        let key = platform::grpc::idempotency_key(&request)?;
+        let principal = platform::grpc::principal(&request)?;
+        let customer = principal.customer_id.map(|id| id.to_string()).unwrap_or_default();
+        let order = sample_order("0b7e8f52-0000-4000-8000-000000000002", &customer);
+        let mut response = Response::new(orders::CreateOrderResponse { order: Some(order) });
+        if key.starts_with("replay") {
+            platform::grpc::mark_replayed(&mut response);
+        }
+        Ok(response)
+    }
+
+    async fn get_order(
+        &self,
+        request: Request<orders::GetOrderRequest>,
+    ) -> Result<Response<orders::GetOrderResponse>, Status> {
+        self.record("GetOrder", &request)?;
+        if let Some(failure) = scripted_failure(&request.get_ref().reference) {
+            return Err(failure);
+        }
+        let order = sample_order(&request.get_ref().reference, "");
+        Ok(Response::new(orders::GetOrderResponse { order: Some(order) }))
+    }
+
+    async fn list_orders(
+        &self,
+        request: Request<orders::ListOrdersRequest>,
+    ) -> Result<Response<orders::ListOrdersResponse>, Status> {
+        self.record("ListOrders", &request)?;
+        let orders = vec![sample_order("0b7e8f52-0000-4000-8000-000000000002", "")];
+        Ok(Response::new(orders::ListOrdersResponse {
+            orders,
+            next_cursor: None,
+        }))
+    }
+}
+
+#[tonic::async_trait]
+impl PaymentsService for Fake {
+    async fn create_invoice(
+        &self,
+        _: Request<payments::CreateInvoiceRequest>,
+    ) -> Result<Response<payments::CreateInvoiceResponse>, Status> {
+        Err(Status::unimplemented("not faked"))
+    }
+
+    async fn get_invoice(
+        &self,
+        request: Request<payments::GetInvoiceRequest>,
+    ) -> Result<Response<payments::GetInvoiceResponse>, Status> {
+        self.record("GetInvoice", &request)?;
+        if let Some(failure) = scripted_failure(&request.get_ref().reference) {
+            return Err(failure);
+        }
+        let invoice = payments::Invoice {
+            id: "inv-1".into(),
+            invoice_number: request.get_ref().reference.clone(),
+            status: "open".into(),
+            total_cents: 12_500,
+            amount_due_cents: 12_500,
+            lines: vec![payments::InvoiceLine {
+                description: "HPLC".into(),
+                quantity: 1,
+                unit_price_cents: 12_500,
+                amount_cents: 12_500,
+            }],
+            issued_at: ts(1_784_000_000),
+            ..Default::default()
+        };
+        Ok(Response::new(payments::GetInvoiceResponse {
+            invoice: Some(invoice),
+        }))
+    }
+
+    async fn list_invoices(
+        &self,
+        request: Request<payments::ListInvoicesRequest>,
+    ) -> Result<Response<payments::ListInvoicesResponse>, Status> {
+        self.record("ListInvoices", &request)?;
+        Ok(Response::new(payments::ListInvoicesResponse {
+            invoices: vec![],
+            next_cursor: Some("page-2".into()),
+        }))
+    }
+
+    async fn get_payment(
+        &self,
+        request: Request<payments::GetPaymentRequest>,
+    ) -> Result<Response<payments::GetPaymentResponse>, Status> {
+        self.record("GetPayment", &request)?;
+        if let Some(failure) = scripted_failure(&request.get_ref().reference) {
+            return Err(failure);
+        }
+        let payment = payments::Payment {
+            id: request.get_ref().reference.clone(),
+            rail: "bank_invoice".into(),
+            status: "succeeded".into(),
+            amount_cents: 12_500,
+            currency: "USD".into(),
+            received_at: ts(1_784_100_000),
+            created_at: ts(1_784_100_000),
+            ..Default::default()
+        };
+        Ok(Response::new(payments::GetPaymentResponse {
+            payment: Some(payment),
+        }))
+    }
+
+    async fn list_payments(
+        &self,
+        request: Request<payments::ListPaymentsRequest>,
+    ) -> Result<Response<payments::ListPaymentsResponse>, Status> {
+        self.record("ListPayments", &request)?;
+        Ok(Response::new(payments::ListPaymentsResponse {
+            payments: vec![],
+            next_cursor: None,
+        }))
+    }
+
+    async fn record_bank_payment(
+        &self,
+        _: Request<payments::RecordBankPaymentRequest>,
+    ) -> Result<Response<payments::RecordBankPaymentResponse>, Status> {
+        Err(Status::unimplemented("not faked"))
+    }
+}

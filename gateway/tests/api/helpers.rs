@@ -1,0 +1,229 @@
+//! `spawn_app()`: a gateway on free ports with a fresh database, a unique stream prefix and the
+//! fake peers; typed helpers for REST calls and for the identity gRPC API with a staff token.
+
+use crate::fakes::FakeMesh;
+use gateway::{Application, PeerAddrs, Settings};
+use platform::config::{DEV_INTERNAL_TOKEN_SECRET, DEV_STAFF_TOKEN_SECRET};
+use platform::principal::{Principal, PrincipalKind, TokenKeys, roles};
+use proto::identity as pb;
+use proto::identity::identity_service_client::IdentityServiceClient;
+use std::sync::{Arc, Once};
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Channel;
+
+/// A running gateway and what a test needs around it.
+pub struct TestApp {
+    pub base_url: String,
+    pub grpc_url: String,
+    pub pool: sqlx::PgPool,
+    pub http: reqwest::Client,
+    pub fakes: FakeMesh,
+    pub keys: Arc<TokenKeys>,
+    _shutdown: tokio_util::sync::DropGuard,
+}
+
+/// A customer with one API key.
+pub struct KeyedCustomer {
+    pub customer_id: String,
+    pub key: pb::ApiKey,
+    pub plaintext: String,
+}
+
+pub fn token_keys() -> Arc<TokenKeys> {
+    Arc::new(TokenKeys::new(
+        &DEV_INTERNAL_TOKEN_SECRET.to_owned().into(),
+        &DEV_STAFF_TOKEN_SECRET.to_owned().into(),
+    ))
+}
+
+/// Installs, once per test binary, a subscriber with an OpenTelemetry layer and the W3C
+/// propagator, so that trace context really flows through the gateway.
+pub fn init_tracing() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        use opentelemetry::trace::TracerProvider as _;
+        use tracing_subscriber::layer::SubscriberExt;
+        opentelemetry::global::set_text_map_propagator(
+            opentelemetry_sdk::propagation::TraceContextPropagator::new(),
+        );
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+        let tracer = provider.tracer("gateway-tests");
+        let subscriber =
+            tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(tracer));
+        let _ = tracing::subscriber::set_global_default(subscriber);
+    });
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// Spawns a gateway whose settings `adjust` may change (peers default to the fakes).
+pub async fn spawn_app_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
+    init_tracing();
+    let keys = token_keys();
+    let fakes = FakeMesh::start(Arc::clone(&keys)).await;
+    let database_url = platform::testing::fresh_database().await;
+    let peers = PeerAddrs {
+        catalog: fakes.url(),
+        orders: fakes.url(),
+        payments: fakes.url(),
+    };
+    let mut settings = Settings::local(
+        &database_url,
+        &platform::testing::redis_url(),
+        &platform::testing::unique_stream_prefix(),
+        peers,
+    );
+    adjust(&mut settings);
+    let application = Application::build(settings).await.expect("the gateway builds");
+    let base_url = format!("http://{}", application.http_addr());
+    let grpc_url = format!("http://{}", application.grpc_addr());
+    let shutdown = CancellationToken::new();
+    tokio::spawn(application.run_until_stopped(shutdown.clone()));
+    let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    TestApp {
+        base_url,
+        grpc_url,
+        pool,
+        http,
+        fakes,
+        keys,
+        _shutdown: shutdown.drop_guard(),
+    }
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url)
+    }
+
+    pub fn agent(&self, path: &str) -> String {
+        format!("{}/api/v1/agent{path}", self.base_url)
+    }
+
+    pub fn staff_token(&self, roles: &[&str]) -> String {
+        self.keys.mint(&Principal {
+            kind: PrincipalKind::Staff,
+            subject: "alice".into(),
+            customer_id: None,
+            scopes: vec![],
+            roles: roles.iter().map(|role| (*role).to_owned()).collect(),
+            spend_limit_cents: None,
+        })
+    }
+
+    pub async fn identity(&self) -> IdentityServiceClient<Channel> {
+        IdentityServiceClient::connect(self.grpc_url.clone())
+            .await
+            .unwrap()
+    }
+
+    /// Calls the identity API as a staff member with `identity.admin`.
+    pub fn admin<T>(&self, message: T) -> tonic::Request<T> {
+        platform::grpc::outgoing(message, &self.staff_token(&[roles::IDENTITY_ADMIN]))
+    }
+
+    pub async fn create_customer(&self, email: &str) -> pb::Customer {
+        let request = pb::CreateCustomerRequest {
+            name: "Acme Labs".into(),
+            email: email.into(),
+        };
+        self.identity()
+            .await
+            .create_customer(self.admin(request))
+            .await
+            .unwrap()
+            .into_inner()
+            .customer
+            .unwrap()
+    }
+
+    pub async fn create_key(
+        &self,
+        customer_id: &str,
+        scopes: &[&str],
+        spend_limit_cents: Option<i64>,
+    ) -> (pb::ApiKey, String) {
+        let request = pb::CreateApiKeyRequest {
+            customer_id: customer_id.into(),
+            name: "agent".into(),
+            scopes: scopes.iter().map(|scope| (*scope).to_owned()).collect(),
+            spend_limit_cents,
+        };
+        let response = self
+            .identity()
+            .await
+            .create_api_key(self.admin(request))
+            .await
+            .unwrap()
+            .into_inner();
+        (response.key.unwrap(), response.plaintext)
+    }
+
+    /// A new customer with a key holding `scopes`.
+    pub async fn keyed_customer(&self, scopes: &[&str]) -> KeyedCustomer {
+        let email = format!("{}@acme.example", uuid::Uuid::new_v4().simple());
+        let customer = self.create_customer(&email).await;
+        let (key, plaintext) = self.create_key(&customer.id, scopes, Some(500_000)).await;
+        KeyedCustomer {
+            customer_id: customer.id,
+            key,
+            plaintext,
+        }
+    }
+
+    pub async fn get(&self, path: &str, key: &str) -> reqwest::Response {
+        self.http
+            .get(self.agent(path))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn post_json(
+        &self,
+        path: &str,
+        key: &str,
+        body: &serde_json::Value,
+        idempotency_key: Option<&str>,
+    ) -> reqwest::Response {
+        let mut request = self.http.post(self.agent(path)).bearer_auth(key).json(body);
+        if let Some(idempotency_key) = idempotency_key {
+            request = request.header("Idempotency-Key", idempotency_key);
+        }
+        request.send().await.unwrap()
+    }
+}
+
+/// Reads a response as JSON, asserting its status.
+pub async fn json_with_status(response: reqwest::Response, status: u16) -> serde_json::Value {
+    let actual = response.status().as_u16();
+    let body = response.text().await.unwrap();
+    assert_eq!(actual, status, "unexpected status, body: {body}");
+    serde_json::from_str(&body).unwrap_or_else(|_| panic!("not JSON: {body}"))
+}
+
+/// Asserts an error envelope with `code` and returns it.
+pub async fn error_envelope(response: reqwest::Response, status: u16, code: &str) -> serde_json::Value {
+    let body = json_with_status(response, status).await;
+    assert_eq!(body["error"]["code"], code, "{body}");
+    assert!(body["error"]["message"].is_string(), "{body}");
+    body
+}
+
+/// A well-formed create-order body.
+pub fn order_body() -> serde_json::Value {
+    serde_json::json!({
+        "quoteId": "5f0c6f3e-0000-4000-8000-000000000001",
+        "paymentMethod": "bank_invoice",
+        "confirm": true,
+        "clientReference": "po-7",
+        "sampleMetadata": [{ "compoundName": "BPC-157", "lotNumber": "LOT-1" }]
+    })
+}

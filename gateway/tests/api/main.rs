@@ -1,0 +1,11 @@
+//! Integration tests of the gateway: one binary, a fresh database per test, fake peers.
+
+mod authentication;
+mod documents;
+mod errors;
+mod fakes;
+mod fixtures;
+mod helpers;
+mod identity;
+mod orders;
+mod reads;
