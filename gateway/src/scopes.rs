@@ -3,7 +3,7 @@
 //!
 //! The table covers every operation of the spec's REST table, including the ones that are not
 //! routed yet and the ones whose scope the spec leaves open ("see Authentication"); the
-//! decisions for those are marked `decided` below and explained in `gateway/SCOPES.md`. The auth
+//! decisions for those are marked `decided` below and explained in `docs/scopes.md`. The auth
 //! layer looks every routed request up here (an unlisted route is refused), and the OpenAPI
 //! document takes each operation's scope and idempotency header from here.
 
@@ -98,7 +98,7 @@ pub struct Operation {
     pub access: Access,
     /// The spec requires the `Idempotency-Key` header.
     pub idempotent: bool,
-    /// The spec says "see Authentication": the scope is the team's decision (see SCOPES.md).
+    /// The spec says "see Authentication": the scope is the team's decision (see docs/scopes.md).
     pub decided: bool,
 }
 

@@ -1,1 +1,187 @@
-//! labd (work in progress).
+//! labd: the gateway and every domain service in one process — the local default and the test
+//! sandbox. Each service keeps its own listener (fixed loopback ports, or free ports in tests) and
+//! the gateway and orders-svc reach their peers over real gRPC, exactly as in a deployment.
+
+#![forbid(unsafe_code)]
+
+use platform::config::{CommonSettings, env_var, prefixed_or_common, socket_addr};
+use std::net::SocketAddr;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// Settings of every process of the mesh, adjustable before [`start`] (tests compress timings).
+#[derive(Clone, Debug)]
+pub struct MeshSettings {
+    pub gateway: gateway::Settings,
+    pub catalog: catalog_svc::Settings,
+    pub orders: orders_svc::Settings,
+    pub payments: payments_svc::Settings,
+    pub shipping: shipping_svc::Settings,
+    pub results: results_svc::Settings,
+    pub webhooks: webhooks_svc::Settings,
+}
+
+/// Database pool size per process, chosen so that a whole mesh fits PostgreSQL's default of
+/// 100 connections twice over (two test sandboxes run at once on a 2-core machine).
+const POOL_SIZES: [(&str, u32); 7] =
+    [("gateway", 6), ("catalog", 6), ("orders", 14), ("payments", 8), ("shipping", 2), ("results", 2), ("webhooks", 2)];
+
+fn pool_size(name: &str) -> u32 {
+    POOL_SIZES.iter().find(|(process, _)| *process == name).map(|(_, size)| *size).unwrap_or(4)
+}
+
+fn common_for(name: &str, base: &CommonSettings, port: u16) -> CommonSettings {
+    let mut common = base.clone();
+    common.grpc_addr = SocketAddr::from(([127, 0, 0, 1], port));
+    common.database_max_connections = pool_size(name);
+    common
+}
+
+impl MeshSettings {
+    /// Reads labd's settings (`DATABASE_URL`, `REDIS_URL`, `LABD_HTTP_ADDR`,
+    /// `LABD_GRPC_BASE_PORT`) and every service's own settings from the environment.
+    pub fn from_env() -> anyhow::Result<Self> {
+        let base = CommonSettings::from_env("LABD", "127.0.0.1:50050")?;
+        let base_port: u16 = prefixed_or_common("LABD", "GRPC_BASE_PORT", "50050")
+            .parse()
+            .map_err(|_| anyhow::anyhow!("LABD_GRPC_BASE_PORT must be a port number"))?;
+        let http = env_var("LABD_HTTP_ADDR").unwrap_or_else(|| "127.0.0.1:8080".to_owned());
+        let mut settings = Self {
+            gateway: gateway::Settings::from_env()?,
+            catalog: catalog_svc::Settings::from_env()?,
+            orders: orders_svc::Settings::from_env()?,
+            payments: payments_svc::Settings::from_env()?,
+            shipping: shipping_svc::Settings::from_env()?,
+            results: results_svc::Settings::from_env()?,
+            webhooks: webhooks_svc::Settings::from_env()?,
+        };
+        settings.gateway.http_addr = socket_addr("LABD_HTTP_ADDR", &http)?;
+        settings.apply_common(&base, Some(base_port));
+        Ok(settings)
+    }
+
+    /// Settings of a sandbox: the given database and Redis, a stream prefix of its own, free
+    /// ports, development secrets, and a rate limit high enough for load tests.
+    pub fn sandbox(database_url: &str, redis_url: &str, stream_prefix: &str) -> Self {
+        let base = CommonSettings::local(database_url, redis_url, stream_prefix);
+        let peers = gateway::PeerAddrs { catalog: String::new(), orders: String::new(), payments: String::new() };
+        let mut settings = Self {
+            gateway: gateway::Settings::local(database_url, redis_url, stream_prefix, peers),
+            catalog: catalog_svc::Settings::local(database_url, redis_url, stream_prefix),
+            orders: orders_svc::Settings::local(base.clone(), "", ""),
+            payments: payments_svc::Settings::local(base.clone()),
+            shipping: shipping_svc::Settings { common: base.clone() },
+            results: results_svc::Settings { common: base.clone() },
+            webhooks: webhooks_svc::Settings { common: base.clone() },
+        };
+        settings.gateway.rate_limit.per_second = 10_000;
+        settings.gateway.rate_limit.burst = 10_000;
+        settings.apply_common(&base, None);
+        settings
+    }
+
+    /// Gives every process the shared connection settings and its own port (`None`: free ports).
+    fn apply_common(&mut self, base: &CommonSettings, base_port: Option<u16>) {
+        let port = |offset: u16| base_port.map(|port| port + offset).unwrap_or(0);
+        self.gateway.common = common_for("gateway", base, port(0));
+        self.catalog.common = common_for("catalog", base, port(1));
+        self.orders.common = common_for("orders", base, port(2));
+        self.payments.common = common_for("payments", base, port(3));
+        self.shipping.common = common_for("shipping", base, port(4));
+        self.results.common = common_for("results", base, port(5));
+        self.webhooks.common = common_for("webhooks", base, port(6));
+    }
+}
+
+/// A running mesh.
+pub struct Mesh {
+    /// REST address of the gateway.
+    pub http_addr: SocketAddr,
+    /// gRPC URIs, for labctl and tests.
+    pub identity_uri: String,
+    pub catalog_uri: String,
+    pub orders_uri: String,
+    pub payments_uri: String,
+    pub shipping_uri: String,
+    pub results_uri: String,
+    pub webhooks_uri: String,
+    shutdown: CancellationToken,
+    tasks: JoinSet<(&'static str, anyhow::Result<()>)>,
+}
+
+fn uri(addr: SocketAddr) -> String {
+    format!("http://{addr}")
+}
+
+/// Builds (migrating every schema) and starts every process; returns once all listen.
+pub async fn start(mut settings: MeshSettings) -> anyhow::Result<Mesh> {
+    let shutdown = CancellationToken::new();
+    let mut tasks = JoinSet::new();
+
+    let catalog = catalog_svc::Application::build(settings.catalog).await?;
+    let payments = payments_svc::Application::build(settings.payments).await?;
+    let shipping = shipping_svc::Application::build(settings.shipping).await?;
+    let results = results_svc::Application::build(settings.results).await?;
+    let webhooks = webhooks_svc::Application::build(settings.webhooks).await?;
+    let (catalog_uri, payments_uri) = (uri(catalog.local_addr()), uri(payments.local_addr()));
+    let (shipping_uri, results_uri, webhooks_uri) =
+        (uri(shipping.local_addr()), uri(results.local_addr()), uri(webhooks.local_addr()));
+
+    settings.orders.catalog_addr = catalog_uri.clone();
+    settings.orders.payments_addr = payments_uri.clone();
+    let orders = orders_svc::Application::build(settings.orders).await?;
+    let orders_uri = uri(orders.local_addr());
+
+    settings.gateway.peers =
+        gateway::PeerAddrs { catalog: catalog_uri.clone(), orders: orders_uri.clone(), payments: payments_uri.clone() };
+    let gateway = gateway::Application::build(settings.gateway).await?;
+    let http_addr = gateway.http_addr();
+    let identity_uri = uri(gateway.grpc_addr());
+
+    let token = shutdown.clone();
+    tasks.spawn(async move { ("catalog-svc", catalog.run_until_stopped(token).await) });
+    let token = shutdown.clone();
+    tasks.spawn(async move { ("payments-svc", payments.run_until_stopped(token).await) });
+    let token = shutdown.clone();
+    tasks.spawn(async move { ("shipping-svc", shipping.run_until_stopped(token).await) });
+    let token = shutdown.clone();
+    tasks.spawn(async move { ("results-svc", results.run_until_stopped(token).await) });
+    let token = shutdown.clone();
+    tasks.spawn(async move { ("webhooks-svc", webhooks.run_until_stopped(token).await) });
+    let token = shutdown.clone();
+    tasks.spawn(async move { ("orders-svc", orders.run_until_stopped(token).await) });
+    let token = shutdown.clone();
+    tasks.spawn(async move { ("gateway", gateway.run_until_stopped(token).await) });
+
+    Ok(Mesh {
+        http_addr,
+        identity_uri,
+        catalog_uri,
+        orders_uri,
+        payments_uri,
+        shipping_uri,
+        results_uri,
+        webhooks_uri,
+        shutdown,
+        tasks,
+    })
+}
+
+impl Mesh {
+    /// Stops every process and waits for them to drain.
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        while let Some(joined) = self.tasks.join_next().await {
+            match joined {
+                Ok((name, Err(error))) => tracing::error!(process = name, %error, "stopped with an error"),
+                Ok((name, Ok(()))) => tracing::debug!(process = name, "stopped"),
+                Err(error) => tracing::error!(%error, "a process panicked"),
+            }
+        }
+    }
+
+    /// A token that stops the mesh when cancelled.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+}

@@ -1,1 +1,152 @@
-//! Sandbox for end-to-end tests (see tests/tests/e2e).
+//! Sandbox for end-to-end tests: a whole mesh (labd) on free loopback ports with a fresh
+//! database and its own Redis stream prefix, the real catalog imported with labctl, and helpers
+//! to create customers and keys and to call the REST API as an agent would.
+
+use clap::Parser;
+use labd::{Mesh, MeshSettings};
+use serde_json::Value;
+use std::time::Duration;
+
+/// A running mesh for one test.
+pub struct Sandbox {
+    pub mesh: Mesh,
+    pub http: reqwest::Client,
+    pub base_url: String,
+    pub database_url: String,
+    pub redis_url: String,
+    pub stream_prefix: String,
+}
+
+/// A customer with one API key.
+#[derive(Clone, Debug)]
+pub struct Customer {
+    pub id: String,
+    pub key: String,
+}
+
+/// An HTTP answer: status, headers and JSON body (Null when the body is not JSON).
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl Answer {
+    /// The `error.code` of an error envelope.
+    pub fn error_code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or_default()
+    }
+
+    /// A response header as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|value| value.to_str().ok())
+    }
+}
+
+/// Path of the catalog document shipped with catalog-svc.
+pub fn catalog_document() -> String {
+    format!("{}/../catalog-svc/data/catalog.json", env!("CARGO_MANIFEST_DIR"))
+}
+
+impl Sandbox {
+    /// Starts a mesh with default sandbox settings and imports the shipped catalog.
+    pub async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    /// Starts a mesh after `adjust` changed its settings, and imports the shipped catalog.
+    pub async fn start_with(adjust: impl FnOnce(&mut MeshSettings)) -> Self {
+        let database_url = platform::testing::fresh_database().await;
+        let redis_url = platform::testing::redis_url();
+        let stream_prefix = platform::testing::unique_stream_prefix();
+        let mut settings = MeshSettings::sandbox(&database_url, &redis_url, &stream_prefix);
+        adjust(&mut settings);
+        let mesh = labd::start(settings).await.expect("the mesh starts");
+        let base_url = format!("http://{}", mesh.http_addr);
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+        let sandbox = Self { mesh, http, base_url, database_url, redis_url, stream_prefix };
+        sandbox.labctl(&["catalog", "import", &catalog_document()]).await.expect("the catalog imports");
+        sandbox.wait_ready().await;
+        sandbox
+    }
+
+    async fn wait_ready(&self) {
+        let url = format!("{}/api/ready", self.base_url);
+        platform::testing::wait_for("the mesh to be ready", Duration::from_secs(30), || {
+            let request = self.http.get(&url).send();
+            async move { request.await.ok().filter(|response| response.status() == 200).map(|_| ()) }
+        })
+        .await;
+    }
+
+    /// Runs a labctl command against this mesh and returns its JSON result.
+    pub async fn labctl(&self, args: &[&str]) -> anyhow::Result<Value> {
+        let mut argv = vec![
+            "labctl".to_owned(),
+            "--json".to_owned(),
+            "--identity-addr".to_owned(),
+            self.mesh.identity_uri.clone(),
+            "--catalog-addr".to_owned(),
+            self.mesh.catalog_uri.clone(),
+            "--payments-addr".to_owned(),
+            self.mesh.payments_uri.clone(),
+            "--staff-secret".to_owned(),
+            platform::config::DEV_STAFF_TOKEN_SECRET.to_owned(),
+        ];
+        argv.extend(args.iter().map(|arg| (*arg).to_owned()));
+        labctl::execute(labctl::Cli::try_parse_from(argv)?).await
+    }
+
+    /// Creates a customer and a key with `scopes` (comma-separated, or "all").
+    pub async fn customer(&self, name: &str, scopes: &str) -> Customer {
+        let email = format!("{}@example.com", name.to_lowercase().replace(' ', "."));
+        let customer = self.labctl(&["customers", "ensure", "--name", name, "--email", &email]).await.unwrap();
+        let id = customer["id"].as_str().unwrap().to_owned();
+        let key = self.labctl(&["keys", "create", "--customer", &id, "--name", "test", "--scopes", scopes]).await.unwrap();
+        Customer { id, key: key["key"].as_str().unwrap().to_owned() }
+    }
+
+    /// Sends a request as `key` (None: no Authorization header) with optional JSON body and headers.
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<&Value>,
+        headers: &[(&str, &str)],
+    ) -> Answer {
+        let url = if path.starts_with("/api/") { format!("{}{path}", self.base_url) } else { format!("{}/api/v1/agent{path}", self.base_url) };
+        let mut request = self.http.request(method, url);
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().await.expect("the gateway answers");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let bytes = response.bytes().await.unwrap_or_default();
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Answer { status, headers, body }
+    }
+
+    /// GET as `key`.
+    pub async fn get(&self, key: &str, path: &str) -> Answer {
+        self.call(reqwest::Method::GET, path, Some(key), None, &[]).await
+    }
+
+    /// POST JSON as `key` with extra headers.
+    pub async fn post(&self, key: &str, path: &str, body: &Value, headers: &[(&str, &str)]) -> Answer {
+        self.call(reqwest::Method::POST, path, Some(key), Some(body), headers).await
+    }
+
+    /// Stops the mesh.
+    pub async fn stop(self) {
+        self.mesh.stop().await;
+    }
+}

@@ -1,0 +1,63 @@
+//! Helpers shared by the end-to-end flows: picking catalog items, quoting, ordering, reading streams.
+
+use prost::Message;
+use proto::events::EventEnvelope;
+use redis::AsyncCommands;
+use serde_json::{Value, json};
+use tests::{Answer, Customer, Sandbox};
+
+/// Two test ids quotable in `category`, cheapest first, with their prices.
+pub async fn two_tests(sandbox: &Sandbox, customer: &Customer, category: &str) -> Vec<(String, i64)> {
+    let page = sandbox.get(&customer.key, &format!("/catalog?category={category}&limit=200")).await;
+    assert_eq!(page.status, 200, "{:?}", page.body);
+    let mut tests: Vec<(String, i64)> = page.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["kind"] == "test")
+        .map(|item| (item["id"].as_str().unwrap().to_owned(), item["priceCents"].as_i64().unwrap()))
+        .collect();
+    tests.sort_by_key(|(_, price)| *price);
+    assert!(tests.len() >= 2, "the category {category} has at least two tests");
+    tests.truncate(2);
+    tests
+}
+
+/// Creates a quote for `compounds` with two tests of the peptides category.
+pub async fn quote(sandbox: &Sandbox, customer: &Customer, compounds: &[&str]) -> Value {
+    let tests = two_tests(sandbox, customer, "peptides").await;
+    let body = json!({
+        "categoryId": "peptides",
+        "compoundNames": compounds,
+        "testIds": tests.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>(),
+    });
+    let answer = sandbox.post(&customer.key, "/quotes", &body, &[]).await;
+    assert_eq!(answer.status, 201, "{:?}", answer.body);
+    answer.body["data"]["quote"].clone()
+}
+
+/// The minimal valid order body for a quote on the bank rail.
+pub fn order_body(quote_id: &str) -> Value {
+    json!({ "quoteId": quote_id, "paymentMethod": "bank_invoice", "confirm": true })
+}
+
+/// Places an order with an idempotency key.
+pub async fn place_order(sandbox: &Sandbox, customer: &Customer, body: &Value, key: &str) -> Answer {
+    sandbox.post(&customer.key, "/orders", body, &[("Idempotency-Key", key)]).await
+}
+
+/// Every event on a domain stream of the sandbox, in stream order.
+pub async fn stream_events(sandbox: &Sandbox, domain: &str) -> Vec<EventEnvelope> {
+    let stream = platform::streams::stream_name(&sandbox.stream_prefix, domain);
+    let client = redis::Client::open(sandbox.redis_url.as_str()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let range: redis::streams::StreamRangeReply = connection.xrange_all(&stream).await.unwrap();
+    range
+        .ids
+        .iter()
+        .filter_map(|entry| match entry.map.get(platform::streams::ENVELOPE_FIELD) {
+            Some(redis::Value::BulkString(bytes)) => EventEnvelope::decode(bytes.as_slice()).ok(),
+            _ => None,
+        })
+        .collect()
+}
