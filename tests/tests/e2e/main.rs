@@ -1,5 +1,8 @@
 //! End-to-end tests: one module per business flow or cross-cutting guarantee.
 
 mod bank_invoice_flow;
+mod errors;
 mod events_resilience;
+mod idempotency;
 mod support;
+mod tenant_isolation;
