@@ -1,0 +1,19 @@
+//! catalog-svc process: telemetry, settings, build, serve until SIGTERM or SIGINT.
+
+use catalog_svc::{Application, SERVICE_NAME, Settings};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let _telemetry = platform::telemetry::init(SERVICE_NAME);
+    let settings = Settings::from_env()?;
+    let application = Application::build(settings).await?;
+    let outcome = application
+        .run_until_stopped(platform::shutdown::signal_token())
+        .await;
+    if let Err(error) = &outcome {
+        tracing::error!(%error, "{SERVICE_NAME} stopped with an error");
+    } else {
+        tracing::info!("{SERVICE_NAME} stopped");
+    }
+    outcome
+}

@@ -1,0 +1,267 @@
+//! Use cases of catalog-svc: import a catalog revision, list one page of a revision, create and
+//! read quotes. Each use case checks the principal first, then validates, then owns its
+//! transaction. Parsed catalogs are cached by revision id (revisions are immutable). The quote
+//! use cases are in [`quotes`].
+
+mod quotes;
+
+pub use quotes::OP_CREATE_QUOTE;
+
+use crate::domain::catalog::Catalog;
+use crate::domain::document::{self, CatalogDocument};
+use crate::domain::listing::{CatalogPage, CursorPosition, ListRequest};
+use crate::domain::quote::Quote;
+use crate::repo::{self, RevisionRow};
+use platform::error::{ApiError, ErrorCode};
+use platform::idempotency::IdempotencyStore;
+use platform::principal::{Principal, roles};
+use sqlx::PgPool;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Scope of catalog reads.
+pub const SCOPE_CATALOG_READ: &str = "catalog:read";
+/// Scope of quote creation and reads.
+pub const SCOPE_QUOTES_WRITE: &str = "quotes:write";
+/// Longest import note, in characters.
+pub const MAX_NOTE_CHARS: usize = 2000;
+/// Parsed catalogs kept in memory; the cache is emptied when it grows past this.
+const CACHE_CAPACITY: usize = 16;
+
+/// Raw listing parameters as received.
+#[derive(Clone, Debug, Default)]
+pub struct ListParams {
+    pub category: Option<String>,
+    pub query: Option<String>,
+    pub include: Vec<String>,
+    pub limit: Option<i32>,
+    pub cursor: Option<String>,
+}
+
+/// Result of an import.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImportOutcome {
+    pub revision: String,
+    pub test_count: i32,
+    pub bundle_count: i32,
+    /// The document equals the current revision; no revision was made.
+    pub unchanged: bool,
+}
+
+/// The idempotency key of a request and the fingerprint of its exact content.
+#[derive(Clone, Debug)]
+pub struct Idempotency {
+    pub key: String,
+    pub fingerprint: Vec<u8>,
+}
+
+/// A created (or replayed) quote.
+#[derive(Clone, Debug)]
+pub struct QuoteOutcome {
+    pub quote: Quote,
+    pub replayed: bool,
+}
+
+/// The use cases, over one database pool.
+pub struct Service {
+    pool: PgPool,
+    quote_ttl: chrono::Duration,
+    idempotency: IdempotencyStore,
+    catalogs: Mutex<HashMap<String, Arc<Catalog>>>,
+}
+
+fn count(value: usize) -> i32 {
+    i32::try_from(value).unwrap_or(i32::MAX)
+}
+
+impl Service {
+    pub fn new(pool: PgPool, quote_ttl: std::time::Duration) -> Self {
+        Self {
+            pool,
+            quote_ttl: chrono::Duration::from_std(quote_ttl).unwrap_or(chrono::Duration::minutes(15)),
+            idempotency: IdempotencyStore::new(crate::SCHEMA),
+            catalogs: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Imports a document as a new current revision (staff role `catalog.admin`).
+    pub async fn import(
+        &self,
+        principal: &Principal,
+        document_json: &str,
+        note: &str,
+    ) -> Result<ImportOutcome, ApiError> {
+        principal.require_role(roles::CATALOG_ADMIN)?;
+        self.import_document(document_json, note).await
+    }
+
+    /// Imports a document without a principal (the seed file at start).
+    pub async fn import_document(&self, document_json: &str, note: &str) -> Result<ImportOutcome, ApiError> {
+        if note.chars().count() > MAX_NOTE_CHARS {
+            let message = format!("note has at most {MAX_NOTE_CHARS} characters");
+            return Err(ApiError::field(ErrorCode::InvalidRequest, "note", message));
+        }
+        let parsed = document::parse(document_json)?;
+        let catalog = Catalog::from_document(parsed.document)?;
+        let (tests, bundles) = catalog.counts();
+        let mut tx = self.pool.begin().await?;
+        repo::lock_imports(&mut tx).await?;
+        if let Some(current) = repo::current_revision(&mut tx).await?
+            && current.content_sha256 == parsed.sha256
+        {
+            tx.commit().await?;
+            let RevisionRow {
+                id,
+                test_count,
+                bundle_count,
+                ..
+            } = current;
+            return Ok(ImportOutcome {
+                revision: id,
+                test_count,
+                bundle_count,
+                unchanged: true,
+            });
+        }
+        let revision = RevisionRow {
+            id: repo::next_revision_id(&mut tx).await?,
+            content_sha256: parsed.sha256,
+            test_count: count(tests),
+            bundle_count: count(bundles),
+        };
+        repo::insert_current_revision(&mut tx, &revision, &parsed.canonical, note).await?;
+        repo::insert_items(&mut tx, &revision.id, catalog.items.values()).await?;
+        tx.commit().await?;
+        tracing::info!(revision = %revision.id, tests, bundles, "catalog revision imported");
+        self.remember(&revision.id, Arc::new(catalog));
+        let RevisionRow {
+            id,
+            test_count,
+            bundle_count,
+            ..
+        } = revision;
+        Ok(ImportOutcome {
+            revision: id,
+            test_count,
+            bundle_count,
+            unchanged: false,
+        })
+    }
+
+    /// Whether any catalog was imported.
+    pub async fn has_catalog(&self) -> Result<bool, ApiError> {
+        Ok(repo::current_revision_id(&self.pool).await?.is_some())
+    }
+
+    /// Returns one page of the current revision, or of the revision pinned by the cursor.
+    pub async fn list_items(
+        &self,
+        principal: &Principal,
+        params: ListParams,
+    ) -> Result<CatalogPage, ApiError> {
+        principal.require_scope(SCOPE_CATALOG_READ)?;
+        let ListParams {
+            category,
+            query,
+            include,
+            limit,
+            cursor,
+        } = params;
+        let request = ListRequest::new(category, query, &include, limit, cursor)?;
+        let (revision, catalog) = match &request.cursor {
+            Some(position) => {
+                let catalog = self.catalog(&position.revision).await?.ok_or_else(|| {
+                    ApiError::field(
+                        ErrorCode::InvalidCursor,
+                        "cursor",
+                        "the cursor names an unknown catalog revision",
+                    )
+                })?;
+                (position.revision.clone(), catalog)
+            }
+            None => self.current().await?,
+        };
+        if let Some(category) = &request.filters.category
+            && catalog.category(category).is_none()
+        {
+            let message = format!("unknown category {category:?}");
+            return Err(ApiError::field(ErrorCode::UnknownCategory, "category", message));
+        }
+        let after = request.cursor.as_ref().map(|position| position.after_id.as_str());
+        let mut items =
+            repo::list_items(&self.pool, &revision, &request.filters, after, request.limit + 1).await?;
+        let mut next_cursor = None;
+        if items.len() as i64 > request.limit {
+            items.truncate(request.limit as usize);
+            let after_id = items.last().map(|item| item.id.clone()).unwrap_or_default();
+            let position = CursorPosition {
+                revision: revision.clone(),
+                filters: request.filters.clone(),
+                after_id,
+            };
+            next_cursor = Some(position.encode());
+        }
+        let includes = request.includes;
+        if !includes.requirements {
+            items.iter_mut().for_each(|item| item.sample_requirement = None);
+        }
+        Ok(CatalogPage {
+            revision,
+            items,
+            next_cursor,
+            categories: if includes.categories {
+                catalog.categories.clone()
+            } else {
+                Vec::new()
+            },
+            matrices: if includes.matrices {
+                catalog.matrices.clone()
+            } else {
+                Vec::new()
+            },
+            turnarounds: if includes.turnarounds {
+                catalog.turnarounds.clone()
+            } else {
+                Vec::new()
+            },
+        })
+    }
+
+    /// The current revision and its catalog; `catalog_unavailable` before the first import.
+    pub(crate) async fn current(&self) -> Result<(String, Arc<Catalog>), ApiError> {
+        let unavailable = || ApiError::new(ErrorCode::CatalogUnavailable, "no catalog has been imported yet");
+        let revision = repo::current_revision_id(&self.pool)
+            .await?
+            .ok_or_else(unavailable)?;
+        let catalog = self.catalog(&revision).await?.ok_or_else(unavailable)?;
+        Ok((revision, catalog))
+    }
+
+    /// The parsed catalog of a revision, from the cache or the stored document.
+    async fn catalog(&self, revision: &str) -> Result<Option<Arc<Catalog>>, ApiError> {
+        if let Some(catalog) = self
+            .catalogs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(revision)
+        {
+            return Ok(Some(catalog.clone()));
+        }
+        let Some(value) = repo::revision_document(&self.pool, revision).await? else {
+            return Ok(None);
+        };
+        let document: CatalogDocument = serde_json::from_value(value).map_err(ApiError::internal)?;
+        let catalog =
+            Arc::new(Catalog::from_document(document).map_err(|error| ApiError::internal(error.message))?);
+        self.remember(revision, catalog.clone());
+        Ok(Some(catalog))
+    }
+
+    fn remember(&self, revision: &str, catalog: Arc<Catalog>) {
+        let mut catalogs = self.catalogs.lock().unwrap_or_else(|p| p.into_inner());
+        if catalogs.len() >= CACHE_CAPACITY {
+            catalogs.clear();
+        }
+        catalogs.insert(revision.to_owned(), catalog);
+    }
+}

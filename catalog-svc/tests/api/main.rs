@@ -1,0 +1,7 @@
+//! Integration tests of catalog-svc over gRPC, against the real PostgreSQL and Redis.
+
+mod consumer;
+mod helpers;
+mod import;
+mod listing;
+mod quotes;
