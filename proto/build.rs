@@ -16,7 +16,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let descriptors = protox::compile(&files, [&root])?;
 
-    let mut builder = tonic_prost_build::configure().build_server(true).build_client(true);
+    let mut builder = tonic_prost_build::configure()
+        .build_server(true)
+        .build_client(true);
     for file in &descriptors.file {
         if !file.name().ends_with("events.proto") {
             continue;

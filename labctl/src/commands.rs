@@ -42,14 +42,23 @@ fn status_error(status: tonic::Status) -> anyhow::Error {
     anyhow::anyhow!("{}: {}", error.code.as_str(), error.message)
 }
 
-async fn identity(connection: &Connection) -> anyhow::Result<IdentityServiceClient<tonic::transport::Channel>> {
+async fn identity(
+    connection: &Connection,
+) -> anyhow::Result<IdentityServiceClient<tonic::transport::Channel>> {
     IdentityServiceClient::connect(connection.identity_addr.clone())
         .await
-        .with_context(|| format!("cannot reach the gateway's identity API at {}", connection.identity_addr))
+        .with_context(|| {
+            format!(
+                "cannot reach the gateway's identity API at {}",
+                connection.identity_addr
+            )
+        })
 }
 
 fn timestamp(value: Option<&prost_types::Timestamp>) -> Value {
-    platform::time::timestamp_rfc3339(value).map(Value::String).unwrap_or(Value::Null)
+    platform::time::timestamp_rfc3339(value)
+        .map(Value::String)
+        .unwrap_or(Value::Null)
 }
 
 fn customer_json(customer: &proto::identity::Customer) -> Value {
@@ -69,7 +78,10 @@ async fn customers(connection: &Connection, token: &str, command: CustomersComma
     match command {
         CustomersCommand::Ensure { name, email } => {
             let response = client
-                .create_customer(request(proto::identity::CreateCustomerRequest { name, email }, token))
+                .create_customer(request(
+                    proto::identity::CreateCustomerRequest { name, email },
+                    token,
+                ))
                 .await
                 .map_err(status_error)?
                 .into_inner();
@@ -84,7 +96,9 @@ async fn customers(connection: &Connection, token: &str, command: CustomersComma
                 .await
                 .map_err(status_error)?
                 .into_inner();
-            Ok(Value::Array(response.customers.iter().map(customer_json).collect()))
+            Ok(Value::Array(
+                response.customers.iter().map(customer_json).collect(),
+            ))
         }
     }
 }
@@ -92,22 +106,51 @@ async fn customers(connection: &Connection, token: &str, command: CustomersComma
 async fn keys(connection: &Connection, token: &str, command: KeysCommand) -> anyhow::Result<Value> {
     let mut client = identity(connection).await?;
     match command {
-        KeysCommand::Create { customer, name, scopes, spend_limit_cents } => {
-            let scopes = scopes.split(',').map(str::trim).filter(|scope| !scope.is_empty()).map(str::to_owned).collect();
-            let message = proto::identity::CreateApiKeyRequest { customer_id: customer, name, scopes, spend_limit_cents };
-            let response = client.create_api_key(request(message, token)).await.map_err(status_error)?.into_inner();
+        KeysCommand::Create {
+            customer,
+            name,
+            scopes,
+            spend_limit_cents,
+        } => {
+            let scopes = scopes
+                .split(',')
+                .map(str::trim)
+                .filter(|scope| !scope.is_empty())
+                .map(str::to_owned)
+                .collect();
+            let message = proto::identity::CreateApiKeyRequest {
+                customer_id: customer,
+                name,
+                scopes,
+                spend_limit_cents,
+            };
+            let response = client
+                .create_api_key(request(message, token))
+                .await
+                .map_err(status_error)?
+                .into_inner();
             let mut value = response.key.as_ref().map(key_json).unwrap_or_else(|| json!({}));
             value["key"] = json!(response.plaintext);
             Ok(value)
         }
         KeysCommand::List { customer } => {
-            let message = proto::identity::ListApiKeysRequest { customer_id: customer };
-            let response = client.list_api_keys(request(message, token)).await.map_err(status_error)?.into_inner();
+            let message = proto::identity::ListApiKeysRequest {
+                customer_id: customer,
+            };
+            let response = client
+                .list_api_keys(request(message, token))
+                .await
+                .map_err(status_error)?
+                .into_inner();
             Ok(Value::Array(response.keys.iter().map(key_json).collect()))
         }
         KeysCommand::Revoke { key } => {
             let message = proto::identity::RevokeApiKeyRequest { key };
-            let response = client.revoke_api_key(request(message, token)).await.map_err(status_error)?.into_inner();
+            let response = client
+                .revoke_api_key(request(message, token))
+                .await
+                .map_err(status_error)?
+                .into_inner();
             Ok(response.key.as_ref().map(key_json).unwrap_or(Value::Null))
         }
     }
@@ -115,12 +158,17 @@ async fn keys(connection: &Connection, token: &str, command: KeysCommand) -> any
 
 async fn catalog(connection: &Connection, token: &str, command: CatalogCommand) -> anyhow::Result<Value> {
     let CatalogCommand::Import { file, note } = command;
-    let document_json = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    let document_json =
+        std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
     let mut client = CatalogServiceClient::connect(connection.catalog_addr.clone())
         .await
         .with_context(|| format!("cannot reach catalog-svc at {}", connection.catalog_addr))?;
     let message = proto::catalog::ImportCatalogRequest { document_json, note };
-    let response = client.import_catalog(request(message, token)).await.map_err(status_error)?.into_inner();
+    let response = client
+        .import_catalog(request(message, token))
+        .await
+        .map_err(status_error)?
+        .into_inner();
     Ok(json!({
         "catalogRevision": response.catalog_revision, "testCount": response.test_count,
         "bundleCount": response.bundle_count, "unchanged": response.unchanged,
@@ -128,10 +176,16 @@ async fn catalog(connection: &Connection, token: &str, command: CatalogCommand) 
 }
 
 async fn payments(connection: &Connection, token: &str, command: PaymentsCommand) -> anyhow::Result<Value> {
-    let PaymentsCommand::Record { invoice, amount_cents, bank_reference, received_at } = command;
+    let PaymentsCommand::Record {
+        invoice,
+        amount_cents,
+        bank_reference,
+        received_at,
+    } = command;
     let received_at = match received_at {
         Some(text) => {
-            let time = chrono::DateTime::parse_from_rfc3339(&text).context("--received-at must be RFC 3339")?;
+            let time =
+                chrono::DateTime::parse_from_rfc3339(&text).context("--received-at must be RFC 3339")?;
             Some(platform::time::to_timestamp(time.with_timezone(&chrono::Utc)))
         }
         None => None,
@@ -139,9 +193,17 @@ async fn payments(connection: &Connection, token: &str, command: PaymentsCommand
     let mut client = PaymentsServiceClient::connect(connection.payments_addr.clone())
         .await
         .with_context(|| format!("cannot reach payments-svc at {}", connection.payments_addr))?;
-    let message =
-        proto::payments::RecordBankPaymentRequest { invoice_reference: invoice, amount_cents, bank_reference, received_at };
-    let response = client.record_bank_payment(request(message, token)).await.map_err(status_error)?.into_inner();
+    let message = proto::payments::RecordBankPaymentRequest {
+        invoice_reference: invoice,
+        amount_cents,
+        bank_reference,
+        received_at,
+    };
+    let response = client
+        .record_bank_payment(request(message, token))
+        .await
+        .map_err(status_error)?
+        .into_inner();
     let payment = response.payment.unwrap_or_default();
     let invoice = response.invoice.unwrap_or_default();
     Ok(json!({

@@ -30,13 +30,28 @@ pub struct Cli {
 #[derive(Clone, Debug, Args)]
 pub struct Connection {
     /// Gateway internal gRPC address (identity).
-    #[arg(long, env = "LABCTL_IDENTITY_ADDR", default_value = "http://127.0.0.1:50050", global = true)]
+    #[arg(
+        long,
+        env = "LABCTL_IDENTITY_ADDR",
+        default_value = "http://127.0.0.1:50050",
+        global = true
+    )]
     pub identity_addr: String,
     /// catalog-svc gRPC address.
-    #[arg(long, env = "CATALOG_SVC_ADDR", default_value = "http://127.0.0.1:50051", global = true)]
+    #[arg(
+        long,
+        env = "CATALOG_SVC_ADDR",
+        default_value = "http://127.0.0.1:50051",
+        global = true
+    )]
     pub catalog_addr: String,
     /// payments-svc gRPC address.
-    #[arg(long, env = "PAYMENTS_SVC_ADDR", default_value = "http://127.0.0.1:50053", global = true)]
+    #[arg(
+        long,
+        env = "PAYMENTS_SVC_ADDR",
+        default_value = "http://127.0.0.1:50053",
+        global = true
+    )]
     pub payments_addr: String,
     /// Secret that signs staff tokens.
     #[arg(long, env = "LAB_STAFF_TOKEN_SECRET", default_value = platform::config::DEV_STAFF_TOKEN_SECRET, hide_env_values = true, global = true)]
@@ -132,5 +147,9 @@ pub enum PaymentsCommand {
 
 /// Renders a command result for people or scripts.
 pub fn render(value: &serde_json::Value, json: bool) -> String {
-    if json { value.to_string() } else { serde_json::to_string_pretty(value).unwrap_or_default() }
+    if json {
+        value.to_string()
+    } else {
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    }
 }

@@ -23,11 +23,22 @@ pub struct MeshSettings {
 
 /// Database pool size per process, chosen so that a whole mesh fits PostgreSQL's default of
 /// 100 connections twice over (two test sandboxes run at once on a 2-core machine).
-const POOL_SIZES: [(&str, u32); 7] =
-    [("gateway", 6), ("catalog", 6), ("orders", 14), ("payments", 8), ("shipping", 2), ("results", 2), ("webhooks", 2)];
+const POOL_SIZES: [(&str, u32); 7] = [
+    ("gateway", 6),
+    ("catalog", 6),
+    ("orders", 14),
+    ("payments", 8),
+    ("shipping", 2),
+    ("results", 2),
+    ("webhooks", 2),
+];
 
 fn pool_size(name: &str) -> u32 {
-    POOL_SIZES.iter().find(|(process, _)| *process == name).map(|(_, size)| *size).unwrap_or(4)
+    POOL_SIZES
+        .iter()
+        .find(|(process, _)| *process == name)
+        .map(|(_, size)| *size)
+        .unwrap_or(4)
 }
 
 fn common_for(name: &str, base: &CommonSettings, port: u16) -> CommonSettings {
@@ -64,7 +75,11 @@ impl MeshSettings {
     /// ports, development secrets, and a rate limit high enough for load tests.
     pub fn sandbox(database_url: &str, redis_url: &str, stream_prefix: &str) -> Self {
         let base = CommonSettings::local(database_url, redis_url, stream_prefix);
-        let peers = gateway::PeerAddrs { catalog: String::new(), orders: String::new(), payments: String::new() };
+        let peers = gateway::PeerAddrs {
+            catalog: String::new(),
+            orders: String::new(),
+            payments: String::new(),
+        };
         let mut settings = Self {
             gateway: gateway::Settings::local(database_url, redis_url, stream_prefix, peers),
             catalog: catalog_svc::Settings::local(database_url, redis_url, stream_prefix),
@@ -124,16 +139,22 @@ pub async fn start(mut settings: MeshSettings) -> anyhow::Result<Mesh> {
     let results = results_svc::Application::build(settings.results).await?;
     let webhooks = webhooks_svc::Application::build(settings.webhooks).await?;
     let (catalog_uri, payments_uri) = (uri(catalog.local_addr()), uri(payments.local_addr()));
-    let (shipping_uri, results_uri, webhooks_uri) =
-        (uri(shipping.local_addr()), uri(results.local_addr()), uri(webhooks.local_addr()));
+    let (shipping_uri, results_uri, webhooks_uri) = (
+        uri(shipping.local_addr()),
+        uri(results.local_addr()),
+        uri(webhooks.local_addr()),
+    );
 
     settings.orders.catalog_addr = catalog_uri.clone();
     settings.orders.payments_addr = payments_uri.clone();
     let orders = orders_svc::Application::build(settings.orders).await?;
     let orders_uri = uri(orders.local_addr());
 
-    settings.gateway.peers =
-        gateway::PeerAddrs { catalog: catalog_uri.clone(), orders: orders_uri.clone(), payments: payments_uri.clone() };
+    settings.gateway.peers = gateway::PeerAddrs {
+        catalog: catalog_uri.clone(),
+        orders: orders_uri.clone(),
+        payments: payments_uri.clone(),
+    };
     let gateway = gateway::Application::build(settings.gateway).await?;
     let http_addr = gateway.http_addr();
     let identity_uri = uri(gateway.grpc_addr());

@@ -19,109 +19,81 @@ pub mod service;
 pub use config::Settings;
 
 use platform::consumer::{ConsumerSettings, StreamConsumer};
-use platform::outbox::{Outbox, OutboxRelay};
-use platform::principal::TokenKeys;
+use platform::outbox::Outbox;
+use platform::service::{ServiceBase, ServiceIdentity};
 use proto::payments::payments_service_server::{PaymentsServiceServer, SERVICE_NAME as GRPC_SERVICE_NAME};
 use sqlx::PgPool;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 /// Schema owned by this service.
 pub const SCHEMA: &str = "payments";
 /// Service name in events, logs and traces.
 pub const SERVICE_NAME: &str = "payments-svc";
+/// Name, schema and stream of this service.
+pub const IDENTITY: ServiceIdentity = ServiceIdentity {
+    name: SERVICE_NAME,
+    schema: SCHEMA,
+    domain: platform::streams::PAYMENTS,
+};
 /// Outbox of this service.
-pub const OUTBOX: Outbox = Outbox::new(SCHEMA, SERVICE_NAME);
+pub const OUTBOX: Outbox = IDENTITY.outbox();
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 
 /// A built service: migrated database, bound listener.
 pub struct Application {
     settings: Settings,
-    pool: PgPool,
-    listener: TcpListener,
+    base: ServiceBase,
 }
 
 impl Application {
     /// Connects and migrates the database and binds the gRPC listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let common = &settings.common;
-        let pool = platform::db::connect(&common.database_url, common.database_max_connections).await?;
-        platform::db::migrate(&pool, &MIGRATOR).await?;
-        let listener = TcpListener::bind(common.grpc_addr).await?;
-        Ok(Self {
-            settings,
-            pool,
-            listener,
-        })
+        let base = ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?;
+        Ok(Self { settings, base })
     }
 
     /// The bound gRPC address.
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener
-            .local_addr()
-            .expect("a bound listener has an address")
+        self.base.local_addr()
     }
 
     /// The database pool (tests inspect the schema through it).
     pub fn pool(&self) -> &PgPool {
-        &self.pool
+        &self.base.pool
     }
 
     /// Serves the API, relays the outbox and consumes the orders stream until `shutdown` fires,
     /// then drains.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
-        let common = &self.settings.common;
+        let base = self.base;
         let service = service::PaymentsService::new(
-            self.pool.clone(),
+            base.pool.clone(),
             self.settings.bank.clone(),
             self.settings.invoice_due_days,
         );
-        let redis = redis::Client::open(common.redis_url.as_str())?;
-        let (reporter, health) = tonic_health::server::health_reporter();
-        let probe = platform::health::spawn_health_probe(
-            reporter,
-            vec![GRPC_SERVICE_NAME],
-            self.pool.clone(),
-            redis,
-            shutdown.clone(),
-        );
-        let relay = OutboxRelay::new(
-            self.pool.clone(),
-            OUTBOX,
-            &common.redis_url,
-            &common.stream_prefix,
-            platform::streams::PAYMENTS,
-        );
-        let relay = tokio::spawn(relay.run(shutdown.clone()));
-        let orders_stream = platform::streams::stream_name(&common.stream_prefix, platform::streams::ORDERS);
-        let mut consumer_settings =
-            ConsumerSettings::new(platform::streams::GROUP_PAYMENTS, vec![orders_stream]);
-        consumer_settings.reclaim_idle = self.settings.consumer.reclaim_idle;
-        consumer_settings.block = self.settings.consumer.block;
+        let timing = self.settings.consumer;
+        let consumer_settings = ConsumerSettings::new(
+            platform::streams::GROUP_PAYMENTS,
+            vec![base.stream(platform::streams::ORDERS)],
+        )
+        .with_timing(timing.reclaim_idle, timing.block);
         let handler = Arc::new(events::OrderEventsHandler::new(service.clone()));
-        let consumer = StreamConsumer::new(&common.redis_url, consumer_settings, handler);
-        let consumer = tokio::spawn(consumer.run(shutdown.clone()));
-        let keys = Arc::new(TokenKeys::new(
-            &common.internal_token_secret,
-            &common.staff_token_secret,
-        ));
+        let consumer = tokio::spawn(
+            StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
+        );
         let api = PaymentsServiceServer::with_interceptor(
             grpc::PaymentsGrpc::new(service),
-            platform::grpc::auth_interceptor(keys),
+            platform::grpc::auth_interceptor(base.token_keys()),
         );
-        let router = platform::grpc::server_builder()
-            .add_service(health)
-            .add_service(api);
-        tracing::info!(addr = %self.local_addr(), "{SERVICE_NAME} serving");
-        let served = platform::grpc::serve(router, self.listener, shutdown.clone()).await;
-        shutdown.cancel();
-        platform::shutdown::drain(SERVICE_NAME, async {
-            let _ = tokio::join!(relay, consumer, probe);
-        })
-        .await;
-        served
+        base.serve(
+            vec![GRPC_SERVICE_NAME],
+            vec![consumer],
+            |router| router.add_service(api),
+            shutdown,
+        )
+        .await
     }
 }

@@ -27,7 +27,9 @@ pub fn prefixed_or_common(prefix: &str, name: &str, default: &str) -> String {
 
 /// Parses a socket address setting, naming the variable in the error.
 pub fn socket_addr(name: &str, value: &str) -> anyhow::Result<SocketAddr> {
-    value.parse().map_err(|error| anyhow::anyhow!("setting {name}={value:?} is not a socket address: {error}"))
+    value
+        .parse()
+        .map_err(|error| anyhow::anyhow!("setting {name}={value:?} is not a socket address: {error}"))
 }
 
 /// Settings every domain service needs: where it listens and what it connects to.
@@ -52,16 +54,25 @@ impl CommonSettings {
         let max_connections = prefixed_or_common(prefix, "DATABASE_MAX_CONNECTIONS", "20");
         Ok(Self {
             grpc_addr: socket_addr(&format!("{prefix}_GRPC_ADDR"), &grpc_addr)?,
-            database_url: prefixed_or_common(prefix, "DATABASE_URL", "postgres://postgres@127.0.0.1:5432/lab")
-                .into(),
+            database_url: prefixed_or_common(
+                prefix,
+                "DATABASE_URL",
+                "postgres://postgres@127.0.0.1:5432/lab",
+            )
+            .into(),
             redis_url: prefixed_or_common(prefix, "REDIS_URL", "redis://127.0.0.1:6379"),
             stream_prefix: prefixed_or_common(prefix, "STREAM_PREFIX", "lab"),
-            internal_token_secret: prefixed_or_common(prefix, "LAB_INTERNAL_TOKEN_SECRET", DEV_INTERNAL_TOKEN_SECRET)
+            internal_token_secret: prefixed_or_common(
+                prefix,
+                "LAB_INTERNAL_TOKEN_SECRET",
+                DEV_INTERNAL_TOKEN_SECRET,
+            )
+            .into(),
+            staff_token_secret: prefixed_or_common(prefix, "LAB_STAFF_TOKEN_SECRET", DEV_STAFF_TOKEN_SECRET)
                 .into(),
-            staff_token_secret: prefixed_or_common(prefix, "LAB_STAFF_TOKEN_SECRET", DEV_STAFF_TOKEN_SECRET).into(),
-            database_max_connections: max_connections
-                .parse()
-                .map_err(|_| anyhow::anyhow!("{prefix}_DATABASE_MAX_CONNECTIONS must be a positive integer"))?,
+            database_max_connections: max_connections.parse().map_err(|_| {
+                anyhow::anyhow!("{prefix}_DATABASE_MAX_CONNECTIONS must be a positive integer")
+            })?,
         })
     }
 

@@ -12,7 +12,9 @@ use prost::Message;
 use proto::events::EventEnvelope;
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
-use redis::streams::{StreamClaimReply, StreamId, StreamPendingCountReply, StreamRangeReply, StreamReadOptions, StreamReadReply};
+use redis::streams::{
+    StreamClaimReply, StreamId, StreamPendingCountReply, StreamRangeReply, StreamReadOptions, StreamReadReply,
+};
 use sqlx::{AssertSqlSafe, PgConnection};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,7 +41,10 @@ impl From<sqlx::Error> for HandlerError {
 /// Applies events of the streams a consumer reads.
 pub trait EventHandler: Send + Sync + 'static {
     /// Applies one event; must be idempotent (see [`first_delivery`]).
-    fn handle(&self, event: &EventEnvelope) -> impl std::future::Future<Output = Result<(), HandlerError>> + Send;
+    fn handle(
+        &self,
+        event: &EventEnvelope,
+    ) -> impl std::future::Future<Output = Result<(), HandlerError>> + Send;
 }
 
 /// Records that `consumer` processed `event_id` inside the handler's transaction; returns false
@@ -56,7 +61,11 @@ pub async fn first_delivery(
     let insert = format!(
         "INSERT INTO {schema}.processed_events (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING"
     );
-    let result = sqlx::query(AssertSqlSafe(insert)).bind(consumer).bind(event_id).execute(tx).await?;
+    let result = sqlx::query(AssertSqlSafe(insert))
+        .bind(consumer)
+        .bind(event_id)
+        .execute(tx)
+        .await?;
     Ok(result.rows_affected() == 1)
 }
 
@@ -66,7 +75,9 @@ pub async fn connect_redis(url: &str) -> anyhow::Result<MultiplexedConnection> {
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(Duration::from_secs(2)))
         .set_response_timeout(Some(Duration::from_secs(10)));
-    Ok(client.get_multiplexed_async_connection_with_config(&config).await?)
+    Ok(client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?)
 }
 
 /// How a consumer reads.
@@ -105,6 +116,13 @@ impl ConsumerSettings {
             acknowledge: true,
         }
     }
+
+    /// Sets how long pending entries idle before reclaim and how long a read blocks.
+    pub fn with_timing(mut self, reclaim_idle: Duration, block: Duration) -> Self {
+        self.reclaim_idle = reclaim_idle;
+        self.block = block;
+        self
+    }
 }
 
 /// A consumer of one group over one or more streams.
@@ -116,7 +134,11 @@ pub struct StreamConsumer<H> {
 
 impl<H: EventHandler> StreamConsumer<H> {
     pub fn new(redis_url: &str, settings: ConsumerSettings, handler: Arc<H>) -> Self {
-        Self { redis_url: redis_url.to_owned(), settings, handler }
+        Self {
+            redis_url: redis_url.to_owned(),
+            settings,
+            handler,
+        }
     }
 
     /// Consumes until `shutdown` fires; reconnects to Redis with backoff when it is unreachable.
@@ -140,7 +162,9 @@ impl<H: EventHandler> StreamConsumer<H> {
     async fn session(&self, shutdown: &CancellationToken) -> anyhow::Result<()> {
         let mut redis = connect_redis(&self.redis_url).await?;
         for stream in &self.settings.streams {
-            let created: redis::RedisResult<()> = redis.xgroup_create_mkstream(stream, &self.settings.group, "0").await;
+            let created: redis::RedisResult<()> = redis
+                .xgroup_create_mkstream(stream, &self.settings.group, "0")
+                .await;
             if let Err(error) = created
                 && !error.to_string().contains("BUSYGROUP")
             {
@@ -163,7 +187,8 @@ impl<H: EventHandler> StreamConsumer<H> {
                 .count(self.settings.batch)
                 .block(block.as_millis() as usize);
             let ids = vec![">"; self.settings.streams.len()];
-            let read = redis.xread_options::<_, _, Option<StreamReadReply>>(&self.settings.streams, &ids, &options);
+            let read =
+                redis.xread_options::<_, _, Option<StreamReadReply>>(&self.settings.streams, &ids, &options);
             let reply = tokio::select! {
                 () = shutdown.cancelled() => return Ok(()),
                 reply = read => reply?,
@@ -180,14 +205,20 @@ impl<H: EventHandler> StreamConsumer<H> {
     async fn reclaim(&self, redis: &mut MultiplexedConnection) -> anyhow::Result<()> {
         let min_idle = self.settings.reclaim_idle.as_millis() as usize;
         for stream in &self.settings.streams {
-            let pending: StreamPendingCountReply =
-                redis.xpending_count(stream, &self.settings.group, "-", "+", self.settings.batch).await?;
+            let pending: StreamPendingCountReply = redis
+                .xpending_count(stream, &self.settings.group, "-", "+", self.settings.batch)
+                .await?;
             let mut claimable = Vec::new();
-            for entry in pending.ids.into_iter().filter(|entry| entry.last_delivered_ms >= min_idle) {
+            for entry in pending
+                .ids
+                .into_iter()
+                .filter(|entry| entry.last_delivered_ms >= min_idle)
+            {
                 if entry.times_delivered >= self.settings.max_deliveries {
                     let range: StreamRangeReply = redis.xrange(stream, &entry.id, &entry.id).await?;
                     let envelope = range.ids.first().and_then(envelope_bytes);
-                    self.dead_letter(redis, stream, &entry.id, envelope, "too many deliveries").await?;
+                    self.dead_letter(redis, stream, &entry.id, envelope, "too many deliveries")
+                        .await?;
                 } else {
                     claimable.push(entry.id);
                 }
@@ -196,7 +227,13 @@ impl<H: EventHandler> StreamConsumer<H> {
                 continue;
             }
             let claimed: StreamClaimReply = redis
-                .xclaim(stream, &self.settings.group, &self.settings.consumer_name, min_idle, &claimable)
+                .xclaim(
+                    stream,
+                    &self.settings.group,
+                    &self.settings.consumer_name,
+                    min_idle,
+                    &claimable,
+                )
                 .await?;
             for entry in claimed.ids {
                 self.process(redis, stream, entry).await?;
@@ -205,15 +242,24 @@ impl<H: EventHandler> StreamConsumer<H> {
         Ok(())
     }
 
-    async fn process(&self, redis: &mut MultiplexedConnection, stream: &str, entry: StreamId) -> anyhow::Result<()> {
+    async fn process(
+        &self,
+        redis: &mut MultiplexedConnection,
+        stream: &str,
+        entry: StreamId,
+    ) -> anyhow::Result<()> {
         let Some(bytes) = envelope_bytes(&entry) else {
-            return self.dead_letter(redis, stream, &entry.id, None, "entry has no envelope").await;
+            return self
+                .dead_letter(redis, stream, &entry.id, None, "entry has no envelope")
+                .await;
         };
         let envelope = match EventEnvelope::decode(bytes.as_slice()) {
             Ok(envelope) => envelope,
             Err(error) => {
                 let reason = format!("undecodable envelope: {error}");
-                return self.dead_letter(redis, stream, &entry.id, Some(bytes), &reason).await;
+                return self
+                    .dead_letter(redis, stream, &entry.id, Some(bytes), &reason)
+                    .await;
             }
         };
         let span = tracing::info_span!("event.consume", event.id = %envelope.id, event.type = %envelope.r#type, group = %self.settings.group);
@@ -227,12 +273,18 @@ impl<H: EventHandler> StreamConsumer<H> {
             }
             Err(HandlerError::Permanent(error)) => {
                 let reason = error.to_string();
-                self.dead_letter(redis, stream, &entry.id, Some(bytes), &reason).await
+                self.dead_letter(redis, stream, &entry.id, Some(bytes), &reason)
+                    .await
             }
         }
     }
 
-    async fn acknowledge(&self, redis: &mut MultiplexedConnection, stream: &str, id: &str) -> anyhow::Result<()> {
+    async fn acknowledge(
+        &self,
+        redis: &mut MultiplexedConnection,
+        stream: &str,
+        id: &str,
+    ) -> anyhow::Result<()> {
         if self.settings.acknowledge {
             let _: i64 = redis.xack(stream, &self.settings.group, &[id]).await?;
         }

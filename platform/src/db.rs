@@ -36,7 +36,10 @@ pub async fn ensure_database(options: &PgConnectOptions) -> anyhow::Result<()> {
         .await?;
     if exists.is_none() {
         let statement = format!("CREATE DATABASE \"{}\"", name.replace('"', "\"\""));
-        if let Err(error) = sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut connection).await {
+        if let Err(error) = sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+            .execute(&mut connection)
+            .await
+        {
             let duplicate = matches!(&error, sqlx::Error::Database(db) if matches!(db.code().as_deref(), Some("42P04") | Some("23505")));
             if !duplicate {
                 return Err(error.into());

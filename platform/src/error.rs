@@ -100,7 +100,11 @@ fn serialize_code<S: serde::Serializer>(code: &ErrorCode, serializer: S) -> Resu
 impl ApiError {
     /// Creates an error without details.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), details: None }
+        Self {
+            code,
+            message: message.into(),
+            details: None,
+        }
     }
 
     /// Creates an error whose details name the offending field.
@@ -129,7 +133,10 @@ impl ApiError {
     /// Logs an unavailable dependency and returns the retryable unavailable error.
     pub fn unavailable(what: &str, cause: impl std::fmt::Display) -> Self {
         tracing::warn!(dependency = what, error = %cause, "dependency unavailable");
-        Self::new(ErrorCode::ServiceUnavailable, format!("{what} is unavailable, retry later"))
+        Self::new(
+            ErrorCode::ServiceUnavailable,
+            format!("{what} is unavailable, retry later"),
+        )
     }
 
     /// Seconds the client should wait before retrying, when the details carry them.
@@ -142,7 +149,11 @@ impl ApiError {
         if let Ok(wire) = serde_json::from_slice::<WireError>(status.details())
             && let Some(code) = ErrorCode::from_name(&wire.code)
         {
-            return Self { code, message: status.message().to_owned(), details: wire.details };
+            return Self {
+                code,
+                message: status.message().to_owned(),
+                details: wire.details,
+            };
         }
         let code = match status.code() {
             Code::InvalidArgument | Code::OutOfRange => ErrorCode::InvalidRequest,
@@ -169,7 +180,10 @@ struct WireError {
 
 impl From<ApiError> for tonic::Status {
     fn from(error: ApiError) -> Self {
-        let wire = WireError { code: error.code.as_str().to_owned(), details: error.details };
+        let wire = WireError {
+            code: error.code.as_str().to_owned(),
+            details: error.details,
+        };
         let bytes = serde_json::to_vec(&wire).unwrap_or_default();
         tonic::Status::with_details(error.code.grpc_code(), error.message, bytes.into())
     }
@@ -189,7 +203,9 @@ impl From<sqlx::Error> for ApiError {
 /// Returns the name of the violated constraint when `error` is a unique violation.
 pub fn unique_violation(error: &sqlx::Error) -> Option<String> {
     match error {
-        sqlx::Error::Database(db) if db.is_unique_violation() => Some(db.constraint().unwrap_or_default().to_owned()),
+        sqlx::Error::Database(db) if db.is_unique_violation() => {
+            Some(db.constraint().unwrap_or_default().to_owned())
+        }
         _ => None,
     }
 }
@@ -213,7 +229,10 @@ mod tests {
         let mut names = std::collections::HashSet::new();
         for &code in ErrorCode::ALL {
             assert!(names.insert(code.as_str()), "duplicate code {}", code.as_str());
-            let server_side = matches!(code, ErrorCode::Internal | ErrorCode::ServiceUnavailable | ErrorCode::CatalogUnavailable);
+            let server_side = matches!(
+                code,
+                ErrorCode::Internal | ErrorCode::ServiceUnavailable | ErrorCode::CatalogUnavailable
+            );
             assert_eq!(code.http_status() >= 500, server_side, "{}", code.as_str());
         }
     }

@@ -19,14 +19,21 @@ pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
 
 /// Returns an interceptor that verifies the principal token and stores the principal in the
 /// request extensions; calls without a valid token are refused with `Unauthenticated`.
-pub fn auth_interceptor(keys: Arc<TokenKeys>) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone {
+pub fn auth_interceptor(
+    keys: Arc<TokenKeys>,
+) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone {
     move |mut request: Request<()>| {
         let token = request
             .metadata()
             .get("authorization")
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.strip_prefix("Bearer "))
-            .ok_or_else(|| Status::from(ApiError::new(ErrorCode::Unauthenticated, "missing principal token")))?;
+            .ok_or_else(|| {
+                Status::from(ApiError::new(
+                    ErrorCode::Unauthenticated,
+                    "missing principal token",
+                ))
+            })?;
         let principal = keys.verify(token).map_err(Status::from)?;
         request.extensions_mut().insert(principal);
         Ok(request)
@@ -44,10 +51,12 @@ pub fn principal<T>(request: &Request<T>) -> Result<Principal, Status> {
 
 /// Returns the idempotency key of a request, validated to 8..=255 visible ASCII characters.
 pub fn idempotency_key<T>(request: &Request<T>) -> Result<String, Status> {
-    let value = request
-        .metadata()
-        .get(IDEMPOTENCY_KEY)
-        .ok_or_else(|| Status::from(ApiError::new(ErrorCode::IdempotencyKeyMissing, "the Idempotency-Key header is required")))?;
+    let value = request.metadata().get(IDEMPOTENCY_KEY).ok_or_else(|| {
+        Status::from(ApiError::new(
+            ErrorCode::IdempotencyKeyMissing,
+            "the Idempotency-Key header is required",
+        ))
+    })?;
     let key = value.to_str().unwrap_or_default();
     validate_idempotency_key(key).map_err(Status::from)?;
     Ok(key.to_owned())
@@ -87,7 +96,9 @@ pub fn outgoing_idempotent<T>(message: T, token: &str, key: &str) -> Request<T> 
 
 /// Marks a response as a replay of a stored idempotent result.
 pub fn mark_replayed<T>(response: &mut tonic::Response<T>) {
-    response.metadata_mut().insert(IDEMPOTENT_REPLAYED, MetadataValue::from_static("true"));
+    response
+        .metadata_mut()
+        .insert(IDEMPOTENT_REPLAYED, MetadataValue::from_static("true"));
 }
 
 /// Injects the current span's W3C trace context into gRPC metadata.
@@ -102,7 +113,10 @@ struct MetadataInjector<'a>(&'a mut MetadataMap);
 
 impl Injector for MetadataInjector<'_> {
     fn set(&mut self, key: &str, value: String) {
-        if let (Ok(key), Ok(value)) = (MetadataKey::from_bytes(key.as_bytes()), MetadataValue::try_from(value)) {
+        if let (Ok(key), Ok(value)) = (
+            MetadataKey::from_bytes(key.as_bytes()),
+            MetadataValue::try_from(value),
+        ) {
             self.0.insert(key, value);
         }
     }
@@ -138,7 +152,9 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    router.serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned()).await?;
+    router
+        .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
+        .await?;
     Ok(())
 }
 

@@ -18,7 +18,10 @@ pub async fn dependencies_ready(pool: &sqlx::PgPool, redis: &redis::Client) -> b
         let mut connection = redis.get_multiplexed_async_connection().await?;
         redis::cmd("PING").query_async::<String>(&mut connection).await
     };
-    matches!(tokio::time::timeout(Duration::from_secs(2), ping).await, Ok(Ok(_)))
+    matches!(
+        tokio::time::timeout(Duration::from_secs(2), ping).await,
+        Ok(Ok(_))
+    )
 }
 
 /// Keeps the health status of `services` (and the overall "" entry) in step with the
@@ -35,7 +38,11 @@ pub fn spawn_health_probe(
         loop {
             let ready = dependencies_ready(&pool, &redis).await;
             if last != Some(ready) {
-                let status = if ready { ServingStatus::Serving } else { ServingStatus::NotServing };
+                let status = if ready {
+                    ServingStatus::Serving
+                } else {
+                    ServingStatus::NotServing
+                };
                 for service in services.iter().copied().chain(std::iter::once("")) {
                     reporter.set_service_status(service, status).await;
                 }
@@ -50,7 +57,9 @@ pub fn spawn_health_probe(
             }
         }
         for service in services.iter().copied().chain(std::iter::once("")) {
-            reporter.set_service_status(service, ServingStatus::NotServing).await;
+            reporter
+                .set_service_status(service, ServingStatus::NotServing)
+                .await;
         }
     })
 }

@@ -17,9 +17,17 @@ pub async fn prune_once(pool: &PgPool, schema: &str) -> Result<(), sqlx::Error> 
         "DELETE FROM {schema}.idempotency_keys WHERE state = 'completed' \
          AND created_at < now() - make_interval(hours => $1)"
     );
-    sqlx::query(AssertSqlSafe(idempotency)).bind(IDEMPOTENCY_RETENTION_HOURS).execute(pool).await?;
-    let processed = format!("DELETE FROM {schema}.processed_events WHERE processed_at < now() - make_interval(days => $1)");
-    sqlx::query(AssertSqlSafe(processed)).bind(PROCESSED_EVENTS_RETENTION_DAYS).execute(pool).await?;
+    sqlx::query(AssertSqlSafe(idempotency))
+        .bind(IDEMPOTENCY_RETENTION_HOURS)
+        .execute(pool)
+        .await?;
+    let processed = format!(
+        "DELETE FROM {schema}.processed_events WHERE processed_at < now() - make_interval(days => $1)"
+    );
+    sqlx::query(AssertSqlSafe(processed))
+        .bind(PROCESSED_EVENTS_RETENTION_DAYS)
+        .execute(pool)
+        .await?;
     Ok(())
 }
 

@@ -49,7 +49,10 @@ pub struct Ticket {
 #[derive(Debug)]
 pub enum Claim {
     /// The caller runs the operation; `recovery` is what an earlier, interrupted attempt saved.
-    Run { ticket: Ticket, recovery: Option<serde_json::Value> },
+    Run {
+        ticket: Ticket,
+        recovery: Option<serde_json::Value>,
+    },
     /// The operation already finished; replay this.
     Replay(StoredOutcome),
 }
@@ -75,7 +78,11 @@ pub fn fingerprint(operation: &str, canonical_request: &[u8]) -> Vec<u8> {
 
 impl IdempotencyStore {
     pub const fn new(schema: &'static str) -> Self {
-        Self { schema, lease: Duration::from_secs(30), wait: Duration::from_secs(10) }
+        Self {
+            schema,
+            lease: Duration::from_secs(30),
+            wait: Duration::from_secs(10),
+        }
     }
 
     /// Overrides the lease and wait (tests compress them).
@@ -86,7 +93,12 @@ impl IdempotencyStore {
     }
 
     /// Claims `scope` for a request with `fingerprint`.
-    pub async fn claim(&self, pool: &PgPool, scope: &IdempotencyScope, fingerprint: &[u8]) -> Result<Claim, ApiError> {
+    pub async fn claim(
+        &self,
+        pool: &PgPool,
+        scope: &IdempotencyScope,
+        fingerprint: &[u8],
+    ) -> Result<Claim, ApiError> {
         let deadline = tokio::time::Instant::now() + self.wait;
         let mut pause = Duration::from_millis(10);
         loop {
@@ -108,7 +120,13 @@ impl IdempotencyStore {
                 .execute(pool)
                 .await?;
             if inserted.rows_affected() == 1 {
-                return Ok(Claim::Run { ticket: Ticket { scope: scope.clone(), owner }, recovery: None });
+                return Ok(Claim::Run {
+                    ticket: Ticket {
+                        scope: scope.clone(),
+                        owner,
+                    },
+                    recovery: None,
+                });
             }
             if let Some(claim) = self.inspect(pool, scope, fingerprint, owner).await? {
                 return Ok(claim);
@@ -157,7 +175,8 @@ impl IdempotencyStore {
         }
         let state: String = row.try_get("state").map_err(ApiError::internal)?;
         if state == "completed" {
-            let error: Option<serde_json::Value> = row.try_get("outcome_error").map_err(ApiError::internal)?;
+            let error: Option<serde_json::Value> =
+                row.try_get("outcome_error").map_err(ApiError::internal)?;
             let outcome = match error {
                 Some(error) => StoredOutcome::Failure(stored_error(error)),
                 None => StoredOutcome::Success(row.try_get("outcome").map_err(ApiError::internal)?),
@@ -184,9 +203,19 @@ impl IdempotencyStore {
             .await?;
         match taken {
             Some(row) => {
-                let recovery: Option<serde_json::Value> = row.try_get("recovery").map_err(ApiError::internal)?;
-                tracing::info!(operation = scope.operation, "took over an expired idempotency claim");
-                Ok(Some(Claim::Run { ticket: Ticket { scope: scope.clone(), owner: new_owner }, recovery }))
+                let recovery: Option<serde_json::Value> =
+                    row.try_get("recovery").map_err(ApiError::internal)?;
+                tracing::info!(
+                    operation = scope.operation,
+                    "took over an expired idempotency claim"
+                );
+                Ok(Some(Claim::Run {
+                    ticket: Ticket {
+                        scope: scope.clone(),
+                        owner: new_owner,
+                    },
+                    recovery,
+                }))
             }
             None => Ok(None),
         }
@@ -210,10 +239,18 @@ impl IdempotencyStore {
 
     /// Stores the outcome in the caller's business transaction; fails with a conflict when the
     /// lease was lost to another worker (the transaction must then roll back).
-    pub async fn complete(&self, tx: &mut PgConnection, ticket: &Ticket, outcome: &StoredOutcome) -> Result<(), ApiError> {
+    pub async fn complete(
+        &self,
+        tx: &mut PgConnection,
+        ticket: &Ticket,
+        outcome: &StoredOutcome,
+    ) -> Result<(), ApiError> {
         let (bytes, error) = match outcome {
             StoredOutcome::Success(bytes) => (Some(bytes.clone()), None),
-            StoredOutcome::Failure(error) => (None, Some(serde_json::to_value(error).map_err(ApiError::internal)?)),
+            StoredOutcome::Failure(error) => (
+                None,
+                Some(serde_json::to_value(error).map_err(ApiError::internal)?),
+            ),
         };
         let update = format!(
             "UPDATE {}.idempotency_keys SET state = 'completed', outcome = $5, outcome_error = $6, updated_at = now() \
@@ -232,8 +269,11 @@ impl IdempotencyStore {
         if result.rows_affected() == 1 {
             Ok(())
         } else {
-            Err(ApiError::new(ErrorCode::IdempotencyRequestInProgress, "the idempotency claim was taken over")
-                .with_details(serde_json::json!({ "retryAfterSeconds": 1 })))
+            Err(ApiError::new(
+                ErrorCode::IdempotencyRequestInProgress,
+                "the idempotency claim was taken over",
+            )
+            .with_details(serde_json::json!({ "retryAfterSeconds": 1 })))
         }
     }
 
@@ -277,17 +317,32 @@ impl IdempotencyStore {
         if result.rows_affected() == 1 {
             Ok(())
         } else {
-            Err(ApiError::new(ErrorCode::IdempotencyRequestInProgress, "the idempotency claim was taken over")
-                .with_details(serde_json::json!({ "retryAfterSeconds": 1 })))
+            Err(ApiError::new(
+                ErrorCode::IdempotencyRequestInProgress,
+                "the idempotency claim was taken over",
+            )
+            .with_details(serde_json::json!({ "retryAfterSeconds": 1 })))
         }
     }
 }
 
 fn stored_error(value: serde_json::Value) -> ApiError {
-    let code = value.get("code").and_then(|code| code.as_str()).and_then(ErrorCode::from_name).unwrap_or(ErrorCode::Internal);
-    let message = value.get("message").and_then(|message| message.as_str()).unwrap_or_default().to_owned();
+    let code = value
+        .get("code")
+        .and_then(|code| code.as_str())
+        .and_then(ErrorCode::from_name)
+        .unwrap_or(ErrorCode::Internal);
+    let message = value
+        .get("message")
+        .and_then(|message| message.as_str())
+        .unwrap_or_default()
+        .to_owned();
     let details = value.get("details").cloned();
-    ApiError { code, message, details }
+    ApiError {
+        code,
+        message,
+        details,
+    }
 }
 
 /// The DDL of the `idempotency_keys` table, for a service's first migration (documentation).

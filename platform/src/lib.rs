@@ -19,11 +19,11 @@ pub mod money;
 pub mod outbox;
 pub mod pagination;
 pub mod principal;
+pub mod service;
 pub mod shutdown;
 pub mod streams;
 pub mod telemetry;
 pub mod time;
-
 
 #[cfg(feature = "testing")]
 pub mod testing;

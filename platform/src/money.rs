@@ -23,7 +23,11 @@ impl Cents {
     /// Applies a rate in basis points (1/100 of a percent), rounding half away from zero to the cent.
     pub fn basis_points(self, rate_bps: i64) -> Option<Cents> {
         let product = i128::from(self.0) * i128::from(rate_bps);
-        let rounded = if product >= 0 { (product + 5_000) / 10_000 } else { (product - 5_000) / 10_000 };
+        let rounded = if product >= 0 {
+            (product + 5_000) / 10_000
+        } else {
+            (product - 5_000) / 10_000
+        };
         i64::try_from(rounded).ok().map(Cents)
     }
 

@@ -13,9 +13,9 @@
 //! created_at timestamptz, published_at timestamptz)`.
 
 use crate::streams;
+use prost::Message;
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
-use prost::Message;
 use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -88,7 +88,10 @@ impl Outbox {
             .bind(envelope.encode_to_vec())
             .execute(&mut *tx)
             .await?;
-        sqlx::query("SELECT pg_notify($1, '')").bind(self.channel()).execute(&mut *tx).await?;
+        sqlx::query("SELECT pg_notify($1, '')")
+            .bind(self.channel())
+            .execute(&mut *tx)
+            .await?;
         Ok(event_id)
     }
 }
@@ -104,7 +107,12 @@ pub struct OutboxRelay {
 impl OutboxRelay {
     /// A relay from `outbox` to the stream of `domain` under `stream_prefix`.
     pub fn new(pool: PgPool, outbox: Outbox, redis_url: &str, stream_prefix: &str, domain: &str) -> Self {
-        Self { pool, outbox, redis_url: redis_url.to_owned(), stream: streams::stream_name(stream_prefix, domain) }
+        Self {
+            pool,
+            outbox,
+            redis_url: redis_url.to_owned(),
+            stream: streams::stream_name(stream_prefix, domain),
+        }
     }
 
     /// Relays until `shutdown` fires.
@@ -182,7 +190,10 @@ impl OutboxRelay {
              ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
             self.outbox.schema
         );
-        let rows = sqlx::query(AssertSqlSafe(select)).bind(BATCH_SIZE).fetch_all(&mut *tx).await?;
+        let rows = sqlx::query(AssertSqlSafe(select))
+            .bind(BATCH_SIZE)
+            .fetch_all(&mut *tx)
+            .await?;
         if rows.is_empty() {
             return Ok(0);
         }
@@ -206,8 +217,14 @@ impl OutboxRelay {
         tokio::time::timeout(Duration::from_secs(5), pipeline.query_async::<()>(redis))
             .await
             .map_err(|_| anyhow::anyhow!("XADD timed out"))??;
-        let update = format!("UPDATE {}.outbox SET published_at = now() WHERE id = ANY($1)", self.outbox.schema);
-        sqlx::query(AssertSqlSafe(update)).bind(&ids).execute(&mut *tx).await?;
+        let update = format!(
+            "UPDATE {}.outbox SET published_at = now() WHERE id = ANY($1)",
+            self.outbox.schema
+        );
+        sqlx::query(AssertSqlSafe(update))
+            .bind(&ids)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         tracing::debug!(stream = %self.stream, count = ids.len(), "relayed outbox events");
         Ok(ids.len())
@@ -218,7 +235,11 @@ impl OutboxRelay {
             "DELETE FROM {}.outbox WHERE published_at < now() - make_interval(days => $1)",
             self.outbox.schema
         );
-        if let Err(error) = sqlx::query(AssertSqlSafe(delete)).bind(RETENTION_DAYS).execute(&self.pool).await {
+        if let Err(error) = sqlx::query(AssertSqlSafe(delete))
+            .bind(RETENTION_DAYS)
+            .execute(&self.pool)
+            .await
+        {
             tracing::warn!(%error, "outbox prune failed");
         }
     }

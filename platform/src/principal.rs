@@ -81,7 +81,10 @@ impl Principal {
     pub fn customer(&self) -> Result<Uuid, ApiError> {
         match (self.kind, self.customer_id) {
             (PrincipalKind::Customer | PrincipalKind::Service, Some(id)) => Ok(id),
-            _ => Err(ApiError::new(ErrorCode::Forbidden, "this operation acts for a customer")),
+            _ => Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "this operation acts for a customer",
+            )),
         }
     }
 
@@ -95,7 +98,10 @@ impl Principal {
                 format!("the API key lacks the {scope} scope"),
             )
             .with_details(serde_json::json!({ "required": [scope] }))),
-            PrincipalKind::Staff => Err(ApiError::new(ErrorCode::Forbidden, "staff tokens cannot call customer operations")),
+            PrincipalKind::Staff => Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "staff tokens cannot call customer operations",
+            )),
         }
     }
 
@@ -104,7 +110,10 @@ impl Principal {
         if self.kind == PrincipalKind::Staff && self.roles.iter().any(|held| held == role) {
             Ok(())
         } else {
-            Err(ApiError::new(ErrorCode::Forbidden, format!("this operation needs the staff role {role}")))
+            Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!("this operation needs the staff role {role}"),
+            ))
         }
     }
 
@@ -113,7 +122,10 @@ impl Principal {
         if self.kind == PrincipalKind::Service {
             Ok(())
         } else {
-            Err(ApiError::new(ErrorCode::Forbidden, "this operation is internal to the mesh"))
+            Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "this operation is internal to the mesh",
+            ))
         }
     }
 }
@@ -183,7 +195,12 @@ impl TokenKeys {
 
     /// Verifies a token and returns its principal; `unauthenticated` when invalid or expired.
     pub fn verify(&self, token: &str) -> Result<Principal, ApiError> {
-        let invalid = || ApiError::new(ErrorCode::Unauthenticated, "the internal principal token is missing or invalid");
+        let invalid = || {
+            ApiError::new(
+                ErrorCode::Unauthenticated,
+                "the internal principal token is missing or invalid",
+            )
+        };
         let header = jsonwebtoken::decode_header(token).map_err(|_| invalid())?;
         let key = match header.kid.as_deref() {
             Some(KID_INTERNAL) => &self.internal_decoding,
@@ -205,7 +222,10 @@ impl TokenKeys {
 }
 
 fn unix_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -244,7 +264,13 @@ mod tests {
     fn a_staff_token_cannot_carry_a_customer_principal() {
         let keys = keys();
         let now = unix_now();
-        let claims = Claims { iss: ISSUER.into(), sub: "x".into(), iat: now, exp: now + 60, principal: customer() };
+        let claims = Claims {
+            iss: ISSUER.into(),
+            sub: "x".into(),
+            iat: now,
+            exp: now + 60,
+            principal: customer(),
+        };
         let mut header = Header::new(Algorithm::HS256);
         header.kid = Some(KID_STAFF.into());
         let forged = jsonwebtoken::encode(&header, &claims, &keys.staff_encoding).unwrap();
@@ -255,7 +281,13 @@ mod tests {
     fn scopes_and_roles_are_enforced() {
         let principal = customer();
         assert!(principal.require_scope("orders:read").is_ok());
-        assert_eq!(principal.require_scope("orders:write").unwrap_err().code, ErrorCode::InsufficientScope);
-        assert_eq!(principal.require_role(roles::CATALOG_ADMIN).unwrap_err().code, ErrorCode::Forbidden);
+        assert_eq!(
+            principal.require_scope("orders:write").unwrap_err().code,
+            ErrorCode::InsufficientScope
+        );
+        assert_eq!(
+            principal.require_role(roles::CATALOG_ADMIN).unwrap_err().code,
+            ErrorCode::Forbidden
+        );
     }
 }

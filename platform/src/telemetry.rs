@@ -24,11 +24,19 @@ impl Drop for TelemetryGuard {
 /// Installs the global subscriber and propagator for a process named `service_name`.
 /// Safe to call more than once (later calls only return a guard).
 pub fn init(service_name: &str) -> TelemetryGuard {
-    opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
-    let resource = opentelemetry_sdk::Resource::builder().with_service_name(service_name.to_owned()).build();
+    opentelemetry::global::set_text_map_propagator(
+        opentelemetry_sdk::propagation::TraceContextPropagator::new(),
+    );
+    let resource = opentelemetry_sdk::Resource::builder()
+        .with_service_name(service_name.to_owned())
+        .build();
     let mut builder = SdkTracerProvider::builder().with_resource(resource);
     if let Some(endpoint) = crate::config::env_var("OTEL_EXPORTER_OTLP_ENDPOINT") {
-        match opentelemetry_otlp::SpanExporter::builder().with_tonic().with_endpoint(endpoint.clone()).build() {
+        match opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .with_endpoint(endpoint.clone())
+            .build()
+        {
             Ok(exporter) => builder = builder.with_batch_exporter(exporter),
             Err(error) => eprintln!("OTLP exporter to {endpoint} not started: {error}"),
         }
@@ -39,7 +47,10 @@ pub fn init(service_name: &str) -> TelemetryGuard {
 
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,h2=warn,tower=warn,hyper=warn,tonic=warn"));
-    let fmt = tracing_subscriber::fmt::layer().with_target(false).compact().with_filter(filter);
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_target(false)
+        .compact()
+        .with_filter(filter);
     let otel = tracing_opentelemetry::layer().with_tracer(tracer);
     let _ = tracing_subscriber::registry().with(otel).with(fmt).try_init();
     TelemetryGuard { provider }
@@ -50,8 +61,13 @@ pub fn current_trace_context() -> (String, String) {
     use tracing_opentelemetry::OpenTelemetrySpanExt;
     let context = tracing::Span::current().context();
     let mut carrier = std::collections::HashMap::new();
-    opentelemetry::global::get_text_map_propagator(|propagator| propagator.inject_context(&context, &mut carrier));
-    (carrier.remove("traceparent").unwrap_or_default(), carrier.remove("tracestate").unwrap_or_default())
+    opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.inject_context(&context, &mut carrier)
+    });
+    (
+        carrier.remove("traceparent").unwrap_or_default(),
+        carrier.remove("tracestate").unwrap_or_default(),
+    )
 }
 
 /// Makes `span` a child of the trace named by a stored `traceparent`/`tracestate` pair.

@@ -14,7 +14,8 @@ const STALE_AFTER_SECS: u64 = 6 * 3600;
 
 /// The admin URL of the test PostgreSQL server.
 pub fn admin_database_url() -> String {
-    crate::config::env_var("TEST_DATABASE_URL").unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+    crate::config::env_var("TEST_DATABASE_URL")
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
 }
 
 /// The URL of the test Redis.
@@ -30,15 +31,23 @@ pub fn unique_stream_prefix() -> String {
 /// Creates a fresh, empty database and returns its URL. Drops databases that earlier runs left.
 pub async fn fresh_database() -> String {
     let admin_url = admin_database_url();
-    let mut admin = PgConnection::connect(&admin_url).await.expect("connect to TEST_DATABASE_URL");
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let mut admin = PgConnection::connect(&admin_url)
+        .await
+        .expect("connect to TEST_DATABASE_URL");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
     drop_stale_databases(&mut admin, now).await;
     let name = format!("t_{now}_{}", Uuid::new_v4().simple());
     sqlx::raw_sql(AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
         .execute(&mut admin)
         .await
         .expect("create a test database");
-    let base = admin_url.rsplit_once('/').map(|(base, _)| base.to_owned()).unwrap_or(admin_url);
+    let base = admin_url
+        .rsplit_once('/')
+        .map(|(base, _)| base.to_owned())
+        .unwrap_or(admin_url);
     format!("{base}/{name}")
 }
 
@@ -67,7 +76,10 @@ where
         if let Some(value) = probe().await {
             return value;
         }
-        assert!(started.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}");
+        assert!(
+            started.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }

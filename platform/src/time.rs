@@ -4,7 +4,10 @@ use chrono::{DateTime, SecondsFormat, Utc};
 
 /// Converts a UTC time to a protobuf timestamp.
 pub fn to_timestamp(time: DateTime<Utc>) -> prost_types::Timestamp {
-    prost_types::Timestamp { seconds: time.timestamp(), nanos: time.timestamp_subsec_nanos() as i32 }
+    prost_types::Timestamp {
+        seconds: time.timestamp(),
+        nanos: time.timestamp_subsec_nanos() as i32,
+    }
 }
 
 /// Converts an optional UTC time to an optional protobuf timestamp.

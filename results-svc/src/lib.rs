@@ -6,18 +6,23 @@
 #![forbid(unsafe_code)]
 
 use platform::config::CommonSettings;
-use platform::outbox::{Outbox, OutboxRelay};
-use sqlx::PgPool;
+use platform::outbox::Outbox;
+use platform::service::{ServiceBase, ServiceIdentity};
 use std::net::SocketAddr;
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 /// Schema owned by this service.
 pub const SCHEMA: &str = "results";
 /// Service name in events, logs and traces.
 pub const SERVICE_NAME: &str = "results-svc";
+/// Name, schema and stream of this service.
+pub const IDENTITY: ServiceIdentity = ServiceIdentity {
+    name: SERVICE_NAME,
+    schema: SCHEMA,
+    domain: platform::streams::RESULTS,
+};
 /// Outbox of this service.
-pub const OUTBOX: Outbox = Outbox::new(SCHEMA, SERVICE_NAME);
+pub const OUTBOX: Outbox = IDENTITY.outbox();
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 
@@ -30,48 +35,32 @@ pub struct Settings {
 impl Settings {
     /// Reads settings from `RESULTS_*` and the common environment variables.
     pub fn from_env() -> anyhow::Result<Self> {
-        Ok(Self { common: CommonSettings::from_env("RESULTS", "127.0.0.1:50055")? })
+        Ok(Self {
+            common: CommonSettings::from_env("RESULTS", "127.0.0.1:50055")?,
+        })
     }
 }
 
 /// A built service: migrated database, bound listener.
 pub struct Application {
-    settings: Settings,
-    pool: PgPool,
-    listener: TcpListener,
+    base: ServiceBase,
 }
 
 impl Application {
     /// Connects and migrates the database and binds the gRPC listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let pool = platform::db::connect(&settings.common.database_url, settings.common.database_max_connections).await?;
-        platform::db::migrate(&pool, &MIGRATOR).await?;
-        let listener = TcpListener::bind(settings.common.grpc_addr).await?;
-        Ok(Self { settings, pool, listener })
+        Ok(Self {
+            base: ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?,
+        })
     }
 
     /// The bound gRPC address.
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().expect("a bound listener has an address")
+        self.base.local_addr()
     }
 
-    /// Serves until `shutdown` fires, then drains.
+    /// Serves health, relays the outbox and prunes until `shutdown` fires, then drains.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
-        let common = &self.settings.common;
-        let redis = redis::Client::open(common.redis_url.as_str())?;
-        let (reporter, health) = tonic_health::server::health_reporter();
-        let probe = platform::health::spawn_health_probe(reporter, vec![], self.pool.clone(), redis, shutdown.clone());
-        let relay = OutboxRelay::new(self.pool.clone(), OUTBOX, &common.redis_url, &common.stream_prefix, platform::streams::RESULTS);
-        let relay = tokio::spawn(relay.run(shutdown.clone()));
-        let housekeeping = platform::housekeeping::spawn(self.pool.clone(), SCHEMA, shutdown.clone());
-        let router = platform::grpc::server_builder().add_service(health);
-        tracing::info!(addr = %self.local_addr(), "{SERVICE_NAME} serving");
-        let served = platform::grpc::serve(router, self.listener, shutdown.clone()).await;
-        shutdown.cancel();
-        platform::shutdown::drain(SERVICE_NAME, async {
-            let _ = tokio::join!(relay, probe, housekeeping);
-        })
-        .await;
-        served
+        self.base.serve(vec![], vec![], |router| router, shutdown).await
     }
 }

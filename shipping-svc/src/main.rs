@@ -7,7 +7,9 @@ async fn main() -> anyhow::Result<()> {
     let _telemetry = platform::telemetry::init(SERVICE_NAME);
     let settings = Settings::from_env()?;
     let application = Application::build(settings).await?;
-    let outcome = application.run_until_stopped(platform::shutdown::signal_token()).await;
+    let outcome = application
+        .run_until_stopped(platform::shutdown::signal_token())
+        .await;
     if let Err(error) = &outcome {
         tracing::error!(%error, "{SERVICE_NAME} stopped with an error");
     } else {

@@ -64,9 +64,22 @@ impl Sandbox {
         adjust(&mut settings);
         let mesh = labd::start(settings).await.expect("the mesh starts");
         let base_url = format!("http://{}", mesh.http_addr);
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
-        let sandbox = Self { mesh, http, base_url, database_url, redis_url, stream_prefix };
-        sandbox.labctl(&["catalog", "import", &catalog_document()]).await.expect("the catalog imports");
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap();
+        let sandbox = Self {
+            mesh,
+            http,
+            base_url,
+            database_url,
+            redis_url,
+            stream_prefix,
+        };
+        sandbox
+            .labctl(&["catalog", "import", &catalog_document()])
+            .await
+            .expect("the catalog imports");
         sandbox.wait_ready().await;
         sandbox
     }
@@ -75,7 +88,13 @@ impl Sandbox {
         let url = format!("{}/api/ready", self.base_url);
         platform::testing::wait_for("the mesh to be ready", Duration::from_secs(30), || {
             let request = self.http.get(&url).send();
-            async move { request.await.ok().filter(|response| response.status() == 200).map(|_| ()) }
+            async move {
+                request
+                    .await
+                    .ok()
+                    .filter(|response| response.status() == 200)
+                    .map(|_| ())
+            }
         })
         .await;
     }
@@ -101,10 +120,28 @@ impl Sandbox {
     /// Creates a customer and a key with `scopes` (comma-separated, or "all").
     pub async fn customer(&self, name: &str, scopes: &str) -> Customer {
         let email = format!("{}@example.com", name.to_lowercase().replace(' ', "."));
-        let customer = self.labctl(&["customers", "ensure", "--name", name, "--email", &email]).await.unwrap();
+        let customer = self
+            .labctl(&["customers", "ensure", "--name", name, "--email", &email])
+            .await
+            .unwrap();
         let id = customer["id"].as_str().unwrap().to_owned();
-        let key = self.labctl(&["keys", "create", "--customer", &id, "--name", "test", "--scopes", scopes]).await.unwrap();
-        Customer { id, key: key["key"].as_str().unwrap().to_owned() }
+        let key = self
+            .labctl(&[
+                "keys",
+                "create",
+                "--customer",
+                &id,
+                "--name",
+                "test",
+                "--scopes",
+                scopes,
+            ])
+            .await
+            .unwrap();
+        Customer {
+            id,
+            key: key["key"].as_str().unwrap().to_owned(),
+        }
     }
 
     /// Sends a request as `key` (None: no Authorization header) with optional JSON body and headers.
@@ -116,7 +153,11 @@ impl Sandbox {
         body: Option<&Value>,
         headers: &[(&str, &str)],
     ) -> Answer {
-        let url = if path.starts_with("/api/") { format!("{}{path}", self.base_url) } else { format!("{}/api/v1/agent{path}", self.base_url) };
+        let url = if path.starts_with("/api/") {
+            format!("{}{path}", self.base_url)
+        } else {
+            format!("{}/api/v1/agent{path}", self.base_url)
+        };
         let mut request = self.http.request(method, url);
         if let Some(key) = key {
             request = request.bearer_auth(key);
@@ -132,7 +173,11 @@ impl Sandbox {
         let headers = response.headers().clone();
         let bytes = response.bytes().await.unwrap_or_default();
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Answer { status, headers, body }
+        Answer {
+            status,
+            headers,
+            body,
+        }
     }
 
     /// GET as `key`.
@@ -142,7 +187,8 @@ impl Sandbox {
 
     /// POST JSON as `key` with extra headers.
     pub async fn post(&self, key: &str, path: &str, body: &Value, headers: &[(&str, &str)]) -> Answer {
-        self.call(reqwest::Method::POST, path, Some(key), Some(body), headers).await
+        self.call(reqwest::Method::POST, path, Some(key), Some(body), headers)
+            .await
     }
 
     /// Stops the mesh.

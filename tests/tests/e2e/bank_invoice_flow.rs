@@ -15,7 +15,8 @@ async fn walking_the_catalog_cursor_returns_every_item_exactly_once_with_one_rev
     let agent = sandbox.customer("Cursor Walker", "catalog:read").await;
     let document: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(tests::catalog_document()).unwrap()).unwrap();
-    let expected = document["tests"].as_array().unwrap().len() + document["bundles"].as_array().unwrap().len();
+    let expected =
+        document["tests"].as_array().unwrap().len() + document["bundles"].as_array().unwrap().len();
 
     let mut seen = Vec::new();
     let mut revisions = HashSet::new();
@@ -50,8 +51,16 @@ async fn a_bank_invoice_order_moves_to_paid_when_staff_record_the_transfer() {
 
     let quote = quote(&sandbox, &agent, &["BPC-157", "TB-500"]).await;
     let total = quote["totalCents"].as_i64().unwrap();
-    let line_sum: i64 = quote["lines"].as_array().unwrap().iter().map(|line| line["subtotalCents"].as_i64().unwrap()).sum();
-    assert_eq!(total, line_sum, "standard turnaround and no conformity samples add nothing");
+    let line_sum: i64 = quote["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| line["subtotalCents"].as_i64().unwrap())
+        .sum();
+    assert_eq!(
+        total, line_sum,
+        "standard turnaround and no conformity samples add nothing"
+    );
 
     let mut body = order_body(quote["id"].as_str().unwrap());
     body["clientReference"] = json!("PO-2026-17");
@@ -68,7 +77,10 @@ async fn a_bank_invoice_order_moves_to_paid_when_staff_record_the_transfer() {
     assert_eq!(order["statusHistory"].as_array().unwrap().len(), 1);
     let invoice_number = order["payment"]["invoiceNumber"].as_str().unwrap().to_owned();
     assert!(invoice_number.starts_with("INV-"));
-    assert_eq!(order["payment"]["bankInstructions"]["reference"], invoice_number.as_str());
+    assert_eq!(
+        order["payment"]["bankInstructions"]["reference"],
+        invoice_number.as_str()
+    );
     let order_id = order["id"].as_str().unwrap().to_owned();
     let order_number = order["orderNumber"].as_str().unwrap().to_owned();
 
@@ -77,14 +89,28 @@ async fn a_bank_invoice_order_moves_to_paid_when_staff_record_the_transfer() {
         assert_eq!(found.status, 200, "order by {reference}");
         assert_eq!(found.body["data"]["order"]["id"], order_id.as_str());
     }
-    let invoice = sandbox.get(&agent.key, &format!("/invoices/{invoice_number}")).await;
+    let invoice = sandbox
+        .get(&agent.key, &format!("/invoices/{invoice_number}"))
+        .await;
     assert_eq!(invoice.status, 200);
     assert_eq!(invoice.body["data"]["invoice"]["status"], "open");
-    assert_eq!(invoice.body["data"]["invoice"]["totalCents"].as_i64(), Some(total));
+    assert_eq!(
+        invoice.body["data"]["invoice"]["totalCents"].as_i64(),
+        Some(total)
+    );
 
     let total_text = total.to_string();
     let recorded = sandbox
-        .labctl(&["payments", "record", "--invoice", &invoice_number, "--amount-cents", &total_text, "--bank-reference", "BANK-REF-1"])
+        .labctl(&[
+            "payments",
+            "record",
+            "--invoice",
+            &invoice_number,
+            "--amount-cents",
+            &total_text,
+            "--bank-reference",
+            "BANK-REF-1",
+        ])
         .await
         .unwrap();
     assert_eq!(recorded["invoice"]["status"], "paid");
@@ -94,12 +120,17 @@ async fn a_bank_invoice_order_moves_to_paid_when_staff_record_the_transfer() {
         (answer.body["data"]["order"]["status"] == "paid").then_some(answer)
     })
     .await;
-    let history = paid.body["data"]["order"]["statusHistory"].as_array().unwrap().clone();
+    let history = paid.body["data"]["order"]["statusHistory"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(history.len(), 2);
     assert_eq!(history[1]["fromStatus"], "invoice_sent");
     assert_eq!(history[1]["toStatus"], "paid");
 
-    let invoice = sandbox.get(&agent.key, &format!("/invoices/{invoice_number}")).await;
+    let invoice = sandbox
+        .get(&agent.key, &format!("/invoices/{invoice_number}"))
+        .await;
     assert_eq!(invoice.body["data"]["invoice"]["status"], "paid");
     assert_eq!(invoice.body["data"]["invoice"]["previousStatus"], "open");
     let payments = sandbox.get(&agent.key, "/payments").await;
@@ -107,27 +138,47 @@ async fn a_bank_invoice_order_moves_to_paid_when_staff_record_the_transfer() {
     assert_eq!(payments.len(), 1);
     assert_eq!(payments[0]["amountCents"].as_i64(), Some(total));
     let payment_id = payments[0]["id"].as_str().unwrap();
-    assert_eq!(sandbox.get(&agent.key, &format!("/payments/{payment_id}")).await.status, 200);
+    assert_eq!(
+        sandbox
+            .get(&agent.key, &format!("/payments/{payment_id}"))
+            .await
+            .status,
+        200
+    );
 
-    let orders_events = wait_for("the order events on the stream", Duration::from_secs(10), || async {
-        let events = stream_events(&sandbox, "orders").await;
-        (events.len() >= 2).then_some(events)
-    })
+    let orders_events = wait_for(
+        "the order events on the stream",
+        Duration::from_secs(10),
+        || async {
+            let events = stream_events(&sandbox, "orders").await;
+            (events.len() >= 2).then_some(events)
+        },
+    )
     .await;
     let types: Vec<&str> = orders_events.iter().map(|event| event.r#type.as_str()).collect();
     assert_eq!(types, ["order.created", "order.status_changed"]);
     match &orders_events[1].data {
         Some(Data::OrderStatusChanged(changed)) => {
-            assert_eq!((changed.from_status.as_str(), changed.to_status.as_str()), ("invoice_sent", "paid"));
+            assert_eq!(
+                (changed.from_status.as_str(), changed.to_status.as_str()),
+                ("invoice_sent", "paid")
+            );
         }
         other => panic!("unexpected payload {other:?}"),
     }
-    let payments_events = wait_for("the payment events on the stream", Duration::from_secs(10), || async {
-        let events = stream_events(&sandbox, "payments").await;
-        (events.len() >= 3).then_some(events)
-    })
+    let payments_events = wait_for(
+        "the payment events on the stream",
+        Duration::from_secs(10),
+        || async {
+            let events = stream_events(&sandbox, "payments").await;
+            (events.len() >= 3).then_some(events)
+        },
+    )
     .await;
-    let types: Vec<&str> = payments_events.iter().map(|event| event.r#type.as_str()).collect();
+    let types: Vec<&str> = payments_events
+        .iter()
+        .map(|event| event.r#type.as_str())
+        .collect();
     assert_eq!(types, ["invoice.created", "invoice.updated", "payment.confirmed"]);
     for event in orders_events.iter().chain(&payments_events) {
         assert_eq!(event.customer_id, agent.id, "every event names its customer");

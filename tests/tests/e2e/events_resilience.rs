@@ -58,7 +58,16 @@ struct RedisProcess(std::process::Child);
 impl RedisProcess {
     fn start(port: u16) -> Self {
         let child = std::process::Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("redis-server must be installed (the README's test command installs it)");
@@ -74,11 +83,18 @@ impl Drop for RedisProcess {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 async fn unpublished(pool: &PgPool) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM relaytest.outbox WHERE published_at IS NULL").fetch_one(pool).await.unwrap()
+    sqlx::query_scalar("SELECT count(*) FROM relaytest.outbox WHERE published_at IS NULL")
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -95,7 +111,12 @@ async fn outbox_rows_written_while_redis_is_down_reach_the_stream_once_it_is_bac
     let mut written = Vec::new();
     let mut tx = pool.begin().await.unwrap();
     for n in 0..3 {
-        written.push(outbox.enqueue(&mut tx, status_changed(&format!("order-{n}"))).await.unwrap());
+        written.push(
+            outbox
+                .enqueue(&mut tx, status_changed(&format!("order-{n}")))
+                .await
+                .unwrap(),
+        );
     }
     tx.commit().await.unwrap();
 
@@ -127,7 +148,11 @@ async fn outbox_rows_written_while_redis_is_down_reach_the_stream_once_it_is_bac
     let relayed: Vec<String> = entries.iter().map(|envelope| envelope.id.clone()).collect();
     let expected: Vec<String> = written.iter().map(Uuid::to_string).collect();
     assert_eq!(relayed, expected, "every event arrives once, in commit order");
-    assert!(entries.iter().all(|envelope| envelope.r#type == "order.status_changed" && envelope.source == "test-svc"));
+    assert!(
+        entries
+            .iter()
+            .all(|envelope| envelope.r#type == "order.status_changed" && envelope.source == "test-svc")
+    );
     wait_for("rows marked published", Duration::from_secs(5), || async {
         (unpublished(&pool).await == 0).then_some(())
     })
@@ -163,7 +188,11 @@ impl EventHandler for CountingHandler {
 }
 
 async fn pending_count(redis_url: &str, stream: &str, group: &str) -> usize {
-    let mut connection = redis::Client::open(redis_url).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let mut connection = redis::Client::open(redis_url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
     let reply: redis::streams::StreamPendingReply = connection.xpending(stream, group).await.unwrap();
     reply.count()
 }
@@ -174,11 +203,25 @@ async fn a_consumer_that_dies_after_its_commit_but_before_xack_does_not_apply_th
     let redis_url = platform::testing::redis_url();
     let stream = platform::streams::stream_name(&unique_stream_prefix(), "orders");
     let event_id = Uuid::now_v7();
-    let envelope = EventEnvelope { id: event_id.to_string(), r#type: "order.status_changed".into(), ..Default::default() };
-    let mut connection = redis::Client::open(redis_url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
-    let _: String = connection.xadd(&stream, "*", &[("envelope", envelope.encode_to_vec())]).await.unwrap();
+    let envelope = EventEnvelope {
+        id: event_id.to_string(),
+        r#type: "order.status_changed".into(),
+        ..Default::default()
+    };
+    let mut connection = redis::Client::open(redis_url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: String = connection
+        .xadd(&stream, "*", &[("envelope", envelope.encode_to_vec())])
+        .await
+        .unwrap();
 
-    let handler = Arc::new(CountingHandler { pool: pool.clone(), invocations: AtomicUsize::new(0) });
+    let handler = Arc::new(CountingHandler {
+        pool: pool.clone(),
+        invocations: AtomicUsize::new(0),
+    });
     let mut dying = ConsumerSettings::new("crash-test", vec![stream.clone()]);
     dying.acknowledge = false;
     dying.reclaim_idle = Duration::from_secs(3600);
@@ -194,19 +237,30 @@ async fn a_consumer_that_dies_after_its_commit_but_before_xack_does_not_apply_th
     wait_for("the first consumer to commit", Duration::from_secs(10), applied).await;
     first_life.cancel();
     first.await.unwrap();
-    assert_eq!(pending_count(&redis_url, &stream, "crash-test").await, 1, "the entry is still pending");
+    assert_eq!(
+        pending_count(&redis_url, &stream, "crash-test").await,
+        1,
+        "the entry is still pending"
+    );
 
     let mut survivor = ConsumerSettings::new("crash-test", vec![stream.clone()]);
     survivor.reclaim_idle = Duration::from_millis(200);
     let second_life = CancellationToken::new();
-    let second = tokio::spawn(StreamConsumer::new(&redis_url, survivor, handler.clone()).run(second_life.clone()));
-    wait_for("the survivor to reclaim and acknowledge", Duration::from_secs(10), || async {
-        (pending_count(&redis_url, &stream, "crash-test").await == 0).then_some(())
-    })
+    let second =
+        tokio::spawn(StreamConsumer::new(&redis_url, survivor, handler.clone()).run(second_life.clone()));
+    wait_for(
+        "the survivor to reclaim and acknowledge",
+        Duration::from_secs(10),
+        || async { (pending_count(&redis_url, &stream, "crash-test").await == 0).then_some(()) },
+    )
     .await;
     second_life.cancel();
     second.await.unwrap();
 
-    assert_eq!(handler.invocations.load(Ordering::SeqCst), 2, "the event was delivered twice");
+    assert_eq!(
+        handler.invocations.load(Ordering::SeqCst),
+        2,
+        "the event was delivered twice"
+    );
     assert_eq!(applied().await, Some(1), "but applied once");
 }

@@ -14,16 +14,29 @@ async fn a_hundred_concurrent_identical_order_requests_create_one_order_and_all_
     let quote = quote(&sandbox, &agent, &["Semaglutide"]).await;
     let body = order_body(quote["id"].as_str().unwrap());
 
-    let answers = join_all((0..100).map(|_| place_order(&sandbox, &agent, &body, "same-key-for-all-100"))).await;
+    let answers =
+        join_all((0..100).map(|_| place_order(&sandbox, &agent, &body, "same-key-for-all-100"))).await;
 
     let statuses: HashSet<u16> = answers.iter().map(|answer| answer.status).collect();
-    assert_eq!(statuses, HashSet::from([201]), "{:?}", answers.iter().find(|answer| answer.status != 201));
+    assert_eq!(
+        statuses,
+        HashSet::from([201]),
+        "{:?}",
+        answers.iter().find(|answer| answer.status != 201)
+    );
     let bodies: HashSet<String> = answers.iter().map(|answer| answer.body.to_string()).collect();
     assert_eq!(bodies.len(), 1, "every caller receives the same order");
-    let replays = answers.iter().filter(|answer| answer.header("idempotent-replayed") == Some("true")).count();
+    let replays = answers
+        .iter()
+        .filter(|answer| answer.header("idempotent-replayed") == Some("true"))
+        .count();
     assert_eq!(replays, 99, "all but the first are replays");
     let listed = sandbox.get(&agent.key, "/orders").await;
-    assert_eq!(listed.body["data"].as_array().unwrap().len(), 1, "exactly one order exists");
+    assert_eq!(
+        listed.body["data"].as_array().unwrap().len(),
+        1,
+        "exactly one order exists"
+    );
     sandbox.stop().await;
 }
 
@@ -40,7 +53,12 @@ async fn concurrent_orders_on_one_quote_with_different_keys_create_one_order() {
     let created = answers.iter().filter(|answer| answer.status == 201).count();
     assert_eq!(created, 1, "exactly one request wins the quote");
     for answer in answers.iter().filter(|answer| answer.status != 201) {
-        assert_eq!((answer.status, answer.error_code()), (409, "quote_already_consumed"), "{:?}", answer.body);
+        assert_eq!(
+            (answer.status, answer.error_code()),
+            (409, "quote_already_consumed"),
+            "{:?}",
+            answer.body
+        );
     }
     let listed = sandbox.get(&agent.key, "/orders").await;
     assert_eq!(listed.body["data"].as_array().unwrap().len(), 1);
@@ -65,10 +83,16 @@ async fn a_replay_answers_like_the_first_response_and_another_body_with_the_same
     let mut other = body.clone();
     other["notes"] = json!("changed my mind");
     let conflict = place_order(&sandbox, &agent, &other, "retry-key-0001").await;
-    assert_eq!((conflict.status, conflict.error_code()), (409, "idempotency_key_reused"));
+    assert_eq!(
+        (conflict.status, conflict.error_code()),
+        (409, "idempotency_key_reused")
+    );
 
     let second_quote_key = place_order(&sandbox, &agent, &body, "retry-key-0002").await;
-    assert_eq!((second_quote_key.status, second_quote_key.error_code()), (409, "quote_already_consumed"));
+    assert_eq!(
+        (second_quote_key.status, second_quote_key.error_code()),
+        (409, "quote_already_consumed")
+    );
     sandbox.stop().await;
 }
 
@@ -80,8 +104,20 @@ async fn the_same_key_used_by_another_customer_is_independent() {
     let alice_quote = quote(&sandbox, &alice, &["GHK-Cu"]).await;
     let bob_quote = quote(&sandbox, &bob, &["GHK-Cu"]).await;
 
-    let a = place_order(&sandbox, &alice, &order_body(alice_quote["id"].as_str().unwrap()), "shared-key-0001").await;
-    let b = place_order(&sandbox, &bob, &order_body(bob_quote["id"].as_str().unwrap()), "shared-key-0001").await;
+    let a = place_order(
+        &sandbox,
+        &alice,
+        &order_body(alice_quote["id"].as_str().unwrap()),
+        "shared-key-0001",
+    )
+    .await;
+    let b = place_order(
+        &sandbox,
+        &bob,
+        &order_body(bob_quote["id"].as_str().unwrap()),
+        "shared-key-0001",
+    )
+    .await;
     assert_eq!((a.status, b.status), (201, 201));
     assert_eq!(b.header("idempotent-replayed"), None);
     assert_ne!(a.body["data"]["order"]["id"], b.body["data"]["order"]["id"]);

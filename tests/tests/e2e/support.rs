@@ -8,14 +8,21 @@ use tests::{Answer, Customer, Sandbox};
 
 /// Two test ids quotable in `category`, cheapest first, with their prices.
 pub async fn two_tests(sandbox: &Sandbox, customer: &Customer, category: &str) -> Vec<(String, i64)> {
-    let page = sandbox.get(&customer.key, &format!("/catalog?category={category}&limit=200")).await;
+    let page = sandbox
+        .get(&customer.key, &format!("/catalog?category={category}&limit=200"))
+        .await;
     assert_eq!(page.status, 200, "{:?}", page.body);
     let mut tests: Vec<(String, i64)> = page.body["data"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|item| item["kind"] == "test")
-        .map(|item| (item["id"].as_str().unwrap().to_owned(), item["priceCents"].as_i64().unwrap()))
+        .map(|item| {
+            (
+                item["id"].as_str().unwrap().to_owned(),
+                item["priceCents"].as_i64().unwrap(),
+            )
+        })
         .collect();
     tests.sort_by_key(|(_, price)| *price);
     assert!(tests.len() >= 2, "the category {category} has at least two tests");
@@ -43,7 +50,9 @@ pub fn order_body(quote_id: &str) -> Value {
 
 /// Places an order with an idempotency key.
 pub async fn place_order(sandbox: &Sandbox, customer: &Customer, body: &Value, key: &str) -> Answer {
-    sandbox.post(&customer.key, "/orders", body, &[("Idempotency-Key", key)]).await
+    sandbox
+        .post(&customer.key, "/orders", body, &[("Idempotency-Key", key)])
+        .await
 }
 
 /// Every event on a domain stream of the sandbox, in stream order.

@@ -9,20 +9,37 @@ async fn another_customer_gets_404_for_an_order_and_sees_none_of_its_orders_invo
     let alice = sandbox.customer("Alice Isolated", "all").await;
     let bob = sandbox.customer("Bob Curious", "all").await;
     let quote = quote(&sandbox, &alice, &["Tesamorelin"]).await;
-    let order = place_order(&sandbox, &alice, &order_body(quote["id"].as_str().unwrap()), "alice-order-1").await;
+    let order = place_order(
+        &sandbox,
+        &alice,
+        &order_body(quote["id"].as_str().unwrap()),
+        "alice-order-1",
+    )
+    .await;
     assert_eq!(order.status, 201);
     let order = &order.body["data"]["order"];
     let invoice_number = order["payment"]["invoiceNumber"].as_str().unwrap();
     let total = order["totalCents"].as_i64().unwrap().to_string();
     sandbox
-        .labctl(&["payments", "record", "--invoice", invoice_number, "--amount-cents", &total, "--bank-reference", "ISO-1"])
+        .labctl(&[
+            "payments",
+            "record",
+            "--invoice",
+            invoice_number,
+            "--amount-cents",
+            &total,
+            "--bank-reference",
+            "ISO-1",
+        ])
         .await
         .unwrap();
     let alice_payment = sandbox.get(&alice.key, "/payments").await;
     let payment_id = alice_payment.body["data"][0]["id"].as_str().unwrap().to_owned();
     let invoice_id = order["payment"]["invoiceId"].as_str().unwrap();
 
-    let missing = sandbox.get(&bob.key, "/orders/00000000-0000-7000-8000-000000000000").await;
+    let missing = sandbox
+        .get(&bob.key, "/orders/00000000-0000-7000-8000-000000000000")
+        .await;
     assert_eq!((missing.status, missing.error_code()), (404, "not_found"));
     for path in [
         format!("/orders/{}", order["id"].as_str().unwrap()),
@@ -39,13 +56,30 @@ async fn another_customer_gets_404_for_an_order_and_sees_none_of_its_orders_invo
     for list in ["/orders", "/invoices", "/payments"] {
         let answer = sandbox.get(&bob.key, list).await;
         assert_eq!(answer.status, 200);
-        assert_eq!(answer.body["data"].as_array().unwrap().len(), 0, "{list} is empty for another customer");
+        assert_eq!(
+            answer.body["data"].as_array().unwrap().len(),
+            0,
+            "{list} is empty for another customer"
+        );
         let own = sandbox.get(&alice.key, list).await;
-        assert_eq!(own.body["data"].as_array().unwrap().len(), 1, "{list} shows the owner's resource");
+        assert_eq!(
+            own.body["data"].as_array().unwrap().len(),
+            1,
+            "{list} shows the owner's resource"
+        );
     }
     let bob_quote = sandbox
-        .post(&bob.key, "/orders", &order_body(quote["id"].as_str().unwrap()), &[("Idempotency-Key", "bob-steals-quote")])
+        .post(
+            &bob.key,
+            "/orders",
+            &order_body(quote["id"].as_str().unwrap()),
+            &[("Idempotency-Key", "bob-steals-quote")],
+        )
         .await;
-    assert_eq!((bob_quote.status, bob_quote.error_code()), (404, "quote_not_found"), "another customer's quote is unknown");
+    assert_eq!(
+        (bob_quote.status, bob_quote.error_code()),
+        (404, "quote_not_found"),
+        "another customer's quote is unknown"
+    );
     sandbox.stop().await;
 }

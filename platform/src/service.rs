@@ -1,0 +1,121 @@
+//! The lifecycle every domain service shares: connect and migrate its schema, bind its gRPC
+//! listener, then serve with the background workers every service runs (health probe, outbox
+//! relay, housekeeping) plus its own (stream consumers), and drain them all on shutdown.
+
+use crate::config::CommonSettings;
+use crate::outbox::{Outbox, OutboxRelay};
+use crate::principal::TokenKeys;
+use sqlx::PgPool;
+use sqlx::migrate::Migrator;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Who a service is: its name, the schema it owns and the domain stream it publishes to.
+#[derive(Clone, Copy, Debug)]
+pub struct ServiceIdentity {
+    /// Service name in events, logs, traces and service tokens, e.g. `orders-svc`.
+    pub name: &'static str,
+    /// Schema the service owns.
+    pub schema: &'static str,
+    /// Domain of its stream (`platform::streams::ORDERS`, …).
+    pub domain: &'static str,
+}
+
+impl ServiceIdentity {
+    /// The outbox of this service.
+    pub const fn outbox(&self) -> Outbox {
+        Outbox::new(self.schema, self.name)
+    }
+}
+
+/// A built service: migrated pool and bound listener.
+pub struct ServiceBase {
+    pub identity: ServiceIdentity,
+    pub common: CommonSettings,
+    pub pool: PgPool,
+    listener: TcpListener,
+}
+
+impl ServiceBase {
+    /// Connects (creating the database when missing), migrates and binds the gRPC listener.
+    pub async fn build(
+        identity: ServiceIdentity,
+        common: &CommonSettings,
+        migrator: &Migrator,
+    ) -> anyhow::Result<Self> {
+        let pool = crate::db::connect(&common.database_url, common.database_max_connections).await?;
+        crate::db::migrate(&pool, migrator).await?;
+        let listener = TcpListener::bind(common.grpc_addr).await?;
+        Ok(Self {
+            identity,
+            common: common.clone(),
+            pool,
+            listener,
+        })
+    }
+
+    /// The bound gRPC address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    /// The keys that verify principal tokens and mint service tokens.
+    pub fn token_keys(&self) -> Arc<TokenKeys> {
+        Arc::new(TokenKeys::new(
+            &self.common.internal_token_secret,
+            &self.common.staff_token_secret,
+        ))
+    }
+
+    /// The stream name of `domain` under this deployment's prefix.
+    pub fn stream(&self, domain: &str) -> String {
+        crate::streams::stream_name(&self.common.stream_prefix, domain)
+    }
+
+    /// Serves `add_services(router with health)` until `shutdown` fires, running the health
+    /// probe for `grpc_services`, the outbox relay, housekeeping and `workers`; then drains.
+    pub async fn serve(
+        self,
+        grpc_services: Vec<&'static str>,
+        workers: Vec<JoinHandle<()>>,
+        add_services: impl FnOnce(tonic::transport::server::Router) -> tonic::transport::server::Router,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<()> {
+        let identity = self.identity;
+        let redis = redis::Client::open(self.common.redis_url.as_str())?;
+        let (reporter, health) = tonic_health::server::health_reporter();
+        let mut tasks = workers;
+        tasks.push(crate::health::spawn_health_probe(
+            reporter,
+            grpc_services,
+            self.pool.clone(),
+            redis,
+            shutdown.clone(),
+        ));
+        let relay = OutboxRelay::new(
+            self.pool.clone(),
+            identity.outbox(),
+            &self.common.redis_url,
+            &self.common.stream_prefix,
+            identity.domain,
+        );
+        tasks.push(tokio::spawn(relay.run(shutdown.clone())));
+        tasks.push(crate::housekeeping::spawn(
+            self.pool.clone(),
+            identity.schema,
+            shutdown.clone(),
+        ));
+
+        let router = add_services(crate::grpc::server_builder().add_service(health));
+        tracing::info!(addr = %self.local_addr(), "{} serving", identity.name);
+        let served = crate::grpc::serve(router, self.listener, shutdown.clone()).await;
+        shutdown.cancel();
+        crate::shutdown::drain(identity.name, futures::future::join_all(tasks)).await;
+        served
+    }
+}
