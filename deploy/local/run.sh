@@ -115,7 +115,6 @@ $rule
       "$BASE_URL/api/v1/agent/catalog?limit=5"
 
   OpenAPI document : $BASE_URL/api/v1/openapi.json
-  MCP endpoint     : $BASE_URL/api/mcp
   labd log         : $LABD_LOG
   Staff CLI        : $LABCTL_BIN --help
 
