@@ -24,6 +24,16 @@ impl Drop for TelemetryGuard {
 /// Installs the global subscriber and propagator for a process named `service_name`.
 /// Safe to call more than once (later calls only return a guard).
 pub fn init(service_name: &str) -> TelemetryGuard {
+    install(service_name, false)
+}
+
+/// Like [`init`], but logs go through the test harness's capture (shown only for failing
+/// tests) and default to warnings.
+pub fn init_for_tests(service_name: &str) -> TelemetryGuard {
+    install(service_name, true)
+}
+
+fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
     opentelemetry::global::set_text_map_propagator(
         opentelemetry_sdk::propagation::TraceContextPropagator::new(),
     );
@@ -45,14 +55,26 @@ pub fn init(service_name: &str) -> TelemetryGuard {
     let tracer = provider.tracer(service_name.to_owned());
     opentelemetry::global::set_tracer_provider(provider.clone());
 
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,h2=warn,tower=warn,hyper=warn,tonic=warn"));
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_target(false)
-        .compact()
-        .with_filter(filter);
-    let otel = tracing_opentelemetry::layer().with_tracer(tracer);
-    let _ = tracing_subscriber::registry().with(otel).with(fmt).try_init();
+    let default_filter = if for_tests {
+        "warn"
+    } else {
+        "info,sqlx=warn,h2=warn,tower=warn,hyper=warn,tonic=warn"
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
+    let fmt = tracing_subscriber::fmt::layer().with_target(false).compact();
+    let fmt = if for_tests {
+        fmt.with_test_writer().boxed()
+    } else {
+        fmt.boxed()
+    };
+    // Only spans at info level and above become trace spans: ours, not the libraries' internals.
+    let otel = tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+    let _ = tracing_subscriber::registry()
+        .with(otel)
+        .with(fmt.with_filter(filter))
+        .try_init();
     TelemetryGuard { provider }
 }
 

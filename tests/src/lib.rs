@@ -57,6 +57,9 @@ impl Sandbox {
 
     /// Starts a mesh after `adjust` changed its settings, and imports the shipped catalog.
     pub async fn start_with(adjust: impl FnOnce(&mut MeshSettings)) -> Self {
+        // Installs the trace-context propagator and tracing layers, as labd's main does, so trace
+        // context flows through the sandbox exactly as in a deployment. Later calls are no-ops.
+        std::mem::forget(platform::telemetry::init_for_tests("sandbox"));
         let database_url = platform::testing::fresh_database().await;
         let redis_url = platform::testing::redis_url();
         let stream_prefix = platform::testing::unique_stream_prefix();

@@ -1,7 +1,7 @@
 //! The walking skeleton: catalog → quote → order → bank invoice → recorded payment → paid,
 //! through REST and labctl across the whole mesh, with the events it leaves on the streams.
 
-use crate::support::{order_body, place_order, quote, stream_events};
+use crate::support::{order_body, quote, stream_events};
 use platform::testing::wait_for;
 use proto::events::event_envelope::Data;
 use serde_json::json;
@@ -65,7 +65,20 @@ async fn a_bank_invoice_order_moves_to_paid_when_staff_record_the_transfer() {
     let mut body = order_body(quote["id"].as_str().unwrap());
     body["clientReference"] = json!("PO-2026-17");
     body["sampleMetadata"] = json!([{ "compoundName": "BPC-157", "lotNumber": "LOT-A1" }]);
-    let created = place_order(&sandbox, &agent, &body, "order-key-0001").await;
+    // The caller's W3C trace continues through the gateway and orders-svc into the event.
+    let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let traceparent = format!("00-{trace_id}-00f067aa0ba902b7-01");
+    let created = sandbox
+        .post(
+            &agent.key,
+            "/orders",
+            &body,
+            &[
+                ("Idempotency-Key", "order-key-0001"),
+                ("traceparent", &traceparent),
+            ],
+        )
+        .await;
     assert_eq!(created.status, 201, "{:?}", created.body);
     let order = &created.body["data"]["order"];
     assert_eq!(order["status"], "invoice_sent");
@@ -157,6 +170,11 @@ async fn a_bank_invoice_order_moves_to_paid_when_staff_record_the_transfer() {
     .await;
     let types: Vec<&str> = orders_events.iter().map(|event| event.r#type.as_str()).collect();
     assert_eq!(types, ["order.created", "order.status_changed"]);
+    assert!(
+        orders_events[0].traceparent.contains(trace_id),
+        "order.created carries the caller's trace: {:?}",
+        orders_events[0].traceparent
+    );
     match &orders_events[1].data {
         Some(Data::OrderStatusChanged(changed)) => {
             assert_eq!(
