@@ -11,6 +11,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut files = Vec::new();
     collect_protos(&root.join("lab"), &mut files)?;
     files.sort();
+    // The directory too, so that a new .proto file triggers a rebuild.
+    println!("cargo:rerun-if-changed={}", root.join("lab").display());
     for file in &files {
         println!("cargo:rerun-if-changed={}", file.display());
     }

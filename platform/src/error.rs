@@ -63,6 +63,8 @@ error_codes! {
     UnknownTurnaround => ("unknown_turnaround", 400, InvalidArgument, "the turnaround is not offered"),
     DuplicateCompound => ("duplicate_compound", 400, InvalidArgument, "a compound name appears twice"),
     UnknownCompound => ("unknown_compound", 400, InvalidArgument, "sampleMetadata names a compound that is not on the quote (exact, case-sensitive match)"),
+    InvalidWebhookUrl => ("invalid_webhook_url", 400, InvalidArgument, "the webhook URL must be https to a public address, without user info"),
+    UnknownEvent => ("unknown_event", 400, InvalidArgument, "an event type is not one of the documented event kinds"),
     InvalidPaymentMethod => ("invalid_payment_method", 400, InvalidArgument, "the payment method is not one of the accepted spellings"),
     PaymentMethodUnavailable => ("payment_method_unavailable", 400, InvalidArgument, "the payment rail exists but is not yet offered by this deployment"),
     Unauthenticated => ("unauthenticated", 401, Unauthenticated, "the API key is missing, malformed, unknown or revoked"),

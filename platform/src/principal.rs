@@ -41,8 +41,10 @@ pub mod roles {
     pub const PAYMENTS_ADMIN: &str = "payments.admin";
     /// Manage customers and API keys.
     pub const IDENTITY_ADMIN: &str = "identity.admin";
+    /// Inspect deliveries, redeliver dead letters and replay events of any endpoint.
+    pub const WEBHOOKS_ADMIN: &str = "webhooks.admin";
     /// Every role, as labctl asks for by default.
-    pub const ALL: [&str; 3] = [CATALOG_ADMIN, PAYMENTS_ADMIN, IDENTITY_ADMIN];
+    pub const ALL: [&str; 4] = [CATALOG_ADMIN, PAYMENTS_ADMIN, IDENTITY_ADMIN, WEBHOOKS_ADMIN];
 }
 
 /// An authenticated caller.

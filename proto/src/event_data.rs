@@ -27,3 +27,33 @@ pub fn to_json(data: &Data) -> serde_json::Value {
     // Serializing plain structs of strings and integers into a Value cannot fail.
     rendered.unwrap_or(serde_json::Value::Null)
 }
+
+/// Every event type of the spec with the read scope a webhook subscription to it needs.
+pub const EVENT_KINDS: [(&str, &str); 18] = [
+    ("order.created", "orders:read"),
+    ("order.status_changed", "orders:read"),
+    ("order.cancelled", "orders:read"),
+    ("invoice.created", "invoices:read"),
+    ("invoice.updated", "invoices:read"),
+    ("payment.requested", "payments:read"),
+    ("payment.observed", "payments:read"),
+    ("payment.confirming", "payments:read"),
+    ("payment.confirmed", "payments:read"),
+    ("payment.reorged", "payments:read"),
+    ("payment.expired", "payments:read"),
+    ("shipment.label_created", "shipments:read"),
+    ("shipment.updated", "shipments:read"),
+    ("sample.received", "orders:read"),
+    ("testing.started", "orders:read"),
+    ("results.published", "results:read"),
+    ("coa.published", "results:read"),
+    ("coa.retracted", "results:read"),
+];
+
+/// Returns the read scope of an event type, or `None` for an unknown type.
+pub fn read_scope(event_type: &str) -> Option<&'static str> {
+    EVENT_KINDS
+        .iter()
+        .find(|(name, _)| *name == event_type)
+        .map(|(_, scope)| *scope)
+}

@@ -34,6 +34,11 @@ pub mod lab {
             tonic::include_proto!("lab.results.v1");
         }
     }
+    pub mod webhooks {
+        pub mod v1 {
+            tonic::include_proto!("lab.webhooks.v1");
+        }
+    }
     pub mod identity {
         pub mod v1 {
             tonic::include_proto!("lab.identity.v1");
@@ -48,5 +53,6 @@ pub use lab::orders::v1 as orders;
 pub use lab::payments::v1 as payments;
 pub use lab::results::v1 as results;
 pub use lab::shipping::v1 as shipping;
+pub use lab::webhooks::v1 as webhooks;
 
 pub mod event_data;
