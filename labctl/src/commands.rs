@@ -1,11 +1,14 @@
 //! Execution of labctl commands: one gRPC call each, with a freshly minted staff token.
 
-use crate::{CatalogCommand, Cli, Command, Connection, CustomersCommand, KeysCommand, PaymentsCommand};
+use crate::{
+    CatalogCommand, Cli, Command, Connection, CustomersCommand, KeysCommand, PaymentsCommand, WebhooksCommand,
+};
 use anyhow::Context;
 use platform::principal::{Principal, PrincipalKind, TokenKeys, roles};
 use proto::catalog::catalog_service_client::CatalogServiceClient;
 use proto::identity::identity_service_client::IdentityServiceClient;
 use proto::payments::payments_service_client::PaymentsServiceClient;
+use proto::webhooks::webhooks_service_client::WebhooksServiceClient;
 use serde_json::{Value, json};
 
 /// Runs one command and returns its result as JSON.
@@ -17,6 +20,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<Value> {
         Command::Keys(command) => keys(connection, &token, command).await,
         Command::Catalog(command) => catalog(connection, &token, command).await,
         Command::Payments(command) => payments(connection, &token, command).await,
+        Command::Webhooks(command) => webhooks(connection, &token, command).await,
     }
 }
 
@@ -183,11 +187,7 @@ async fn payments(connection: &Connection, token: &str, command: PaymentsCommand
         received_at,
     } = command;
     let received_at = match received_at {
-        Some(text) => {
-            let time =
-                chrono::DateTime::parse_from_rfc3339(&text).context("--received-at must be RFC 3339")?;
-            Some(platform::time::to_timestamp(time.with_timezone(&chrono::Utc)))
-        }
+        Some(text) => Some(rfc3339_timestamp(&text, "--received-at")?),
         None => None,
     };
     let mut client = PaymentsServiceClient::connect(connection.payments_addr.clone())
@@ -211,4 +211,82 @@ async fn payments(connection: &Connection, token: &str, command: PaymentsCommand
         "invoice": { "id": invoice.id, "invoiceNumber": invoice.invoice_number, "status": invoice.status,
                      "amountPaidCents": invoice.amount_paid_cents, "amountDueCents": invoice.amount_due_cents },
     }))
+}
+
+fn rfc3339_timestamp(text: &str, flag: &str) -> anyhow::Result<prost_types::Timestamp> {
+    let time =
+        chrono::DateTime::parse_from_rfc3339(text).with_context(|| format!("{flag} must be RFC 3339"))?;
+    Ok(platform::time::to_timestamp(time.with_timezone(&chrono::Utc)))
+}
+
+fn delivery_json(delivery: &proto::webhooks::Delivery) -> Value {
+    let attempts: Vec<Value> = delivery
+        .attempts
+        .iter()
+        .map(|attempt| {
+            json!({
+                "attemptNumber": attempt.attempt_number, "attemptedAt": timestamp(attempt.attempted_at.as_ref()),
+                "statusCode": attempt.status_code, "latencyMs": attempt.latency_ms, "error": attempt.error,
+                "outcome": attempt.outcome,
+            })
+        })
+        .collect();
+    json!({
+        "id": delivery.id, "endpointId": delivery.endpoint_id, "eventId": delivery.event_id,
+        "eventType": delivery.event_type, "status": delivery.status, "attemptCount": delivery.attempt_count,
+        "nextAttemptAt": timestamp(delivery.next_attempt_at.as_ref()), "createdAt": timestamp(delivery.created_at.as_ref()),
+        "attempts": attempts,
+    })
+}
+
+async fn webhooks(connection: &Connection, token: &str, command: WebhooksCommand) -> anyhow::Result<Value> {
+    let mut client = WebhooksServiceClient::connect(connection.webhooks_addr.clone())
+        .await
+        .with_context(|| format!("cannot reach webhooks-svc at {}", connection.webhooks_addr))?;
+    match command {
+        WebhooksCommand::Deliveries {
+            endpoint,
+            status,
+            limit,
+        } => {
+            let message = proto::webhooks::ListDeliveriesRequest {
+                endpoint_id: endpoint,
+                status,
+                limit,
+                cursor: None,
+            };
+            let response = client
+                .list_deliveries(request(message, token))
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            Ok(Value::Array(
+                response.deliveries.iter().map(delivery_json).collect(),
+            ))
+        }
+        WebhooksCommand::Redeliver { endpoint } => {
+            let message = proto::webhooks::RedeliverDeadLettersRequest {
+                endpoint_id: endpoint,
+            };
+            let response = client
+                .redeliver_dead_letters(request(message, token))
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            Ok(json!({ "queued": response.queued }))
+        }
+        WebhooksCommand::Replay { endpoint, since } => {
+            let since = rfc3339_timestamp(&since, "--since")?;
+            let message = proto::webhooks::ReplayEventsRequest {
+                endpoint_id: endpoint,
+                since: Some(since),
+            };
+            let response = client
+                .replay_events(request(message, token))
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            Ok(json!({ "queued": response.queued }))
+        }
+    }
 }

@@ -53,6 +53,14 @@ pub struct Connection {
         global = true
     )]
     pub payments_addr: String,
+    /// webhooks-svc gRPC address.
+    #[arg(
+        long,
+        env = "WEBHOOKS_SVC_ADDR",
+        default_value = "http://127.0.0.1:50056",
+        global = true
+    )]
+    pub webhooks_addr: String,
     /// Secret that signs staff tokens.
     #[arg(long, env = "LAB_STAFF_TOKEN_SECRET", default_value = platform::config::DEV_STAFF_TOKEN_SECRET, hide_env_values = true, global = true)]
     pub staff_secret: String,
@@ -75,6 +83,37 @@ pub enum Command {
     /// Payments received.
     #[command(subcommand)]
     Payments(PaymentsCommand),
+    /// Webhook deliveries.
+    #[command(subcommand)]
+    Webhooks(WebhooksCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WebhooksCommand {
+    /// Lists an endpoint's deliveries with every attempt, newest first.
+    Deliveries {
+        /// Endpoint id.
+        #[arg(long)]
+        endpoint: String,
+        /// Only deliveries in this status (pending, succeeded, dead, abandoned).
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long)]
+        limit: Option<i32>,
+    },
+    /// Queues dead deliveries again (one endpoint's, or every endpoint's).
+    Redeliver {
+        #[arg(long)]
+        endpoint: Option<String>,
+    },
+    /// Delivers again every stored event since a time to one endpoint, with the original event ids.
+    Replay {
+        #[arg(long)]
+        endpoint: String,
+        /// RFC 3339 time.
+        #[arg(long)]
+        since: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -113,6 +113,8 @@ impl Sandbox {
             self.mesh.catalog_uri.clone(),
             "--payments-addr".to_owned(),
             self.mesh.payments_uri.clone(),
+            "--webhooks-addr".to_owned(),
+            self.mesh.webhooks_uri.clone(),
             "--staff-secret".to_owned(),
             platform::config::DEV_STAFF_TOKEN_SECRET.to_owned(),
         ];
