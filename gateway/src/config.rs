@@ -4,10 +4,11 @@
 //! Environment variables (defaults in brackets): `GATEWAY_HTTP_ADDR` [127.0.0.1:8080],
 //! `GATEWAY_GRPC_ADDR` [127.0.0.1:50050], `LAB_API_KEY_PEPPER` [a development value],
 //! `CATALOG_SVC_ADDR` [http://127.0.0.1:50051], `ORDERS_SVC_ADDR` [http://127.0.0.1:50052],
-//! `PAYMENTS_SVC_ADDR` [http://127.0.0.1:50053], `GATEWAY_RATE_LIMIT_PER_SECOND` [20],
-//! `GATEWAY_RATE_LIMIT_BURST` [40], `GATEWAY_KEY_CACHE_TTL_MS` [5000, at most 5000], plus the
-//! common `DATABASE_URL`, `REDIS_URL`, `STREAM_PREFIX`, `LAB_INTERNAL_TOKEN_SECRET`,
-//! `LAB_STAFF_TOKEN_SECRET`, `DATABASE_MAX_CONNECTIONS` (each also readable as `GATEWAY_<NAME>`).
+//! `PAYMENTS_SVC_ADDR` [http://127.0.0.1:50053], `WEBHOOKS_SVC_ADDR` [http://127.0.0.1:50056],
+//! `GATEWAY_RATE_LIMIT_PER_SECOND` [20], `GATEWAY_RATE_LIMIT_BURST` [40],
+//! `GATEWAY_KEY_CACHE_TTL_MS` [5000, at most 5000], plus the common `DATABASE_URL`,
+//! `REDIS_URL`, `STREAM_PREFIX`, `LAB_INTERNAL_TOKEN_SECRET`, `LAB_STAFF_TOKEN_SECRET`,
+//! `DATABASE_MAX_CONNECTIONS` (each also readable as `GATEWAY_<NAME>`).
 
 use platform::config::{CommonSettings, prefixed_or_common, socket_addr};
 use secrecy::SecretString;
@@ -28,15 +29,17 @@ pub struct PeerAddrs {
     pub catalog: String,
     pub orders: String,
     pub payments: String,
+    pub webhooks: String,
 }
 
 impl PeerAddrs {
-    /// Reads `CATALOG_SVC_ADDR`, `ORDERS_SVC_ADDR` and `PAYMENTS_SVC_ADDR`.
+    /// Reads `CATALOG_SVC_ADDR`, `ORDERS_SVC_ADDR`, `PAYMENTS_SVC_ADDR` and `WEBHOOKS_SVC_ADDR`.
     pub fn from_env() -> Self {
         Self {
             catalog: prefixed_or_common(PREFIX, "CATALOG_SVC_ADDR", "http://127.0.0.1:50051"),
             orders: prefixed_or_common(PREFIX, "ORDERS_SVC_ADDR", "http://127.0.0.1:50052"),
             payments: prefixed_or_common(PREFIX, "PAYMENTS_SVC_ADDR", "http://127.0.0.1:50053"),
+            webhooks: prefixed_or_common(PREFIX, "WEBHOOKS_SVC_ADDR", "http://127.0.0.1:50056"),
         }
     }
 }

@@ -1,6 +1,9 @@
 //! Translation of each REST use case to its gRPC call: JSON shapes in, the service call with
 //! the caller's principal token (and idempotency key), JSON shapes out. REST handlers (and the
-//! MCP tools later) call these, so every use case has exactly one mapping to gRPC.
+//! MCP tools later) call these, so every use case has exactly one mapping to gRPC. The webhook
+//! use cases are in [`webhooks`].
+
+pub mod webhooks;
 
 use crate::caller::Caller;
 use crate::dto::billing::{
@@ -15,10 +18,19 @@ use platform::error::{ApiError, ErrorCode};
 use platform::grpc::{IDEMPOTENT_REPLAYED, outgoing, outgoing_idempotent};
 use proto::{catalog, orders, payments};
 
-/// A created resource, and whether the answer is the stored replay of an earlier request.
-pub struct Created<T> {
+/// The answer of an idempotent mutation, and whether it is the stored replay of an earlier
+/// request (the service marked it `idempotent-replayed: true`).
+pub struct Replayable<T> {
     pub body: T,
     pub replayed: bool,
+}
+
+/// Whether a service marked its answer as the stored replay of an earlier request.
+pub fn is_replay<T>(response: &tonic::Response<T>) -> bool {
+    response
+        .metadata()
+        .get(IDEMPOTENT_REPLAYED)
+        .is_some_and(|value| value == "true")
 }
 
 /// Converts a service's gRPC status. A service refusing the gateway's own principal token is
@@ -34,7 +46,8 @@ pub fn service_error(status: tonic::Status) -> ApiError {
     error
 }
 
-fn missing(what: &str) -> ApiError {
+/// The internal error of a service answer that lacks a field it must carry.
+pub fn missing(what: &str) -> ApiError {
     ApiError::internal(format!("a service answered without the {what}"))
 }
 
@@ -82,19 +95,16 @@ pub async fn create_order(
     caller: &Caller,
     idempotency_key: &str,
     body: CreateOrderRequest,
-) -> Result<Created<OrderEnvelope>, ApiError> {
+) -> Result<Replayable<OrderEnvelope>, ApiError> {
     let request = orders::CreateOrderRequest::from(body);
     let response = peers
         .orders()
         .create_order(outgoing_idempotent(request, &caller.token, idempotency_key))
         .await
         .map_err(service_error)?;
-    let replayed = response
-        .metadata()
-        .get(IDEMPOTENT_REPLAYED)
-        .is_some_and(|value| value == "true");
+    let replayed = is_replay(&response);
     let order = response.into_inner().order.ok_or_else(|| missing("order"))?;
-    Ok(Created {
+    Ok(Replayable {
         body: Order::try_from(order)?.into(),
         replayed,
     })

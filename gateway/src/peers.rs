@@ -5,6 +5,7 @@ use crate::config::PeerAddrs;
 use proto::catalog::catalog_service_client::CatalogServiceClient;
 use proto::orders::orders_service_client::OrdersServiceClient;
 use proto::payments::payments_service_client::PaymentsServiceClient;
+use proto::webhooks::webhooks_service_client::WebhooksServiceClient;
 use std::time::Duration;
 use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
@@ -17,6 +18,7 @@ pub struct Peers {
     catalog: Channel,
     orders: Channel,
     payments: Channel,
+    webhooks: Channel,
 }
 
 impl Peers {
@@ -26,6 +28,7 @@ impl Peers {
             catalog: platform::grpc::lazy_channel(&addrs.catalog)?,
             orders: platform::grpc::lazy_channel(&addrs.orders)?,
             payments: platform::grpc::lazy_channel(&addrs.payments)?,
+            webhooks: platform::grpc::lazy_channel(&addrs.webhooks)?,
         })
     }
 
@@ -41,6 +44,10 @@ impl Peers {
         PaymentsServiceClient::new(self.payments.clone())
     }
 
+    pub fn webhooks(&self) -> WebhooksServiceClient<Channel> {
+        WebhooksServiceClient::new(self.webhooks.clone())
+    }
+
     /// Asks every peer's gRPC health service (overall status) in parallel; returns the names of
     /// the peers that did not answer SERVING within `timeout`.
     pub async fn unhealthy(&self, timeout: Duration) -> Vec<&'static str> {
@@ -48,6 +55,7 @@ impl Peers {
             ("catalog-svc", &self.catalog),
             ("orders-svc", &self.orders),
             ("payments-svc", &self.payments),
+            ("webhooks-svc", &self.webhooks),
         ]
         .map(|(name, channel)| async move { (name, serving(channel.clone(), timeout).await) });
         futures::future::join_all(probes)

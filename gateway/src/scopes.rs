@@ -5,7 +5,12 @@
 //! routed yet and the ones whose scope the spec leaves open ("see Authentication"); the
 //! decisions for those are marked `decided` below and explained in `docs/scopes.md`. The auth
 //! layer looks every routed request up here (an unlisted route is refused), and the OpenAPI
-//! document takes each operation's scope and idempotency header from here.
+//! document takes each operation's scope and idempotency header from here. The webhook
+//! subscription rule (`webhooks:write` plus the read scope of every selected event) is here too.
+
+mod subscription;
+
+pub use subscription::{DEFAULT_WEBHOOK_EVENT, check_subscription, subscription_scopes, unknown_event};
 
 use http::Method;
 use platform::error::{ApiError, ErrorCode};
@@ -98,8 +103,11 @@ pub struct Operation {
     pub access: Access,
     /// The spec requires the `Idempotency-Key` header.
     pub idempotent: bool,
-    /// The spec says "see Authentication": the scope is the team's decision (see docs/scopes.md).
+    /// The scope is the team's decision (see docs/scopes.md): the spec says "see Authentication",
+    /// or the operation is our addition ([`Operation::addition`]).
     pub decided: bool,
+    /// Not in the spec's REST table: an operation we added.
+    pub addition: bool,
 }
 
 const fn op(method: &'static str, path: &'static str, scopes: &'static [&'static str]) -> Operation {
@@ -109,6 +117,7 @@ const fn op(method: &'static str, path: &'static str, scopes: &'static [&'static
         access: Access::Scopes(scopes),
         idempotent: false,
         decided: false,
+        addition: false,
     }
 }
 
@@ -126,6 +135,14 @@ const fn decided(operation: Operation) -> Operation {
     }
 }
 
+const fn addition(operation: Operation) -> Operation {
+    Operation {
+        decided: true,
+        addition: true,
+        ..operation
+    }
+}
+
 const fn public(method: &'static str, path: &'static str) -> Operation {
     Operation {
         method,
@@ -133,10 +150,11 @@ const fn public(method: &'static str, path: &'static str) -> Operation {
         access: Access::Public,
         idempotent: false,
         decided: true,
+        addition: false,
     }
 }
 
-/// Every operation of the spec's REST table, in the spec's order.
+/// Every operation of the spec's REST table, in the spec's order, then our additions.
 pub const OPERATIONS: &[Operation] = &[
     op("GET", "/catalog", &[CATALOG_READ]),
     op("POST", "/quotes", &[QUOTES_WRITE]),
@@ -187,28 +205,7 @@ pub const OPERATIONS: &[Operation] = &[
         &[WEBHOOKS_WRITE],
     )),
     idempotent(op("POST", "/webhooks/{endpointId}/test", &[WEBHOOKS_WRITE])),
-];
-
-/// Read scope a webhook subscription to each event kind needs (besides `webhooks:write`).
-pub const EVENT_READ_SCOPES: &[(&str, &str)] = &[
-    ("order.created", ORDERS_READ),
-    ("order.status_changed", ORDERS_READ),
-    ("order.cancelled", ORDERS_READ),
-    ("invoice.created", INVOICES_READ),
-    ("invoice.updated", INVOICES_READ),
-    ("payment.requested", PAYMENTS_READ),
-    ("payment.observed", PAYMENTS_READ),
-    ("payment.confirming", PAYMENTS_READ),
-    ("payment.confirmed", PAYMENTS_READ),
-    ("payment.reorged", PAYMENTS_READ),
-    ("payment.expired", PAYMENTS_READ),
-    ("shipment.label_created", SHIPMENTS_READ),
-    ("shipment.updated", SHIPMENTS_READ),
-    ("sample.received", ORDERS_READ),
-    ("testing.started", ORDERS_READ),
-    ("results.published", RESULTS_READ),
-    ("coa.published", RESULTS_READ),
-    ("coa.retracted", RESULTS_READ),
+    addition(op("GET", "/webhooks/{endpointId}/deliveries", &[WEBHOOKS_READ])),
 ];
 
 /// Looks up the operation of `method` on the path template `path` (relative to
@@ -264,7 +261,8 @@ mod tests {
 
     #[test]
     fn the_table_lists_each_operation_once_with_known_scopes() {
-        assert_eq!(OPERATIONS.len(), 41);
+        assert_eq!(OPERATIONS.len(), 42);
+        assert_eq!(OPERATIONS.iter().filter(|o| o.addition).count(), 1);
         for (index, operation) in OPERATIONS.iter().enumerate() {
             let duplicate = OPERATIONS[..index]
                 .iter()
@@ -283,8 +281,8 @@ mod tests {
                 );
             }
         }
-        for (_, scope) in EVENT_READ_SCOPES {
-            assert!(ALL_SCOPES.contains(scope));
+        for (_, scope) in proto::event_data::EVENT_KINDS {
+            assert!(ALL_SCOPES.contains(&scope));
         }
     }
 

@@ -79,6 +79,7 @@ impl MeshSettings {
             catalog: String::new(),
             orders: String::new(),
             payments: String::new(),
+            webhooks: String::new(),
         };
         let mut settings = Self {
             gateway: gateway::Settings::local(database_url, redis_url, stream_prefix, peers),
@@ -154,6 +155,7 @@ pub async fn start(mut settings: MeshSettings) -> anyhow::Result<Mesh> {
         catalog: catalog_uri.clone(),
         orders: orders_uri.clone(),
         payments: payments_uri.clone(),
+        webhooks: webhooks_uri.clone(),
     };
     let gateway = gateway::Application::build(settings.gateway).await?;
     let http_addr = gateway.http_addr();

@@ -12,3 +12,4 @@ pub mod catalog;
 pub mod common;
 pub mod orders;
 pub mod quotes;
+pub mod webhooks;

@@ -57,11 +57,8 @@ pub async fn guard(
         return ErrorResponse(error).into_response();
     }
     if let Err(error) = scopes::check(required, &principal.scopes) {
-        let challenge = format!(
-            "Bearer realm=\"lab\", error=\"insufficient_scope\", scope=\"{}\"",
-            required.join(" ")
-        );
-        return with_challenge(ErrorResponse(error).into_response(), &challenge);
+        // The error response adds the insufficient_scope challenge naming `required`.
+        return ErrorResponse(error).into_response();
     }
     request
         .extensions_mut()

@@ -1,6 +1,6 @@
 //! Renders [`ApiError`] as the REST error envelope `{ "error": { "code", "message", "details"? } }`
-//! with the code's HTTP status and `Retry-After` when `details.retryAfterSeconds` is set, and
-//! answers unknown routes (404 `not_found`), wrong methods (405 `invalid_request`) and panics
+//! with the code's HTTP status, `Retry-After` when `details.retryAfterSeconds` is set and a
+//! `WWW-Authenticate` challenge naming the required scopes on `insufficient_scope`, and answers unknown routes (404 `not_found`), wrong methods (405 `invalid_request`) and panics
 //! (500 `internal_error`) in the same envelope.
 
 use crate::dto::common::ErrorEnvelope;
@@ -34,14 +34,32 @@ impl IntoResponse for ErrorResponse {
             tracing::debug!(code = error.code.as_str(), message = %error.message, "request refused");
         }
         let retry_after = error.retry_after_seconds();
+        let challenge = scope_challenge(&error);
         let mut response = (status, Json(ErrorEnvelope::from(&error))).into_response();
         if let Some(seconds) = retry_after {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
+        if let Some(challenge) = challenge.and_then(|c| HeaderValue::from_str(&c).ok()) {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
+        }
         response
     }
+}
+
+/// `Bearer realm="lab", error="insufficient_scope", scope="<required…>"` (RFC 6750) for an
+/// `insufficient_scope` error whose details list the required scopes.
+fn scope_challenge(error: &ApiError) -> Option<String> {
+    if error.code != ErrorCode::InsufficientScope {
+        return None;
+    }
+    let required = error.details.as_ref()?.get("required")?.as_array()?;
+    let scopes: Vec<&str> = required.iter().filter_map(serde_json::Value::as_str).collect();
+    Some(format!(
+        "Bearer realm=\"lab\", error=\"insufficient_scope\", scope=\"{}\"",
+        scopes.join(" ")
+    ))
 }
 
 /// Fallback of unknown paths: 404 `not_found`.

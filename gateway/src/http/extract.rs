@@ -1,6 +1,7 @@
 //! Extractors whose every refusal is an enveloped 400: JSON bodies (`invalid_body` with
-//! `details.path` and `details.reason`), query strings (`invalid_request` with `details.field`),
-//! the `Idempotency-Key` header, the `{reference}` path segment, and the authenticated caller.
+//! `details.path` and `details.reason`; [`OptionalApiJson`] also takes an empty body), query
+//! strings (`invalid_request` with `details.field`), the `Idempotency-Key` header, the
+//! `{reference}` and `{endpointId}` path segments, and the authenticated caller.
 
 use crate::caller::Caller;
 use crate::http::error::ErrorResponse;
@@ -10,6 +11,7 @@ use http::request::Parts;
 use http::{HeaderMap, header};
 use platform::error::{ApiError, ErrorCode};
 use serde::de::DeserializeOwned;
+use uuid::Uuid;
 
 /// Header carrying the idempotency key of a mutating request.
 pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
@@ -28,6 +30,28 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
             .await
             .map_err(|rejection| invalid_body("", &rejection.body_text()))?;
         parse_json(&bytes).map(ApiJson).map_err(ErrorResponse)
+    }
+}
+
+/// A JSON body that may be absent: an empty (or all-whitespace) body, whatever its
+/// Content-Type, is `T::default()`; anything else is read like [`ApiJson`].
+pub struct OptionalApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalApiJson<T> {
+    type Rejection = ErrorResponse;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let json = is_json(request.headers());
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| invalid_body("", &rejection.body_text()))?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Self(T::default()));
+        }
+        if !json {
+            return Err(invalid_body("", "the Content-Type must be application/json").into());
+        }
+        parse_json(&bytes).map(OptionalApiJson).map_err(ErrorResponse)
     }
 }
 
@@ -169,6 +193,27 @@ impl<S: Send + Sync> FromRequestParts<S> for Reference {
                 )
             })?;
         Ok(Self(reference))
+    }
+}
+
+/// The `{endpointId}` path segment: a UUID, else 400 `invalid_request` with `details.field` =
+/// `endpointId` (never a service call).
+pub struct EndpointId(pub Uuid);
+
+impl<S: Send + Sync> FromRequestParts<S> for EndpointId {
+    type Rejection = ErrorResponse;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let segment = Path::<String>::from_request_parts(parts, state).await.ok();
+        let id = segment.and_then(|Path(segment)| Uuid::try_parse(&segment).ok());
+        id.map(Self).ok_or_else(|| {
+            ApiError::field(
+                ErrorCode::InvalidRequest,
+                "endpointId",
+                "endpointId must be a UUID",
+            )
+            .into()
+        })
     }
 }
 

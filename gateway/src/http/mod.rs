@@ -12,13 +12,16 @@ pub mod openapi;
 pub mod orders;
 pub mod rate_limit;
 pub mod ready;
+pub mod webhooks;
 
 use crate::authenticator::Authenticator;
+use crate::operations::Replayable;
 use crate::peers::Peers;
-use axum::Router;
 use axum::middleware::from_fn_with_state;
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::{Json, Router};
+use http::{HeaderValue, StatusCode};
 use platform::principal::TokenKeys;
 use rate_limit::RateLimiter;
 use std::sync::Arc;
@@ -41,6 +44,21 @@ pub struct AppState {
     pub peer_health_timeout: Duration,
 }
 
+/// Response header set when the answer is the stored result of an earlier identical request.
+pub const IDEMPOTENT_REPLAYED_HEADER: &str = "idempotent-replayed";
+
+/// Answers an idempotent mutation: the same status and body for the first answer and for a
+/// replay, plus `Idempotent-Replayed: true` on a replay.
+pub fn replayable_response<T: serde::Serialize>(status: StatusCode, outcome: Replayable<T>) -> Response {
+    let mut response = (status, Json(outcome.body)).into_response();
+    if outcome.replayed {
+        response
+            .headers_mut()
+            .insert(IDEMPOTENT_REPLAYED_HEADER, HeaderValue::from_static("true"));
+    }
+    response
+}
+
 /// The routed agent area and its OpenAPI document (paths relative to `/api/v1/agent`).
 pub fn agent_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (router, document) = OpenApiRouter::with_openapi(openapi::base())
@@ -52,6 +70,11 @@ pub fn agent_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(billing::get_invoice))
         .routes(routes!(billing::list_payments))
         .routes(routes!(billing::get_payment))
+        .routes(routes!(webhooks::list_endpoints, webhooks::create_endpoint))
+        .routes(routes!(webhooks::delete_endpoint))
+        .routes(routes!(webhooks::rotate_secret))
+        .routes(routes!(webhooks::send_test_delivery))
+        .routes(routes!(webhooks::list_deliveries))
         .split_for_parts();
     (router, openapi::finish(document))
 }
@@ -125,9 +148,31 @@ mod tests {
                 count += 1;
             }
         }
-        assert_eq!(count, 9);
+        assert_eq!(count, 15);
         let create_order = &json["paths"]["/orders"]["post"];
         assert_eq!(create_order["parameters"][0]["name"], "Idempotency-Key");
         assert_eq!(create_order["parameters"][0]["in"], "header");
+        for (path, method) in [
+            ("/webhooks", "post"),
+            ("/webhooks/{endpointId}", "delete"),
+            ("/webhooks/{endpointId}/rotate-secret", "post"),
+            ("/webhooks/{endpointId}/test", "post"),
+        ] {
+            let parameters = json["paths"][path][method]["parameters"].as_array().unwrap();
+            assert!(
+                parameters
+                    .iter()
+                    .any(|p| p["name"] == "Idempotency-Key" && p["required"] == true),
+                "{method} {path}"
+            );
+        }
+        let deliveries = &json["paths"]["/webhooks/{endpointId}/deliveries"]["get"];
+        assert!(
+            deliveries["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|p| p["name"] != "Idempotency-Key")
+        );
     }
 }

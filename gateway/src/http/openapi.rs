@@ -35,6 +35,7 @@ pub const BEARER: &str = "bearerAuth";
         (name = "catalog", description = "catalog and quotes"),
         (name = "orders", description = "laboratory orders"),
         (name = "billing", description = "invoices and payments"),
+        (name = "webhooks", description = "signed webhook endpoints and their deliveries"),
     )
 )]
 struct ApiDoc;

@@ -2,17 +2,14 @@
 
 use crate::caller::Caller;
 use crate::dto::orders::{CreateOrderRequest, OrderEnvelope, OrderList, OrdersQuery};
-use crate::http::AppState;
 use crate::http::error::ErrorResponse;
 use crate::http::extract::{ApiJson, ApiQuery, IdempotencyKey, Reference};
+use crate::http::{AppState, replayable_response};
 use crate::operations;
 use axum::Json;
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, StatusCode};
-
-/// Response header set when the answer is the stored result of an earlier identical request.
-pub const IDEMPOTENT_REPLAYED_HEADER: &str = "idempotent-replayed";
+use axum::response::Response;
+use http::StatusCode;
 
 /// Places an order from a quote (`confirm: true`, `Idempotency-Key` required).
 ///
@@ -28,13 +25,7 @@ pub async fn create_order(
     ApiJson(body): ApiJson<CreateOrderRequest>,
 ) -> Result<Response, ErrorResponse> {
     let created = operations::create_order(&state.peers, &caller, &key, body).await?;
-    let mut response = (StatusCode::CREATED, Json(created.body)).into_response();
-    if created.replayed {
-        response
-            .headers_mut()
-            .insert(IDEMPOTENT_REPLAYED_HEADER, HeaderValue::from_static("true"));
-    }
-    Ok(response)
+    Ok(replayable_response(StatusCode::CREATED, created))
 }
 
 /// Lists the customer's orders, newest first.

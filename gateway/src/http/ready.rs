@@ -1,7 +1,7 @@
 //! `GET /api/ready` (no key): 200 `{"status":"ready"}` when the gateway's database and Redis
 //! answer and every peer's gRPC health reports SERVING; otherwise 503
 //! `{"status":"not_ready","failing":[…]}` naming `storage` (database or Redis) and/or the peers
-//! (`catalog-svc`, `orders-svc`, `payments-svc`).
+//! (`catalog-svc`, `orders-svc`, `payments-svc`, `webhooks-svc`).
 
 use crate::http::AppState;
 use axum::Json;

@@ -36,6 +36,7 @@ async fn the_openapi_document_is_3_1_with_the_spec_version_and_every_routed_oper
     assert_eq!(
         routes,
         vec![
+            "DELETE /webhooks/{endpointId}",
             "GET /catalog",
             "GET /invoices",
             "GET /invoices/{reference}",
@@ -43,8 +44,13 @@ async fn the_openapi_document_is_3_1_with_the_spec_version_and_every_routed_oper
             "GET /orders/{reference}",
             "GET /payments",
             "GET /payments/{reference}",
+            "GET /webhooks",
+            "GET /webhooks/{endpointId}/deliveries",
             "POST /orders",
             "POST /quotes",
+            "POST /webhooks",
+            "POST /webhooks/{endpointId}/rotate-secret",
+            "POST /webhooks/{endpointId}/test",
         ]
     );
     let create_order = &document["paths"]["/orders"]["post"];
@@ -81,7 +87,7 @@ async fn readiness_is_503_naming_a_peer_that_is_not_serving() {
     assert_eq!(body["status"], "not_ready");
     assert_eq!(
         body["failing"],
-        serde_json::json!(["catalog-svc", "orders-svc", "payments-svc"])
+        serde_json::json!(["catalog-svc", "orders-svc", "payments-svc", "webhooks-svc"])
     );
 }
 

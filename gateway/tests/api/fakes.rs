@@ -1,7 +1,8 @@
 //! Small in-test gRPC servers standing in for catalog-svc, orders-svc and payments-svc. They
 //! verify the principal token exactly as the real services do (platform auth interceptor) and
-//! record every call: the principal, the idempotency key and the traceparent they received.
-//! Their answers are scripted by the input (reference `missing` → 404, `conflict` → 409, …).
+//! record every call: the principal, the idempotency key, the traceparent and the encoded
+//! request message they received. Their answers are scripted by the input (reference
+//! `missing` → 404, `conflict` → 409, …). The webhooks stand-in is in `webhook_fake.rs`.
 
 use crate::fixtures::{sample_order, scripted_failure, ts};
 use platform::error::{ApiError, ErrorCode};
@@ -9,6 +10,7 @@ use platform::principal::{Principal, TokenKeys};
 use proto::catalog::catalog_service_server::{CatalogService, CatalogServiceServer};
 use proto::orders::orders_service_server::{OrdersService, OrdersServiceServer};
 use proto::payments::payments_service_server::{PaymentsService, PaymentsServiceServer};
+use proto::webhooks::webhooks_service_server::WebhooksServiceServer;
 use proto::{catalog, orders, payments};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -24,6 +26,8 @@ pub struct Call {
     pub principal: Principal,
     pub idempotency_key: Option<String>,
     pub traceparent: Option<String>,
+    /// The request message, protobuf-encoded (decode it with the rpc's request type).
+    pub message: Vec<u8>,
 }
 
 /// The running fakes: one server hosting the three services and gRPC health.
@@ -54,7 +58,11 @@ impl FakeMesh {
                 fake.clone(),
                 interceptor.clone(),
             ))
-            .add_service(PaymentsServiceServer::with_interceptor(fake, interceptor));
+            .add_service(PaymentsServiceServer::with_interceptor(
+                fake.clone(),
+                interceptor.clone(),
+            ))
+            .add_service(WebhooksServiceServer::with_interceptor(fake, interceptor));
         let shutdown = CancellationToken::new();
         tokio::spawn(platform::grpc::serve(router, listener, shutdown.clone()));
         Self {
@@ -73,6 +81,11 @@ impl FakeMesh {
         self.calls.lock().unwrap().clone()
     }
 
+    /// The calls of one rpc.
+    pub fn calls_of(&self, rpc: &str) -> Vec<Call> {
+        self.calls().into_iter().filter(|call| call.rpc == rpc).collect()
+    }
+
     pub async fn set_serving(&self, serving: bool) {
         let status = if serving {
             ServingStatus::Serving
@@ -84,12 +97,12 @@ impl FakeMesh {
 }
 
 #[derive(Clone)]
-struct Fake {
+pub struct Fake {
     calls: Arc<Mutex<Vec<Call>>>,
 }
 
 impl Fake {
-    fn record<T>(&self, rpc: &'static str, request: &Request<T>) -> Result<(), Status> {
+    pub fn record<T: prost::Message>(&self, rpc: &'static str, request: &Request<T>) -> Result<(), Status> {
         let principal = platform::grpc::principal(request)?;
         let text = |name: &str| {
             request
@@ -103,6 +116,7 @@ impl Fake {
             principal,
             idempotency_key: text("idempotency-key"),
             traceparent: text("traceparent"),
+            message: request.get_ref().encode_to_vec(),
         };
         self.calls.lock().unwrap().push(call);
         Ok(())

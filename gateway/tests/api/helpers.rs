@@ -68,6 +68,7 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
         catalog: fakes.url(),
         orders: fakes.url(),
         payments: fakes.url(),
+        webhooks: fakes.url(),
     };
     let mut settings = Settings::local(
         &database_url,
@@ -184,6 +185,11 @@ impl TestApp {
             .send()
             .await
             .unwrap()
+    }
+
+    /// A request with the key's bearer credential.
+    pub fn authorized(&self, method: reqwest::Method, path: &str, key: &str) -> reqwest::RequestBuilder {
+        self.http.request(method, self.agent(path)).bearer_auth(key)
     }
 
     pub async fn post_json(

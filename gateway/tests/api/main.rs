@@ -9,3 +9,6 @@ mod helpers;
 mod identity;
 mod orders;
 mod reads;
+mod webhook_endpoints;
+mod webhook_fake;
+mod webhooks;
