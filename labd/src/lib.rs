@@ -88,7 +88,7 @@ impl MeshSettings {
             payments: payments_svc::Settings::local(base.clone()),
             shipping: shipping_svc::Settings { common: base.clone() },
             results: results_svc::Settings { common: base.clone() },
-            webhooks: webhooks_svc::Settings { common: base.clone() },
+            webhooks: webhooks_svc::Settings::local(base.clone()),
         };
         settings.gateway.rate_limit.per_second = 10_000;
         settings.gateway.rate_limit.burst = 10_000;

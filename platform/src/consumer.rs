@@ -48,7 +48,8 @@ pub trait EventHandler: Send + Sync + 'static {
 }
 
 /// Records that `consumer` processed `event_id` inside the handler's transaction; returns false
-/// when it had already been processed (the caller then commits nothing else).
+/// when it had already been processed (the caller then commits nothing else). The consumer
+/// dead-letters envelopes whose id is not a UUID before any handler sees them.
 pub async fn first_delivery(
     tx: &mut PgConnection,
     schema: &str,
@@ -262,6 +263,12 @@ impl<H: EventHandler> StreamConsumer<H> {
                     .await;
             }
         };
+        if Uuid::parse_str(&envelope.id).is_err() {
+            // Deduplication keys on the event id; an envelope without a valid one is unusable.
+            return self
+                .dead_letter(redis, stream, &entry.id, Some(bytes), "event id is not a UUID")
+                .await;
+        }
         let span = tracing::info_span!("event.consume", event.id = %envelope.id, event.type = %envelope.r#type, group = %self.settings.group);
         crate::telemetry::continue_trace(&span, &envelope.traceparent, &envelope.tracestate);
         let outcome = tracing::Instrument::instrument(self.handler.handle(&envelope), span).await;

@@ -26,4 +26,6 @@ pub mod telemetry;
 pub mod time;
 
 #[cfg(feature = "testing")]
+pub mod test_receiver;
+#[cfg(feature = "testing")]
 pub mod testing;

@@ -1,14 +1,40 @@
-//! webhooks-svc: customer endpoints and signed, at-least-once webhook deliveries.
+//! webhooks-svc: customer webhook endpoints and signed, at-least-once deliveries of every event
+//! kind, guarded against server-side request forgery.
 //!
-//! Today a shell that owns its schema, migrates, relays its (empty) outbox and reports healthy;
-//! endpoint management and delivery arrive with their issue.
+//! Owns the schema `webhooks`. Reads every domain stream (`platform::streams::EVENT_DOMAINS`)
+//! in the consumer group `webhooks-svc`, stores each event once and queues one delivery per
+//! subscribed active endpoint of that event's customer; an in-process dispatcher signs and
+//! sends them with retries, dead letters and a lease that survives crashes. See README.md.
 
 #![forbid(unsafe_code)]
 
-use platform::config::CommonSettings;
+pub mod config;
+pub mod convert;
+pub mod dispatcher;
+pub mod domain;
+pub mod events;
+pub mod grpc;
+pub mod keyring;
+pub mod maintenance;
+pub mod page;
+pub mod repo;
+pub mod sender;
+pub mod service;
+pub mod ssrf;
+
+pub use config::Settings;
+
+use dispatcher::Dispatcher;
+use platform::consumer::{ConsumerSettings, StreamConsumer};
 use platform::outbox::Outbox;
 use platform::service::{ServiceBase, ServiceIdentity};
+use proto::webhooks::webhooks_service_server::{SERVICE_NAME as GRPC_SERVICE_NAME, WebhooksServiceServer};
+use sender::Sender;
+use service::WebhooksService;
+use sqlx::PgPool;
+use ssrf::{AddressGuard, Resolver, StaticResolver, SystemResolver};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// Schema owned by this service.
@@ -21,36 +47,66 @@ pub const IDENTITY: ServiceIdentity = ServiceIdentity {
     schema: SCHEMA,
     domain: platform::streams::WEBHOOKS,
 };
-/// Outbox of this service.
+/// Outbox of this service (it emits no events of its own today).
 pub const OUTBOX: Outbox = IDENTITY.outbox();
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 
-/// Settings of webhooks-svc.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    pub common: CommonSettings,
-}
-
-impl Settings {
-    /// Reads settings from `WEBHOOKS_*` and the common environment variables.
-    pub fn from_env() -> anyhow::Result<Self> {
-        Ok(Self {
-            common: CommonSettings::from_env("WEBHOOKS", "127.0.0.1:50056")?,
-        })
-    }
-}
-
-/// A built service: migrated database, bound listener.
+/// A built service: migrated database, bound listener, ready dispatcher.
 pub struct Application {
+    settings: Settings,
     base: ServiceBase,
+    service: WebhooksService,
+    dispatcher: Arc<Dispatcher>,
 }
 
 impl Application {
-    /// Connects and migrates the database and binds the gRPC listener.
+    /// Connects and migrates the database, binds the gRPC listener and builds the HTTP client.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        if settings.secret_keys.is_development() {
+            tracing::warn!(
+                "WEBHOOKS_SECRET_KEYS is not set: signing secrets are sealed with the PUBLIC development key; \
+                 never run like this in production"
+            );
+        }
+        if settings.allow_loopback_targets {
+            tracing::warn!(
+                "WEBHOOKS_ALLOW_LOOPBACK_TARGETS is on: webhooks may reach 127.0.0.0/8 and ::1 (unsafe)"
+            );
+        }
+        let base = ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?;
+        let resolver: Arc<dyn Resolver> = if settings.dns_overrides.is_empty() {
+            Arc::new(SystemResolver)
+        } else {
+            Arc::new(StaticResolver::new(
+                &settings.dns_overrides,
+                Arc::new(SystemResolver),
+            ))
+        };
+        let guard = AddressGuard::new(resolver, settings.allow_loopback_targets);
+        let sender = Sender::new(
+            guard.clone(),
+            settings.delivery.request_timeout,
+            &settings.extra_root_certificates_pem,
+        )?;
+        let dispatcher = Arc::new(Dispatcher::new(
+            dispatch_pool(&base.pool, settings.delivery.max_in_flight),
+            sender,
+            settings.secret_keys.clone(),
+            settings.delivery.clone(),
+        ));
+        let service = WebhooksService::new(
+            base.pool.clone(),
+            settings.secret_keys.clone(),
+            guard,
+            Arc::clone(&dispatcher),
+            settings.idempotency,
+        );
         Ok(Self {
-            base: ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?,
+            settings,
+            base,
+            service,
+            dispatcher,
         })
     }
 
@@ -59,8 +115,62 @@ impl Application {
         self.base.local_addr()
     }
 
-    /// Serves health, relays the outbox and prunes until `shutdown` fires, then drains.
-    pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
-        self.base.serve(vec![], vec![], |router| router, shutdown).await
+    /// The database pool (tests inspect the schema through it).
+    pub fn pool(&self) -> &PgPool {
+        &self.base.pool
     }
+
+    /// Serves the API, fans events out and dispatches deliveries until `shutdown` fires, then
+    /// drains.
+    pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let base = self.base;
+        let streams: Vec<String> = platform::streams::EVENT_DOMAINS
+            .iter()
+            .map(|domain| base.stream(domain))
+            .collect();
+        let timing = self.settings.consumer;
+        let handler = Arc::new(events::FanOutHandler::new(self.service.clone()));
+        // Several consumers of the group share the streams: fan-out commits run in parallel.
+        let mut workers: Vec<_> = (0..self.settings.consumers.max(1))
+            .map(|_| {
+                let settings = ConsumerSettings::new(platform::streams::GROUP_WEBHOOKS, streams.clone())
+                    .with_timing(timing.reclaim_idle, timing.block);
+                let consumer = StreamConsumer::new(&base.common.redis_url, settings, Arc::clone(&handler));
+                tokio::spawn(consumer.run(shutdown.clone()))
+            })
+            .collect();
+        workers.push(tokio::spawn(Arc::clone(&self.dispatcher).run(shutdown.clone())));
+        workers.push(maintenance::spawn(
+            base.pool.clone(),
+            self.settings.secret_keys.clone(),
+            self.settings.delivery.event_retention_days,
+            shutdown.clone(),
+        ));
+        let api = WebhooksServiceServer::with_interceptor(
+            grpc::WebhooksGrpc::new(self.service),
+            platform::grpc::auth_interceptor(base.token_keys()),
+        );
+        base.serve(
+            vec![GRPC_SERVICE_NAME],
+            workers,
+            |router| router.add_service(api),
+            shutdown,
+        )
+        .await
+    }
+}
+
+/// The dispatcher's own pool, whose transactions commit asynchronously
+/// (`synchronous_commit = off`). Safe because everything it writes is a lease or an attempt
+/// record: a commit lost in a database crash only means an attempt is made again (at least
+/// once, same event id). Fan-out and API writes stay on the durable pool.
+fn dispatch_pool(pool: &PgPool, max_in_flight: usize) -> PgPool {
+    let options = (*pool.connect_options())
+        .clone()
+        .options([("synchronous_commit", "off")]);
+    let connections = u32::try_from(max_in_flight / 16 + 3).unwrap_or(8).min(12);
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(connections)
+        .acquire_timeout(std::time::Duration::from_secs(10))
+        .connect_lazy_with(options)
 }

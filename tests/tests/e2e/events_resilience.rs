@@ -264,3 +264,64 @@ async fn a_consumer_that_dies_after_its_commit_but_before_xack_does_not_apply_th
     );
     assert_eq!(applied().await, Some(1), "but applied once");
 }
+
+#[tokio::test]
+async fn an_undecodable_entry_or_an_event_without_a_uuid_goes_to_the_dead_letter_stream_untouched() {
+    let pool = pool_with_event_tables().await;
+    let redis_url = platform::testing::redis_url();
+    let stream = platform::streams::stream_name(&unique_stream_prefix(), "orders");
+    let mut connection = redis::Client::open(redis_url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let bad_id = EventEnvelope {
+        id: "not-a-uuid".into(),
+        r#type: "order.created".into(),
+        ..Default::default()
+    };
+    let _: String = connection
+        .xadd(&stream, "*", &[("envelope", bad_id.encode_to_vec())])
+        .await
+        .unwrap();
+    let _: String = connection
+        .xadd(&stream, "*", &[("envelope", b"\xff\xff garbage".to_vec())])
+        .await
+        .unwrap();
+
+    let handler = Arc::new(CountingHandler {
+        pool: pool.clone(),
+        invocations: AtomicUsize::new(0),
+    });
+    let settings = ConsumerSettings::new("dead-letter-test", vec![stream.clone()]);
+    let token = CancellationToken::new();
+    let consumer =
+        tokio::spawn(StreamConsumer::new(&redis_url, settings, handler.clone()).run(token.clone()));
+    let dead = platform::streams::dead_letter_stream(&stream);
+    let client = redis::Client::open(redis_url.as_str()).unwrap();
+    wait_for(
+        "both entries in the dead-letter stream",
+        Duration::from_secs(10),
+        || {
+            let client = client.clone();
+            let dead = dead.clone();
+            async move {
+                let mut connection = client.get_multiplexed_async_connection().await.ok()?;
+                let length: usize = connection.xlen(&dead).await.ok()?;
+                (length == 2).then_some(())
+            }
+        },
+    )
+    .await;
+    wait_for("nothing left pending", Duration::from_secs(10), || async {
+        (pending_count(&redis_url, &stream, "dead-letter-test").await == 0).then_some(())
+    })
+    .await;
+    token.cancel();
+    consumer.await.unwrap();
+    assert_eq!(
+        handler.invocations.load(Ordering::SeqCst),
+        0,
+        "no handler saw an unusable event"
+    );
+}

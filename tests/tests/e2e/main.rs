@@ -6,3 +6,4 @@ mod events_resilience;
 mod idempotency;
 mod support;
 mod tenant_isolation;
+mod webhooks_flow;

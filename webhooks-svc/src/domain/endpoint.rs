@@ -1,0 +1,109 @@
+//! Endpoints: their states and the validated registration request.
+
+use crate::ssrf::{GuardError, WebhookUrl};
+use chrono::{DateTime, Utc};
+use platform::error::{ApiError, ErrorCode};
+use uuid::Uuid;
+
+/// Longest endpoint description, in characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 500;
+
+/// Lifecycle of an endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndpointStatus {
+    /// Receives deliveries.
+    Active,
+    /// Stopped after a 410 Gone (or by staff); keeps its history.
+    Disabled,
+    /// Deleted by the customer; invisible to the customer.
+    Deleted,
+}
+
+impl EndpointStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Disabled => "disabled",
+            Self::Deleted => "deleted",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "active" => Some(Self::Active),
+            "disabled" => Some(Self::Disabled),
+            "deleted" => Some(Self::Deleted),
+            _ => None,
+        }
+    }
+}
+
+/// An endpoint as safe metadata: never its secrets.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Endpoint {
+    pub id: Uuid,
+    pub customer_id: Uuid,
+    pub url: String,
+    pub events: Vec<String>,
+    pub description: Option<String>,
+    pub status: EndpointStatus,
+    pub disabled_reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// Until when the previous secret also signs, after a rotation.
+    pub previous_secret_expires_at: Option<DateTime<Utc>>,
+}
+
+/// A registration whose shape was checked (its addresses are vetted by the service).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewEndpoint {
+    pub url: WebhookUrl,
+    pub events: Vec<String>,
+    pub description: Option<String>,
+}
+
+impl NewEndpoint {
+    /// Checks the URL shape, the event names and the description.
+    pub fn validate(url: &str, events: &[String], description: Option<&str>) -> Result<Self, ApiError> {
+        let url = WebhookUrl::parse(url).map_err(invalid_url)?;
+        let events = super::event::select_events(events)?;
+        let description = description.map(str::trim).filter(|text| !text.is_empty());
+        if description.is_some_and(|text| text.chars().count() > MAX_DESCRIPTION_CHARS) {
+            return Err(ApiError::field(
+                ErrorCode::InvalidRequest,
+                "description",
+                "description must be at most 500 characters",
+            ));
+        }
+        Ok(Self {
+            url,
+            events,
+            description: description.map(str::to_owned),
+        })
+    }
+}
+
+/// 400 `invalid_webhook_url` on the `url` field, saying why.
+pub fn invalid_url(error: GuardError) -> ApiError {
+    ApiError::field(ErrorCode::InvalidWebhookUrl, "url", error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registration_checks_url_events_and_description() {
+        let valid = NewEndpoint::validate("https://hooks.example.com/x", &[], Some("  ")).unwrap();
+        assert_eq!(valid.events, vec!["coa.published".to_owned()]);
+        assert_eq!(valid.description, None);
+        let error = NewEndpoint::validate("http://hooks.example.com/x", &[], None).unwrap_err();
+        assert_eq!(error.code, ErrorCode::InvalidWebhookUrl);
+        assert_eq!(error.details.unwrap()["field"], "url");
+        let long = "d".repeat(501);
+        let error = NewEndpoint::validate("https://a.example", &[], Some(&long)).unwrap_err();
+        assert_eq!(error.code, ErrorCode::InvalidRequest);
+        let error = NewEndpoint::validate("https://a.example", &["nope".to_owned()], None).unwrap_err();
+        assert_eq!(error.code, ErrorCode::UnknownEvent);
+    }
+}

@@ -1,0 +1,187 @@
+//! gRPC adapter of `lab.webhooks.v1.WebhooksService`: principal, scope or role, idempotency key,
+//! the use case, conversion back. No business rule lives here.
+
+use crate::domain::DeliveryStatus;
+use crate::page::{self, PageRequest};
+use crate::service::{Outcome, Viewer, WebhooksService, endpoint_id};
+use platform::error::{ApiError, ErrorCode};
+use platform::grpc::{IDEMPOTENT_REPLAYED, idempotency_key, mark_replayed, principal};
+use platform::principal::{PrincipalKind, roles};
+use proto::webhooks as pb;
+use proto::webhooks::webhooks_service_server::WebhooksService as WebhooksApi;
+use tonic::metadata::MetadataValue;
+use tonic::{Request, Response, Status};
+
+/// Scope of ListEndpoints and ListDeliveries.
+pub const SCOPE_READ: &str = "webhooks:read";
+/// Scope of the endpoint mutations.
+pub const SCOPE_WRITE: &str = "webhooks:write";
+
+/// The tonic service over the webhooks use cases.
+pub struct WebhooksGrpc {
+    service: WebhooksService,
+}
+
+impl WebhooksGrpc {
+    pub fn new(service: WebhooksService) -> Self {
+        Self { service }
+    }
+}
+
+#[tonic::async_trait]
+impl WebhooksApi for WebhooksGrpc {
+    async fn create_endpoint(
+        &self,
+        request: Request<pb::CreateEndpointRequest>,
+    ) -> Result<Response<pb::CreateEndpointResponse>, Status> {
+        let caller = principal(&request)?;
+        caller.require_scope(SCOPE_WRITE)?;
+        let key = idempotency_key(&request)?;
+        replayable(
+            self.service
+                .create_endpoint(&caller, key, request.into_inner())
+                .await,
+        )
+    }
+
+    async fn list_endpoints(
+        &self,
+        request: Request<pb::ListEndpointsRequest>,
+    ) -> Result<Response<pb::ListEndpointsResponse>, Status> {
+        let caller = principal(&request)?;
+        caller.require_scope(SCOPE_READ)?;
+        let message = request.get_ref();
+        let page = PageRequest::parse(page::ENDPOINTS, message.limit, message.cursor.as_deref())?;
+        let page = self.service.list_endpoints(caller.customer()?, page).await?;
+        Ok(Response::new(pb::ListEndpointsResponse {
+            endpoints: page.items.iter().map(Into::into).collect(),
+            next_cursor: page.next_cursor,
+        }))
+    }
+
+    async fn delete_endpoint(
+        &self,
+        request: Request<pb::DeleteEndpointRequest>,
+    ) -> Result<Response<pb::DeleteEndpointResponse>, Status> {
+        let caller = principal(&request)?;
+        caller.require_scope(SCOPE_WRITE)?;
+        let key = idempotency_key(&request)?;
+        replayable(
+            self.service
+                .delete_endpoint(&caller, key, request.into_inner())
+                .await,
+        )
+    }
+
+    async fn rotate_secret(
+        &self,
+        request: Request<pb::RotateSecretRequest>,
+    ) -> Result<Response<pb::RotateSecretResponse>, Status> {
+        let caller = principal(&request)?;
+        caller.require_scope(SCOPE_WRITE)?;
+        let key = idempotency_key(&request)?;
+        replayable(
+            self.service
+                .rotate_secret(&caller, key, request.into_inner())
+                .await,
+        )
+    }
+
+    async fn send_test_delivery(
+        &self,
+        request: Request<pb::SendTestDeliveryRequest>,
+    ) -> Result<Response<pb::SendTestDeliveryResponse>, Status> {
+        let caller = principal(&request)?;
+        caller.require_scope(SCOPE_WRITE)?;
+        let key = idempotency_key(&request)?;
+        replayable(
+            self.service
+                .send_test_delivery(&caller, key, request.into_inner())
+                .await,
+        )
+    }
+
+    async fn list_deliveries(
+        &self,
+        request: Request<pb::ListDeliveriesRequest>,
+    ) -> Result<Response<pb::ListDeliveriesResponse>, Status> {
+        let caller = principal(&request)?;
+        let viewer = if caller.kind == PrincipalKind::Staff {
+            caller.require_role(roles::WEBHOOKS_ADMIN)?;
+            Viewer::Staff
+        } else {
+            caller.require_scope(SCOPE_READ)?;
+            Viewer::Customer(caller.customer()?)
+        };
+        let message = request.get_ref();
+        let endpoint = endpoint_id(&message.endpoint_id)?;
+        let status = DeliveryStatus::parse_filter(message.status.as_deref())?;
+        let page = PageRequest::parse(page::DELIVERIES, message.limit, message.cursor.as_deref())?;
+        let page = self
+            .service
+            .list_deliveries(viewer, endpoint, status, page)
+            .await?;
+        Ok(Response::new(pb::ListDeliveriesResponse {
+            deliveries: page.items.iter().map(Into::into).collect(),
+            next_cursor: page.next_cursor,
+        }))
+    }
+
+    async fn redeliver_dead_letters(
+        &self,
+        request: Request<pb::RedeliverDeadLettersRequest>,
+    ) -> Result<Response<pb::RedeliverDeadLettersResponse>, Status> {
+        principal(&request)?.require_role(roles::WEBHOOKS_ADMIN)?;
+        let endpoint = request
+            .get_ref()
+            .endpoint_id
+            .as_deref()
+            .map(endpoint_id)
+            .transpose()?;
+        let queued = self.service.redeliver_dead_letters(endpoint).await?;
+        Ok(Response::new(pb::RedeliverDeadLettersResponse {
+            queued: i32::try_from(queued).unwrap_or(i32::MAX),
+        }))
+    }
+
+    async fn replay_events(
+        &self,
+        request: Request<pb::ReplayEventsRequest>,
+    ) -> Result<Response<pb::ReplayEventsResponse>, Status> {
+        principal(&request)?.require_role(roles::WEBHOOKS_ADMIN)?;
+        let message = request.get_ref();
+        let endpoint = endpoint_id(&message.endpoint_id)?;
+        let since = message
+            .since
+            .as_ref()
+            .and_then(platform::time::from_timestamp)
+            .ok_or_else(|| ApiError::field(ErrorCode::InvalidRequest, "since", "since is required"))?;
+        let queued = self.service.replay_events(endpoint, since).await?;
+        Ok(Response::new(pb::ReplayEventsResponse {
+            queued: i32::try_from(queued).unwrap_or(i32::MAX),
+        }))
+    }
+}
+
+/// Answers an idempotent outcome, marking stored replays (successes and errors alike) with
+/// `idempotent-replayed: true`.
+fn replayable<T>(outcome: Outcome<T>) -> Result<Response<T>, Status> {
+    match outcome.result {
+        Ok(body) => {
+            let mut response = Response::new(body);
+            if outcome.replayed {
+                mark_replayed(&mut response);
+            }
+            Ok(response)
+        }
+        Err(error) => {
+            let mut status = Status::from(error);
+            if outcome.replayed {
+                status
+                    .metadata_mut()
+                    .insert(IDEMPOTENT_REPLAYED, MetadataValue::from_static("true"));
+            }
+            Err(status)
+        }
+    }
+}

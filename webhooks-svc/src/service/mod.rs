@@ -1,0 +1,74 @@
+//! Use cases of webhooks-svc; each owns its transactions. Endpoint management
+//! (`endpoints.rs`), test deliveries (`test_delivery.rs`), delivery listings and the staff
+//! operations (`deliveries.rs`), and the fan-out of stream events (`fanout.rs`).
+//!
+//! The four mutations are idempotent (`idempotent.rs`): the key is bound to the operation, the
+//! exact request AND the calling API key, and the stored answer is sealed with the secrets
+//! keyring because CreateEndpoint and RotateSecret answers carry a plaintext signing secret.
+
+mod deliveries;
+mod endpoints;
+mod fanout;
+mod idempotent;
+mod test_delivery;
+
+pub use deliveries::Viewer;
+pub use idempotent::Outcome;
+
+use crate::config::{DeliverySettings, IdempotencyTiming};
+use crate::dispatcher::Dispatcher;
+use crate::keyring::Keyring;
+use crate::ssrf::AddressGuard;
+use platform::error::{ApiError, ErrorCode};
+use platform::idempotency::IdempotencyStore;
+use sqlx::PgPool;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// The use cases over the pool, the keyring, the address guard and the dispatcher.
+#[derive(Clone)]
+pub struct WebhooksService {
+    pool: PgPool,
+    keyring: Keyring,
+    guard: AddressGuard,
+    dispatcher: Arc<Dispatcher>,
+    idempotency: IdempotencyStore,
+    delivery: DeliverySettings,
+}
+
+impl WebhooksService {
+    pub fn new(
+        pool: PgPool,
+        keyring: Keyring,
+        guard: AddressGuard,
+        dispatcher: Arc<Dispatcher>,
+        idempotency: IdempotencyTiming,
+    ) -> Self {
+        let delivery = dispatcher.settings().clone();
+        Self {
+            pool,
+            keyring,
+            guard,
+            dispatcher,
+            idempotency: IdempotencyStore::new(crate::SCHEMA)
+                .with_timing(idempotency.lease, idempotency.wait),
+            delivery,
+        }
+    }
+}
+
+/// Parses an endpoint id (400 `invalid_request` on `endpointId` when not a UUID).
+pub fn endpoint_id(text: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(text.trim()).map_err(|_| {
+        ApiError::field(
+            ErrorCode::InvalidRequest,
+            "endpointId",
+            "endpointId must be a UUID",
+        )
+    })
+}
+
+/// The answer for a missing, deleted or other customer's endpoint.
+pub fn endpoint_not_found() -> ApiError {
+    ApiError::new(ErrorCode::NotFound, "webhook endpoint not found")
+}

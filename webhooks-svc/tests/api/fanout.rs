@@ -1,0 +1,154 @@
+//! Events from the streams become signed deliveries: envelope, headers, signatures verified as a
+//! customer would, coa.published with results.published, tenant isolation, trace context.
+
+use crate::helpers::{coa_published, new_path, order_created, spawn_app};
+use crate::verify::assert_verified;
+use proto::webhooks as pb;
+use uuid::Uuid;
+
+#[tokio::test]
+async fn published_events_arrive_signed_at_the_subscribed_endpoints_of_their_customer_only() {
+    let app = spawn_app().await;
+    let (alice, bob) = (Uuid::new_v4(), Uuid::new_v4());
+    let (alice_path, bob_path, results_path) = (new_path(), new_path(), new_path());
+    let alice_endpoint = app
+        .register(alice, &alice_path, &["order.created", "coa.published"])
+        .await;
+    let bob_endpoint = app
+        .register(bob, &bob_path, &["order.created", "coa.published"])
+        .await;
+    let results_only = app.register(alice, &results_path, &["results.published"]).await;
+
+    let order = order_created(alice);
+    let coa = coa_published(alice);
+    app.publish(platform::streams::ORDERS, &order).await;
+    app.publish(platform::streams::RESULTS, &coa).await;
+    let unsubscribed = crate::helpers::envelope(
+        alice,
+        "order.status_changed",
+        proto::events::event_envelope::Data::OrderStatusChanged(Default::default()),
+    );
+    app.publish(platform::streams::ORDERS, &unsubscribed).await;
+    // Bob gets one event of his own.
+    let bobs = order_created(bob);
+    app.publish(platform::streams::ORDERS, &bobs).await;
+
+    let alice_requests = app.wait_for_requests(&alice_path, 2).await;
+    let results_requests = app.wait_for_requests(&results_path, 1).await;
+    let bob_requests = app.wait_for_requests(&bob_path, 1).await;
+    assert_verified(&alice_requests, &alice_endpoint.signing_secret);
+    assert_verified(&results_requests, &results_only.signing_secret);
+    assert_verified(&bob_requests, &bob_endpoint.signing_secret);
+
+    let event_ids: Vec<String> = alice_requests
+        .iter()
+        .map(|r| r.header("x-svc-event-id"))
+        .collect();
+    assert!(event_ids.contains(&order.id) && event_ids.contains(&coa.id));
+    assert!(!event_ids.contains(&bobs.id) && !event_ids.contains(&unsubscribed.id));
+    assert_eq!(bob_requests[0].header("x-svc-event-id"), bobs.id);
+
+    // The order body: the documented envelope with the spec's snake_case data.
+    let order_request = alice_requests
+        .iter()
+        .find(|request| request.header("x-svc-event-id") == order.id)
+        .unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&order_request.body).unwrap();
+    assert_eq!(body["type"], "order.created");
+    assert_eq!(body["createdAt"], order.occurred_at);
+    assert_eq!(body["data"]["total_cents"], 12_500);
+    assert_eq!(body["data"]["payment_method"], "bank_invoice");
+    assert_eq!(order_request.header("x-svc-event-type"), "order.created");
+
+    // results.published: its own stable id, the same data as coa.published.
+    let coa_request = alice_requests
+        .iter()
+        .find(|request| request.header("x-svc-event-id") == coa.id)
+        .unwrap();
+    let coa_body: serde_json::Value = serde_json::from_slice(&coa_request.body).unwrap();
+    let results_body: serde_json::Value = serde_json::from_slice(&results_requests[0].body).unwrap();
+    assert_eq!(results_body["type"], "results.published");
+    assert_eq!(results_body["data"], coa_body["data"]);
+    assert_eq!(coa_body["data"]["accession_number"], "ACC-2026-0001");
+    assert_eq!(coa_body["data"]["lot_number"], "LOT-7");
+    let derived = Uuid::new_v5(&coa.id.parse().unwrap(), b"results.published").to_string();
+    assert_eq!(results_requests[0].header("x-svc-event-id"), derived);
+
+    // The receiver's traceparent continues the event's trace.
+    let trace_id = |traceparent: &str| traceparent.split('-').nth(1).unwrap_or_default().to_owned();
+    let sent = order_request.header("traceparent");
+    assert_eq!(trace_id(&sent), trace_id(&order.traceparent), "{sent}");
+
+    // Nothing else ever reached anyone; the deliveries read back as succeeded.
+    let alice_id = alice_endpoint.endpoint.unwrap().id;
+    let deliveries = app
+        .wait_for_deliveries(alice, &alice_id, "two succeeded deliveries", |deliveries| {
+            deliveries.len() == 2 && deliveries.iter().all(|delivery| delivery.status == "succeeded")
+        })
+        .await;
+    for delivery in &deliveries {
+        assert_eq!(delivery.attempt_count, 1);
+        assert_eq!(delivery.attempts[0].status_code, Some(200));
+        assert_eq!(delivery.attempts[0].outcome, "succeeded");
+    }
+    assert_eq!(app.receiver.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn a_redelivered_stream_entry_is_delivered_once_and_bodies_are_identical_across_endpoints() {
+    let app = spawn_app().await;
+    let customer = Uuid::new_v4();
+    let (first, second) = (new_path(), new_path());
+    app.register(customer, &first, &["order.created"]).await;
+    app.register(customer, &second, &["order.created"]).await;
+    let order = order_created(customer);
+    app.publish(platform::streams::ORDERS, &order).await;
+    app.publish(platform::streams::ORDERS, &order).await;
+    let at_first = app.wait_for_requests(&first, 1).await;
+    let at_second = app.wait_for_requests(&second, 1).await;
+    assert_eq!(at_first[0].body, at_second[0].body);
+    assert_ne!(
+        at_first[0].header("x-svc-delivery-id"),
+        at_second[0].header("x-svc-delivery-id")
+    );
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM webhooks.deliveries")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(stored, 2, "the duplicate entry queued nothing");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(app.receiver.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_test_delivery_is_attempted_at_once_and_reports_its_outcome() {
+    let app = spawn_app().await;
+    let customer = Uuid::new_v4();
+    let path = new_path();
+    let created = app.register(customer, &path, &["order.created"]).await;
+    let endpoint_id = created.endpoint.unwrap().id;
+    let key = crate::helpers::new_key();
+    let send = || {
+        let request = pb::SendTestDeliveryRequest {
+            endpoint_id: endpoint_id.clone(),
+        };
+        let request = platform::grpc::outgoing_idempotent(request, &app.token(customer), &key);
+        let mut client = app.client.clone();
+        async move { client.send_test_delivery(request).await }
+    };
+    let delivery = send().await.unwrap().into_inner().delivery.unwrap();
+    assert_eq!(delivery.event_type, "webhook.test");
+    assert_eq!(delivery.status, "succeeded");
+    assert_eq!(delivery.attempts.len(), 1);
+    assert_eq!(delivery.attempts[0].status_code, Some(200));
+    let requests = app.receiver.requests_to(&path);
+    assert_eq!(requests.len(), 1);
+    assert_verified(&requests, &created.signing_secret);
+    let body: serde_json::Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(body["data"]["endpoint_id"], endpoint_id);
+    assert!(body["data"]["message"].as_str().unwrap().contains("test"));
+    let replay = send().await.unwrap();
+    assert_eq!(replay.metadata().get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(replay.into_inner().delivery.unwrap(), delivery);
+    assert_eq!(app.receiver.requests_to(&path).len(), 1, "a replay sends nothing");
+}

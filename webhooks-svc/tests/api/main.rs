@@ -1,0 +1,12 @@
+//! Integration tests of webhooks-svc against a real PostgreSQL, Redis and HTTPS receiver.
+
+mod endpoints;
+mod fanout;
+mod helpers;
+mod idempotency;
+mod restart;
+mod retries;
+mod rotation;
+mod ssrf;
+mod staff;
+mod verify;
