@@ -333,6 +333,36 @@ stop_private_servers() {
 
 # wait_http URL SECONDS [PID] — waits until URL answers 200. Gives up after SECONDS, or as soon as the
 # optional PID (the server being waited for) has exited, so a crash is reported at once.
+# ensure_python_test_packages PACKAGE... — a private virtual environment under $LAB_STATE_DIR with the
+# Python packages the tests use (for example PyPI `stripe`, whose webhook verifier checks our
+# signatures exactly as a customer's would). Debian's system Python refuses `pip install` (PEP 668),
+# hence the venv. Puts the venv's bin first on PATH so `python3` finds the packages.
+ensure_python_test_packages() {
+    if ! have python3; then
+        ensure_apt_packages python3
+    fi
+    local venv="$LAB_STATE_DIR/venv"
+    if [[ ! -x $venv/bin/python3 ]]; then
+        if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+            ensure_apt_packages python3-venv
+            rm -rf "$venv"
+            python3 -m venv "$venv"
+        fi
+    fi
+    local missing=()
+    local package
+    for package in "$@"; do
+        if ! "$venv/bin/python3" -c "import $package" >/dev/null 2>&1; then
+            missing+=("$package")
+        fi
+    done
+    if [[ ${#missing[@]} -gt 0 ]]; then
+        log "installing Python test packages: ${missing[*]}"
+        "$venv/bin/python3" -m pip install --quiet "${missing[@]}"
+    fi
+    export PATH="$venv/bin:$PATH"
+}
+
 wait_http() {
     local url="$1" seconds="$2" pid="${3:-}"
     local deadline=$((SECONDS + seconds)) code

@@ -16,6 +16,7 @@ ensure_curl
 ensure_rust
 ensure_postgres
 ensure_redis
+ensure_python_test_packages stripe
 
 # Tests connect as a superuser to the `postgres` database and create a fresh database per test.
 export TEST_DATABASE_URL="$PG_ADMIN_URL"
