@@ -17,6 +17,8 @@ ensure_rust
 ensure_postgres
 ensure_redis
 ensure_python_test_packages stripe
+# Tests that cross-check with Python tools fail instead of skipping when those are missing.
+export LAB_REQUIRE_PYTHON_TOOLS=1
 
 # Tests connect as a superuser to the `postgres` database and create a fresh database per test.
 export TEST_DATABASE_URL="$PG_ADMIN_URL"

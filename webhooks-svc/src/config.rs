@@ -41,7 +41,8 @@ pub struct DeliverySettings {
     pub max_in_flight: usize,
     /// How often the dispatcher looks for due deliveries when no notification arrives.
     pub poll_interval: Duration,
-    /// How long a claimed delivery stays reserved; after that (a crashed replica) it is due again.
+    /// How long a claimed delivery stays reserved; after that (a crashed replica) it is due
+    /// again. At least twice the request timeout.
     pub lease: Duration,
     /// How long in-flight attempts may finish after shutdown before they are dropped (and
     /// retried by a live replica once their lease ends).

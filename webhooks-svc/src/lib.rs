@@ -52,6 +52,9 @@ pub const OUTBOX: Outbox = IDENTITY.outbox();
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 
+/// Stream entries one consumer reads at a time.
+const CONSUMER_BATCH: usize = 8;
+
 /// A built service: migrated database, bound listener, ready dispatcher.
 pub struct Application {
     settings: Settings,
@@ -74,6 +77,10 @@ impl Application {
                 "WEBHOOKS_ALLOW_LOOPBACK_TARGETS is on: webhooks may reach 127.0.0.0/8 and ::1 (unsafe)"
             );
         }
+        anyhow::ensure!(
+            settings.delivery.lease >= settings.delivery.request_timeout * 2,
+            "WEBHOOKS_DELIVERY_LEASE_MS must be at least twice WEBHOOKS_REQUEST_TIMEOUT_MS"
+        );
         let base = ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?;
         let resolver: Arc<dyn Resolver> = if settings.dns_overrides.is_empty() {
             Arc::new(SystemResolver)
@@ -133,8 +140,10 @@ impl Application {
         // Several consumers of the group share the streams: fan-out commits run in parallel.
         let mut workers: Vec<_> = (0..self.settings.consumers.max(1))
             .map(|_| {
-                let settings = ConsumerSettings::new(platform::streams::GROUP_WEBHOOKS, streams.clone())
+                let mut settings = ConsumerSettings::new(platform::streams::GROUP_WEBHOOKS, streams.clone())
                     .with_timing(timing.reclaim_idle, timing.block);
+                // Small reads: an entry never waits behind a long batch of another consumer.
+                settings.batch = CONSUMER_BATCH;
                 let consumer = StreamConsumer::new(&base.common.redis_url, settings, Arc::clone(&handler));
                 tokio::spawn(consumer.run(shutdown.clone()))
             })

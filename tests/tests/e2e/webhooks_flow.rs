@@ -162,21 +162,28 @@ async fn an_agent_receives_its_order_lifecycle_as_signed_webhooks_and_another_cu
         "another customer's endpoint receives nothing"
     );
 
-    let listed = sandbox
-        .get(&alice.key, &format!("/webhooks/{alice_endpoint}/deliveries"))
-        .await;
-    assert_eq!(listed.status, 200, "{:?}", listed.body);
-    let statuses: Vec<&str> = listed.body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|delivery| delivery["status"].as_str().unwrap())
-        .collect();
-    assert_eq!(statuses.len(), EVENTS.len());
-    assert!(
-        statuses.iter().all(|status| *status == "succeeded"),
-        "{statuses:?}"
-    );
+    // Attempts are recorded just after the receiver answers: poll until every one is recorded.
+    let listed = wait_for(
+        "every delivery recorded as succeeded",
+        Duration::from_secs(10),
+        || async {
+            let listed = sandbox
+                .get(&alice.key, &format!("/webhooks/{alice_endpoint}/deliveries"))
+                .await;
+            let deliveries = listed.body["data"].as_array()?.clone();
+            let all_succeeded = deliveries.len() == EVENTS.len()
+                && deliveries
+                    .iter()
+                    .all(|delivery| delivery["status"] == "succeeded");
+            all_succeeded.then_some(deliveries)
+        },
+    )
+    .await;
+    assert!(listed.iter().all(|delivery| {
+        delivery["attempts"]
+            .as_array()
+            .is_some_and(|attempts| attempts.len() == 1)
+    }));
     let foreign = sandbox
         .get(&bob.key, &format!("/webhooks/{alice_endpoint}/deliveries"))
         .await;

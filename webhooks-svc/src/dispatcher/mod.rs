@@ -1,11 +1,12 @@
-//! The dispatcher: claims due deliveries in batches, attempts them with bounded concurrency and
-//! records the attempts in batches.
+//! The dispatcher: attempts deliveries with bounded concurrency and records the attempts in
+//! batches. Fresh fan-out deliveries arrive already claimed through [`Dispatcher::hand_off`];
+//! everything else (retries, redeliveries, replays, claims of a dead replica) is claimed from
+//! the table in batches (see `worker.rs`).
 //!
-//! It wakes on `LISTEN webhooks_dispatch` (sent when deliveries are queued), when a recorded
-//! batch scheduled retries, at the earliest due time, and at least every poll interval. A claim
-//! reserves a delivery for the lease (its `next_attempt_at` moves to the lease's end and it gets
-//! a lease token), so replicas never attempt the same delivery at once and a replica that dies
-//! mid-attempt leaves deliveries that fall due again when the lease ends: none is lost.
+//! A claim reserves a delivery for the lease (its `next_attempt_at` moves to the lease's end and
+//! it gets a lease token), so replicas never attempt the same delivery at once and a replica
+//! that dies mid-attempt leaves deliveries that fall due again when the lease ends: none is
+//! lost.
 
 use crate::config::DeliverySettings;
 use crate::domain::schedule::{AttemptSignal, decide, parse_retry_after};
@@ -17,14 +18,8 @@ use crate::sender::{Outgoing, Response, Sender};
 use secrecy::SecretString;
 use sqlx::PgPool;
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::sync::{Notify, Semaphore, mpsc};
-use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
+use tokio::sync::{Notify, mpsc};
 use tracing::Instrument;
-
-/// Largest number of attempts recorded in one statement.
-const RECORD_BATCH: usize = 512;
 
 /// Claims, attempts and records deliveries.
 pub struct Dispatcher {
@@ -33,16 +28,43 @@ pub struct Dispatcher {
     keyring: Keyring,
     settings: DeliverySettings,
     wake: Arc<Notify>,
+    /// Deliveries claimed by the fan-out of this process, handed over without a claim.
+    handoff: mpsc::Sender<Claimed>,
+    handoff_receiver: std::sync::Mutex<Option<mpsc::Receiver<Claimed>>>,
 }
 
 impl Dispatcher {
     pub fn new(pool: PgPool, sender: Sender, keyring: Keyring, settings: DeliverySettings) -> Self {
+        let (handoff, receiver) = mpsc::channel(settings.max_in_flight.max(1) * 8);
         Self {
             pool,
             sender,
             keyring,
             settings,
             wake: Arc::new(Notify::new()),
+            handoff,
+            handoff_receiver: std::sync::Mutex::new(Some(receiver)),
+        }
+    }
+
+    /// Takes deliveries that the fan-out created already claimed. Those that do not fit (or
+    /// arrive while the dispatcher is not running) are handed back to the table, due now.
+    pub async fn hand_off(&self, claimed: Vec<Claimed>) {
+        let mut refused: Vec<(uuid::Uuid, uuid::Uuid)> = Vec::new();
+        for delivery in claimed {
+            if let Err(error) = self.handoff.try_send(delivery) {
+                let delivery = error.into_inner();
+                refused.push((delivery.delivery_id, delivery.lease_token));
+            }
+        }
+        if refused.is_empty() {
+            return;
+        }
+        match dispatch::release(&self.pool, &refused).await {
+            Ok(()) => self.wake.notify_one(),
+            Err(error) => {
+                tracing::warn!(%error, count = refused.len(), "deliveries not released; they fall due after their lease")
+            }
         }
     }
 
@@ -155,159 +177,6 @@ impl Dispatcher {
         self.wake.notify_one();
         Ok(())
     }
-
-    /// Runs until `shutdown` fires: claims, attempts, records.
-    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
-        let listener = tokio::spawn(listen(
-            self.pool.clone(),
-            Arc::clone(&self.wake),
-            shutdown.clone(),
-        ));
-        let (results, receiver) = mpsc::channel::<RecordedAttempt>(RECORD_BATCH * 4);
-        let recorder = tokio::spawn(Arc::clone(&self).record_loop(receiver, shutdown.clone()));
-        let capacity = Arc::new(Semaphore::new(self.settings.max_in_flight.max(1)));
-        let mut in_flight = JoinSet::new();
-        while !shutdown.is_cancelled() {
-            while in_flight.try_join_next().is_some() {}
-            let free = capacity.available_permits();
-            if free == 0 {
-                tokio::select! {
-                    () = shutdown.cancelled() => break,
-                    _ = in_flight.join_next() => continue,
-                }
-            }
-            let claimed = match dispatch::claim(&self.pool, free as i64, self.settings.lease).await {
-                Ok(claimed) => claimed,
-                Err(error) => {
-                    tracing::warn!(%error, "claiming deliveries failed");
-                    self.pause(self.settings.poll_interval, &shutdown).await;
-                    continue;
-                }
-            };
-            let saturated = claimed.len() == free;
-            for delivery in claimed {
-                let Ok(permit) = Arc::clone(&capacity).acquire_owned().await else {
-                    break;
-                };
-                let dispatcher = Arc::clone(&self);
-                let results = results.clone();
-                in_flight.spawn(async move {
-                    let recorded = dispatcher.attempt(&delivery).await;
-                    drop(permit);
-                    let _ = results.send(recorded).await;
-                });
-            }
-            if saturated {
-                continue;
-            }
-            let wait = self.next_wait().await;
-            tokio::select! {
-                () = shutdown.cancelled() => break,
-                () = self.wake.notified() => {}
-                () = tokio::time::sleep(wait) => {}
-            }
-        }
-        // Let attempts in flight finish for the grace period; the rest fall due after their lease.
-        let drained = tokio::time::timeout(self.settings.shutdown_grace, async {
-            while in_flight.join_next().await.is_some() {}
-        })
-        .await;
-        if drained.is_err() {
-            tracing::info!(
-                abandoned = in_flight.len(),
-                "attempts still in flight at shutdown; they are retried after their lease"
-            );
-            in_flight.abort_all();
-        }
-        drop(results);
-        let _ = recorder.await;
-        let _ = listener.await;
-    }
-
-    /// How long to sleep when nothing was due: until the earliest due delivery, at most the
-    /// poll interval, at least 5 ms.
-    async fn next_wait(&self) -> Duration {
-        let poll = self.settings.poll_interval;
-        match dispatch::seconds_until_next_due(&self.pool).await {
-            Ok(Some(seconds)) => Duration::from_secs_f64(seconds.clamp(0.005, poll.as_secs_f64().max(0.005))),
-            Ok(None) => poll,
-            Err(error) => {
-                tracing::warn!(%error, "reading the next due time failed");
-                poll
-            }
-        }
-    }
-
-    async fn pause(&self, wait: Duration, shutdown: &CancellationToken) {
-        tokio::select! {
-            () = shutdown.cancelled() => {}
-            () = tokio::time::sleep(wait) => {}
-        }
-    }
-
-    /// Records attempts in batches until the channel closes; retries a failed batch (with
-    /// backoff) until it is stored, or until shutdown after a few tries.
-    async fn record_loop(
-        self: Arc<Self>,
-        mut receiver: mpsc::Receiver<RecordedAttempt>,
-        shutdown: CancellationToken,
-    ) {
-        while let Some(first) = receiver.recv().await {
-            let mut batch = vec![first];
-            while batch.len() < RECORD_BATCH {
-                match receiver.try_recv() {
-                    Ok(next) => batch.push(next),
-                    Err(_) => break,
-                }
-            }
-            let mut backoff = Duration::from_millis(50);
-            let mut failures = 0;
-            while let Err(error) = self.record(&batch).await {
-                failures += 1;
-                tracing::warn!(%error, batch = batch.len(), "recording attempts failed, retrying");
-                if shutdown.is_cancelled() && failures >= 3 {
-                    tracing::error!(
-                        batch = batch.len(),
-                        "attempts not recorded; retried after their lease"
-                    );
-                    break;
-                }
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(5));
-            }
-        }
-    }
 }
 
-/// Wakes the dispatcher on every notification of the dispatch channel; reconnects on failure
-/// (the poll interval covers notifications missed meanwhile).
-async fn listen(pool: PgPool, wake: Arc<Notify>, shutdown: CancellationToken) {
-    while !shutdown.is_cancelled() {
-        match sqlx::postgres::PgListener::connect_with(&pool).await {
-            Ok(mut listener) => {
-                if let Err(error) = listener.listen(crate::repo::events::DISPATCH_CHANNEL).await {
-                    tracing::warn!(%error, "LISTEN failed");
-                } else {
-                    wake.notify_one();
-                    loop {
-                        tokio::select! {
-                            () = shutdown.cancelled() => return,
-                            notification = listener.recv() => match notification {
-                                Ok(_) => wake.notify_one(),
-                                Err(error) => {
-                                    tracing::warn!(%error, "dispatch notifications interrupted");
-                                    break;
-                                }
-                            },
-                        }
-                    }
-                }
-            }
-            Err(error) => tracing::warn!(%error, "cannot listen for dispatch notifications"),
-        }
-        tokio::select! {
-            () = shutdown.cancelled() => return,
-            () = tokio::time::sleep(Duration::from_secs(1)) => {}
-        }
-    }
-}
+mod worker;

@@ -27,6 +27,8 @@ pub struct Claimed {
     pub body: Vec<u8>,
     pub traceparent: String,
     pub tracestate: String,
+    /// When this process got the claim (its lease runs from about then).
+    pub claimed_at: std::time::Instant,
 }
 
 impl std::fmt::Debug for Claimed {
@@ -48,8 +50,10 @@ macro_rules! claimed_columns {
          event.body, event.traceparent, event.tracestate"
     };
 }
+pub(crate) use claimed_columns;
 
-fn claimed(row: &PgRow) -> Result<Claimed, sqlx::Error> {
+/// Reads a claimed delivery from a row with the columns of `claimed_columns!`.
+pub(crate) fn claimed(row: &PgRow) -> Result<Claimed, sqlx::Error> {
     Ok(Claimed {
         delivery_id: row.try_get("id")?,
         lease_token: row.try_get("lease_token")?,
@@ -64,6 +68,7 @@ fn claimed(row: &PgRow) -> Result<Claimed, sqlx::Error> {
         body: row.try_get("body")?,
         traceparent: row.try_get("traceparent")?,
         tracestate: row.try_get("tracestate")?,
+        claimed_at: std::time::Instant::now(),
     })
 }
 
@@ -155,8 +160,8 @@ pub async fn record(pool: &PgPool, batch: &[RecordedAttempt]) -> Result<(), sqlx
     let outcomes: Vec<&str> = batch.iter().map(|attempt| attempt.outcome.as_str()).collect();
     let statuses: Vec<&str> = batch.iter().map(|attempt| attempt.new_status.as_str()).collect();
     let next: Vec<Option<DateTime<Utc>>> = batch.iter().map(|attempt| attempt.next_attempt_at).collect();
-    let mut tx = pool.begin().await?;
-    sqlx::query(
+    let statement = || {
+        sqlx::query(
         "WITH recorded AS ( \
            SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::int[], $4::timestamptz[], $5::int[], $6::bigint[], \
                                 $7::text[], $8::text[], $9::text[], $10::timestamptz[]) \
@@ -186,14 +191,20 @@ pub async fn record(pool: &PgPool, batch: &[RecordedAttempt]) -> Result<(), sqlx
     .bind(&outcomes)
     .bind(&statuses)
     .bind(&next)
-    .execute(&mut *tx)
-    .await?;
+    };
     let gone: Vec<Uuid> = batch
         .iter()
         .filter(|attempt| attempt.gone)
         .map(|attempt| attempt.endpoint_id)
         .collect();
-    if !gone.is_empty() {
+    if gone.is_empty() {
+        // One statement is atomic on its own.
+        statement().execute(pool).await?;
+        return Ok(());
+    }
+    let mut tx = pool.begin().await?;
+    statement().execute(&mut *tx).await?;
+    {
         sqlx::query(
             "UPDATE webhooks.endpoints SET status = 'disabled', updated_at = now(), \
                disabled_reason = 'the endpoint answered 410 Gone' \
@@ -211,4 +222,21 @@ pub async fn record(pool: &PgPool, batch: &[RecordedAttempt]) -> Result<(), sqlx
         .await?;
     }
     tx.commit().await
+}
+
+/// Hands claimed but unstarted deliveries back (due now), if their lease is still ours.
+pub async fn release(pool: &PgPool, claims: &[(Uuid, Uuid)]) -> Result<(), sqlx::Error> {
+    let ids: Vec<Uuid> = claims.iter().map(|(id, _)| *id).collect();
+    let leases: Vec<Uuid> = claims.iter().map(|(_, lease)| *lease).collect();
+    sqlx::query(
+        "UPDATE webhooks.deliveries delivery SET next_attempt_at = now(), lease_token = NULL, updated_at = now() \
+         FROM UNNEST($1::uuid[], $2::uuid[]) AS released(id, lease_token) \
+         WHERE delivery.id = released.id AND delivery.lease_token = released.lease_token \
+           AND delivery.status = 'pending'",
+    )
+    .bind(&ids)
+    .bind(&leases)
+    .execute(pool)
+    .await?;
+    Ok(())
 }

@@ -1,13 +1,16 @@
 //! The fan-out of one stream event: store it (and the `results.published` derived from a
 //! `coa.published`) and queue a delivery for every active endpoint of the event's customer
-//! subscribed to its type, in one transaction with the processed-event record.
+//! subscribed to its type, atomically with the processed-event record. The record is the one
+//! `platform::consumer::first_delivery` writes (`processed_events`, consumer `webhooks-svc`),
+//! inlined into the fan-out statement so that an event costs one round trip instead of four.
 
 use super::WebhooksService;
 use crate::domain::WebhookEvent;
 use crate::domain::event::{COA_PUBLISHED, RESULTS_PUBLISHED, body_bytes, derived_event_id};
 use crate::repo;
+use crate::repo::events::FanOut;
 use chrono::{DateTime, Utc};
-use platform::consumer::{HandlerError, first_delivery};
+use platform::consumer::HandlerError;
 use proto::events::EventEnvelope;
 use uuid::Uuid;
 
@@ -21,19 +24,19 @@ impl WebhooksService {
             return Ok(0);
         }
         let events = webhook_events(envelope)?;
-        let mut tx = self.pool.begin().await?;
-        if !first_delivery(
-            &mut tx,
-            crate::SCHEMA,
+        let outcome = repo::events::fan_out_once(
+            &self.pool,
             platform::streams::GROUP_WEBHOOKS,
-            &envelope.id,
+            events[0].id,
+            &events,
+            self.delivery.lease,
         )
-        .await?
-        {
+        .await?;
+        let FanOut::Queued(claimed) = outcome else {
             return Ok(0);
-        }
-        let queued = repo::events::store_and_fan_out(&mut tx, &events).await?;
-        tx.commit().await?;
+        };
+        let queued = claimed.len() as i64;
+        self.dispatcher.hand_off(claimed).await;
         tracing::debug!(event.id = %envelope.id, event.type = %envelope.r#type, queued, "event fanned out");
         Ok(queued)
     }

@@ -1,7 +1,8 @@
 //! Events from the streams become signed deliveries: envelope, headers, signatures verified as a
 //! customer would, coa.published with results.published, tenant isolation, trace context.
 
-use crate::helpers::{coa_published, new_path, order_created, spawn_app};
+use crate::envelopes::{coa_published, order_created};
+use crate::helpers::{new_path, spawn_app};
 use crate::verify::assert_verified;
 use proto::webhooks as pb;
 use uuid::Uuid;
@@ -23,7 +24,7 @@ async fn published_events_arrive_signed_at_the_subscribed_endpoints_of_their_cus
     let coa = coa_published(alice);
     app.publish(platform::streams::ORDERS, &order).await;
     app.publish(platform::streams::RESULTS, &coa).await;
-    let unsubscribed = crate::helpers::envelope(
+    let unsubscribed = crate::envelopes::envelope(
         alice,
         "order.status_changed",
         proto::events::event_envelope::Data::OrderStatusChanged(Default::default()),

@@ -1,6 +1,7 @@
 //! Integration tests of webhooks-svc against a real PostgreSQL, Redis and HTTPS receiver.
 
 mod endpoints;
+mod envelopes;
 mod fanout;
 mod helpers;
 mod idempotency;

@@ -1,6 +1,7 @@
 //! Killing webhooks-svc mid-delivery and starting a new one on the same database loses nothing.
 
-use crate::helpers::{Options, REQUEST_TIMEOUT, new_path, order_created, spawn_app_with};
+use crate::envelopes::order_created;
+use crate::helpers::{Options, REQUEST_TIMEOUT, new_path, spawn_app_with};
 use crate::verify::assert_verified;
 use platform::test_receiver::Behaviour;
 use std::collections::HashSet;
@@ -10,7 +11,7 @@ use uuid::Uuid;
 #[tokio::test]
 async fn a_service_killed_mid_delivery_loses_nothing_after_a_restart() {
     let options = Options {
-        lease: Duration::from_millis(1500),
+        lease: Duration::from_millis(1600),
         shutdown_grace: Duration::ZERO,
         ..Options::default()
     };

@@ -1,7 +1,8 @@
 //! Failures and recovery: 500s, timeouts and refused connections lose nothing; the schedule is
 //! followed; exhausted deliveries die and can be redelivered; 410 disables; Retry-After holds.
 
-use crate::helpers::{Options, REQUEST_TIMEOUT, new_path, order_created, spawn_app, spawn_app_with};
+use crate::envelopes::order_created;
+use crate::helpers::{Options, REQUEST_TIMEOUT, new_path, spawn_app, spawn_app_with};
 use crate::verify::assert_verified;
 use platform::test_receiver::Behaviour;
 use proto::webhooks as pb;
@@ -270,7 +271,7 @@ async fn retry_after_on_429_and_503_delays_the_next_attempt() {
     );
     app.publish(platform::streams::ORDERS, &order_created(customer))
         .await;
-    let invoice = crate::helpers::envelope(
+    let invoice = crate::envelopes::envelope(
         customer,
         "invoice.created",
         proto::events::event_envelope::Data::InvoiceCreated(Default::default()),

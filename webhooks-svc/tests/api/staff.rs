@@ -1,6 +1,7 @@
 //! Staff operations: reading any endpoint's deliveries and replaying stored events.
 
-use crate::helpers::{code_of, new_path, order_created, spawn_app};
+use crate::envelopes::order_created;
+use crate::helpers::{code_of, new_path, spawn_app};
 use proto::webhooks as pb;
 use uuid::Uuid;
 

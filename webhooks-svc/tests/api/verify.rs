@@ -72,6 +72,11 @@ fn stripe_available() -> bool {
             .args(["-c", "import stripe"])
             .output()
             .is_ok_and(|output| output.status.success());
+        // The README's test command installs stripe and sets LAB_REQUIRE_PYTHON_TOOLS, so in CI
+        // this check can never be skipped silently.
+        if !available && std::env::var_os("LAB_REQUIRE_PYTHON_TOOLS").is_some() {
+            panic!("LAB_REQUIRE_PYTHON_TOOLS is set but `python3 -c 'import stripe'` fails");
+        }
         if !available {
             println!("note: PyPI stripe is not installed; skipping the stripe verifier sub-check");
         }

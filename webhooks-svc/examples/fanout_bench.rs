@@ -1,0 +1,240 @@
+//! Benchmark of webhook fan-out to a local HTTPS receiver (not a test):
+//!
+//! 1. throughput: events published on the orders stream, fanned out to `ENDPOINTS` endpoints,
+//!    signed and delivered; reports signed deliveries per second from the first publish to the
+//!    last receipt;
+//! 2. latency: one endpoint, events published at a fixed rate; reports publish-to-receipt
+//!    percentiles (the XADD stands for the source's commit: the outbox relay publishes right
+//!    after it).
+//!
+//! Needs the local PostgreSQL and Redis of the tests. Run:
+//! `cargo run --release -p webhooks-svc --example fanout_bench [-- --rate 1000 --seconds 10 --plain-db]`.
+
+use chrono::{DateTime, Utc};
+use platform::config::CommonSettings;
+use platform::principal::{Principal, PrincipalKind, TokenKeys};
+use platform::test_receiver::TestReceiver;
+use prost::Message;
+use proto::events::EventEnvelope;
+use proto::events::event_envelope::Data;
+use proto::webhooks as pb;
+use proto::webhooks::webhooks_service_client::WebhooksServiceClient;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Channel;
+use uuid::Uuid;
+use webhooks_svc::{Application, Settings};
+
+/// Endpoints of the customer in the throughput run.
+const ENDPOINTS: usize = 10;
+/// Events of the throughput run.
+const THROUGHPUT_EVENTS: usize = 2_000;
+
+struct Bench {
+    client: WebhooksServiceClient<Channel>,
+    keys: TokenKeys,
+    receiver: TestReceiver,
+    redis: redis::aio::MultiplexedConnection,
+    stream: String,
+    _shutdown: tokio_util::sync::DropGuard,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let flag = |name: &str, default: u64| {
+        args.iter()
+            .position(|arg| arg == name)
+            .and_then(|index| args.get(index + 1))
+            .and_then(|value| value.parse().ok())
+            .unwrap_or(default)
+    };
+    let (rate, seconds) = (flag("--rate", 1_000), flag("--seconds", 10));
+
+    // `--plain-db`: no TLS to the loopback PostgreSQL (sqlx prefers TLS when the server offers it).
+    let bench = start(!args.iter().any(|arg| arg == "--plain-db")).await?;
+    let throughput_customer = Uuid::new_v4();
+    for index in 0..ENDPOINTS {
+        register(&bench, throughput_customer, &format!("/throughput/{index}")).await?;
+    }
+    let latency_customer = Uuid::new_v4();
+    register(&bench, latency_customer, "/latency").await?;
+    // Warm up connections and caches.
+    publish_many(&bench, latency_customer, 200).await?;
+    wait_for(&bench, "/latency", 200, Duration::from_secs(60)).await?;
+
+    let mut published: HashMap<String, DateTime<Utc>> = HashMap::new();
+    let total = usize::try_from(rate * seconds)?;
+    let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let mut redis = bench.redis.clone();
+    for _ in 0..total {
+        ticker.tick().await;
+        let event = order_created(latency_customer);
+        published.insert(event.id.clone(), Utc::now());
+        xadd(&mut redis, &bench.stream, &event).await?;
+    }
+    wait_for(&bench, "/latency", total, Duration::from_secs(120)).await?;
+    let mut latencies: Vec<f64> = bench
+        .receiver
+        .requests_to("/latency")
+        .iter()
+        .filter_map(|request| {
+            let sent = published.get(&request.header("x-svc-event-id"))?;
+            Some((request.received_at - *sent).num_microseconds()? as f64 / 1000.0)
+        })
+        .collect();
+    latencies.sort_by(f64::total_cmp);
+    let percentile = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p).round() as usize];
+
+    // Let the database settle (autovacuum after the latency run) before measuring throughput.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let deliveries = THROUGHPUT_EVENTS * ENDPOINTS;
+    let started = Instant::now();
+    publish_many(&bench, throughput_customer, THROUGHPUT_EVENTS).await?;
+    let received = wait_for(&bench, "/throughput/", deliveries, Duration::from_secs(600)).await?;
+    let elapsed = started.elapsed();
+    let per_second = received as f64 / elapsed.as_secs_f64();
+
+    println!("| Measure | Value |");
+    println!("|---|---|");
+    println!(
+        "| Signed deliveries/s ({THROUGHPUT_EVENTS} events × {ENDPOINTS} endpoints, HTTPS keep-alive) | {per_second:.0} |"
+    );
+    println!(
+        "| Deliveries in that run | {received} in {:.2} s |",
+        elapsed.as_secs_f64()
+    );
+    println!("| Latency run | {total} events at {rate}/s for {seconds} s, 1 endpoint |");
+    for (name, p) in [("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p99.9", 0.999)] {
+        println!("| Publish-to-receipt {name} | {:.1} ms |", percentile(p));
+    }
+    println!(
+        "| Publish-to-receipt max | {:.1} ms |",
+        latencies.last().copied().unwrap_or_default()
+    );
+    Ok(())
+}
+
+async fn start(database_tls: bool) -> anyhow::Result<Bench> {
+    let receiver = TestReceiver::start().await;
+    let mut database_url = platform::testing::fresh_database().await;
+    if !database_tls {
+        database_url.push_str("?sslmode=disable");
+    }
+    if let Ok(extra) = std::env::var("BENCH_DB_PARAMS") {
+        database_url.push(if database_url.contains('?') { '&' } else { '?' });
+        database_url.push_str(&extra);
+    }
+    let redis_url = platform::testing::redis_url();
+    let prefix = platform::testing::unique_stream_prefix();
+    let common = CommonSettings::local(&database_url, &redis_url, &prefix);
+    let keys = TokenKeys::new(&common.internal_token_secret, &common.staff_token_secret);
+    let mut settings = Settings::local(common);
+    settings.allow_loopback_targets = true;
+    settings.extra_root_certificates_pem = vec![receiver.ca_pem()];
+    settings.consumer.block = Duration::from_millis(500);
+    let application = Application::build(settings).await?;
+    let address = application.local_addr();
+    let shutdown = CancellationToken::new();
+    tokio::spawn(application.run_until_stopped(shutdown.clone()));
+    let channel = Channel::from_shared(format!("http://{address}"))?
+        .connect()
+        .await?;
+    let redis = redis::Client::open(redis_url.as_str())?
+        .get_multiplexed_async_connection()
+        .await?;
+    Ok(Bench {
+        client: WebhooksServiceClient::new(channel),
+        keys,
+        receiver,
+        redis,
+        stream: platform::streams::stream_name(&prefix, platform::streams::ORDERS),
+        _shutdown: shutdown.drop_guard(),
+    })
+}
+
+async fn register(bench: &Bench, customer: Uuid, path: &str) -> anyhow::Result<()> {
+    let token = bench.keys.mint(&Principal {
+        kind: PrincipalKind::Customer,
+        subject: "bench-key".into(),
+        customer_id: Some(customer),
+        scopes: vec!["webhooks:write".into(), "orders:read".into()],
+        roles: vec![],
+        spend_limit_cents: None,
+    });
+    let request = pb::CreateEndpointRequest {
+        url: bench.receiver.url(path),
+        events: vec!["order.created".into()],
+        description: None,
+    };
+    let key = format!("bench-{}", Uuid::new_v4());
+    bench
+        .client
+        .clone()
+        .create_endpoint(platform::grpc::outgoing_idempotent(request, &token, &key))
+        .await?;
+    Ok(())
+}
+
+fn order_created(customer: Uuid) -> EventEnvelope {
+    let id = Uuid::now_v7();
+    EventEnvelope {
+        id: id.to_string(),
+        r#type: "order.created".into(),
+        occurred_at: platform::time::rfc3339(platform::time::now()),
+        customer_id: customer.to_string(),
+        source: "bench".into(),
+        subject_id: id.to_string(),
+        traceparent: String::new(),
+        tracestate: String::new(),
+        schema_version: 1,
+        data: Some(Data::OrderCreated(proto::orders::OrderCreated {
+            order_id: id.to_string(),
+            order_number: "ORD-BENCH".into(),
+            status: "invoice_sent".into(),
+            total_cents: 12_500,
+            ..Default::default()
+        })),
+    }
+}
+
+async fn xadd(
+    redis: &mut redis::aio::MultiplexedConnection,
+    stream: &str,
+    event: &EventEnvelope,
+) -> anyhow::Result<()> {
+    let fields: Vec<(&str, Vec<u8>)> = vec![
+        (platform::streams::ENVELOPE_FIELD, event.encode_to_vec()),
+        (platform::streams::TYPE_FIELD, event.r#type.as_bytes().to_vec()),
+    ];
+    let _: String = redis::AsyncCommands::xadd(redis, stream, "*", &fields).await?;
+    Ok(())
+}
+
+async fn publish_many(bench: &Bench, customer: Uuid, count: usize) -> anyhow::Result<()> {
+    let mut redis = bench.redis.clone();
+    for _ in 0..count {
+        xadd(&mut redis, &bench.stream, &order_created(customer)).await?;
+    }
+    Ok(())
+}
+
+/// Waits until `count` requests whose path starts with `prefix` arrived; returns how many did.
+async fn wait_for(bench: &Bench, prefix: &str, count: usize, limit: Duration) -> anyhow::Result<usize> {
+    let started = Instant::now();
+    loop {
+        let received = bench
+            .receiver
+            .count_matching(|request| request.path.starts_with(prefix));
+        if received >= count {
+            return Ok(received);
+        }
+        anyhow::ensure!(
+            started.elapsed() < limit,
+            "only {received} of {count} deliveries to {prefix} after {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
