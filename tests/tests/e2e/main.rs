@@ -6,4 +6,5 @@ mod events_resilience;
 mod idempotency;
 mod support;
 mod tenant_isolation;
+mod webhook_operations;
 mod webhooks_flow;
