@@ -2,14 +2,13 @@
 //! use case, convert back. No business rule lives here.
 
 use crate::service::{CreateOutcome, Orders};
-use platform::grpc::{IDEMPOTENT_REPLAYED, idempotency_key, mark_replayed, principal};
+use platform::grpc::{idempotency_key, principal};
 use proto::orders::orders_service_server::OrdersService;
 use proto::orders::{
     CreateOrderRequest, CreateOrderResponse, GetOrderRequest, GetOrderResponse, ListOrdersRequest,
     ListOrdersResponse,
 };
 use std::sync::Arc;
-use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status};
 
 /// Scope of the read operations.
@@ -83,25 +82,7 @@ impl OrdersService for OrdersGrpc {
     }
 }
 
-/// Answers an idempotent outcome, marking stored replays (successes and errors alike) with
-/// `idempotent-replayed: true`.
+/// Answers an idempotent outcome (see `platform::grpc::replayable_response`).
 fn replayable(outcome: CreateOutcome) -> Result<Response<CreateOrderResponse>, Status> {
-    match outcome.result {
-        Ok(body) => {
-            let mut response = Response::new(body);
-            if outcome.replayed {
-                mark_replayed(&mut response);
-            }
-            Ok(response)
-        }
-        Err(error) => {
-            let mut status = Status::from(error);
-            if outcome.replayed {
-                status
-                    .metadata_mut()
-                    .insert(IDEMPOTENT_REPLAYED, MetadataValue::from_static("true"));
-            }
-            Err(status)
-        }
-    }
+    platform::grpc::replayable_response(outcome.result, outcome.replayed)
 }

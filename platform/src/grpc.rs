@@ -173,3 +173,29 @@ pub fn lazy_channel(address: &str) -> anyhow::Result<tonic::transport::Channel> 
         .tcp_nodelay(true);
     Ok(endpoint.connect_lazy())
 }
+
+/// Answers the outcome of an idempotent operation, marking stored replays (successes and errors
+/// alike) with `idempotent-replayed: true` so the gateway can say so to the client.
+pub fn replayable_response<T>(
+    result: Result<T, ApiError>,
+    replayed: bool,
+) -> Result<tonic::Response<T>, Status> {
+    match result {
+        Ok(body) => {
+            let mut response = tonic::Response::new(body);
+            if replayed {
+                mark_replayed(&mut response);
+            }
+            Ok(response)
+        }
+        Err(error) => {
+            let mut status = Status::from(error);
+            if replayed {
+                status
+                    .metadata_mut()
+                    .insert(IDEMPOTENT_REPLAYED, MetadataValue::from_static("true"));
+            }
+            Err(status)
+        }
+    }
+}

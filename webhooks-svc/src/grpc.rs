@@ -5,11 +5,10 @@ use crate::domain::DeliveryStatus;
 use crate::page::{self, PageRequest};
 use crate::service::{Outcome, Viewer, WebhooksService, endpoint_id};
 use platform::error::{ApiError, ErrorCode};
-use platform::grpc::{IDEMPOTENT_REPLAYED, idempotency_key, mark_replayed, principal};
+use platform::grpc::{idempotency_key, principal};
 use platform::principal::{PrincipalKind, roles};
 use proto::webhooks as pb;
 use proto::webhooks::webhooks_service_server::WebhooksService as WebhooksApi;
-use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status};
 
 /// Scope of ListEndpoints and ListDeliveries.
@@ -163,25 +162,7 @@ impl WebhooksApi for WebhooksGrpc {
     }
 }
 
-/// Answers an idempotent outcome, marking stored replays (successes and errors alike) with
-/// `idempotent-replayed: true`.
+/// Answers an idempotent outcome (see `platform::grpc::replayable_response`).
 fn replayable<T>(outcome: Outcome<T>) -> Result<Response<T>, Status> {
-    match outcome.result {
-        Ok(body) => {
-            let mut response = Response::new(body);
-            if outcome.replayed {
-                mark_replayed(&mut response);
-            }
-            Ok(response)
-        }
-        Err(error) => {
-            let mut status = Status::from(error);
-            if outcome.replayed {
-                status
-                    .metadata_mut()
-                    .insert(IDEMPOTENT_REPLAYED, MetadataValue::from_static("true"));
-            }
-            Err(status)
-        }
-    }
+    platform::grpc::replayable_response(outcome.result, outcome.replayed)
 }
