@@ -1,7 +1,7 @@
 //! Registering, listing, deleting endpoints and rotating their secrets.
 
-use super::idempotent::{Binding, Outcome, Started};
-use super::{WebhooksService, endpoint_id, endpoint_not_found};
+use super::idempotent::{Binding, EndpointRun, Outcome, Started};
+use super::{WebhooksService, endpoint_not_found};
 use crate::domain::endpoint::invalid_url;
 use crate::domain::event::missing_read_scopes;
 use crate::domain::signing::generate_secret;
@@ -148,23 +148,17 @@ impl WebhooksService {
         key: String,
         request: pb::DeleteEndpointRequest,
     ) -> Outcome<pb::DeleteEndpointResponse> {
-        let checked = principal
-            .customer()
-            .and_then(|customer_id| Ok((customer_id, endpoint_id(&request.endpoint_id)?)));
-        let (customer_id, id) = match checked {
-            Ok(checked) => checked,
-            Err(error) => return Outcome::fresh(Err(error)),
-        };
-        let binding = Binding {
+        let EndpointRun {
             customer_id,
-            principal,
-            operation: OPERATION_DELETE,
-            key,
-        };
-        let ticket = match self.start(binding, &request).await {
-            Ok(Started::Run { ticket, .. }) => ticket,
-            Ok(Started::Replayed(outcome)) => return outcome,
-            Err(error) => return Outcome::fresh(Err(error)),
+            endpoint_id: id,
+            ticket,
+            ..
+        } = match self
+            .start_endpoint_operation(principal, key, OPERATION_DELETE, &request.endpoint_id, &request)
+            .await
+        {
+            Ok(run) => run,
+            Err(answer) => return answer,
         };
         let deleted = async {
             let mut tx = self.pool.begin().await?;
@@ -194,23 +188,17 @@ impl WebhooksService {
         key: String,
         request: pb::RotateSecretRequest,
     ) -> Outcome<pb::RotateSecretResponse> {
-        let checked = principal
-            .customer()
-            .and_then(|customer_id| Ok((customer_id, endpoint_id(&request.endpoint_id)?)));
-        let (customer_id, id) = match checked {
-            Ok(checked) => checked,
-            Err(error) => return Outcome::fresh(Err(error)),
-        };
-        let binding = Binding {
+        let EndpointRun {
             customer_id,
-            principal,
-            operation: OPERATION_ROTATE,
-            key,
-        };
-        let ticket = match self.start(binding, &request).await {
-            Ok(Started::Run { ticket, .. }) => ticket,
-            Ok(Started::Replayed(outcome)) => return outcome,
-            Err(error) => return Outcome::fresh(Err(error)),
+            endpoint_id: id,
+            ticket,
+            ..
+        } = match self
+            .start_endpoint_operation(principal, key, OPERATION_ROTATE, &request.endpoint_id, &request)
+            .await
+        {
+            Ok(run) => run,
+            Err(answer) => return answer,
         };
         let rotated = async {
             let mut tx = self.pool.begin().await?;

@@ -151,3 +151,44 @@ fn replays_identically(error: &ApiError) -> bool {
                 | ErrorCode::InsufficientScope
         )
 }
+
+/// An endpoint operation whose caller, endpoint id and idempotency key passed.
+pub(super) struct EndpointRun {
+    pub customer_id: Uuid,
+    pub endpoint_id: Uuid,
+    pub ticket: Ticket,
+    pub recovery: Option<serde_json::Value>,
+}
+
+impl WebhooksService {
+    /// Checks the caller and the endpoint id and claims the key for `request`. `Err` is the
+    /// answer to give at once: a refusal, or the stored answer of a replay.
+    pub(super) async fn start_endpoint_operation<T: Message + Default>(
+        &self,
+        principal: &Principal,
+        key: String,
+        operation: &'static str,
+        endpoint_id_text: &str,
+        request: &impl Message,
+    ) -> Result<EndpointRun, Outcome<T>> {
+        let refused = |error| Outcome::fresh(Err(error));
+        let customer_id = principal.customer().map_err(refused)?;
+        let endpoint_id = super::endpoint_id(endpoint_id_text).map_err(refused)?;
+        let binding = Binding {
+            customer_id,
+            principal,
+            operation,
+            key,
+        };
+        match self.start(binding, request).await {
+            Ok(Started::Run { ticket, recovery }) => Ok(EndpointRun {
+                customer_id,
+                endpoint_id,
+                ticket,
+                recovery,
+            }),
+            Ok(Started::Replayed(outcome)) => Err(outcome),
+            Err(error) => Err(refused(error)),
+        }
+    }
+}

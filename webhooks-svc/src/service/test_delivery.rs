@@ -7,8 +7,8 @@
 //! answer. A retry after a crash resumes from the recovery point and answers the delivery as it
 //! stands (the dispatcher attempts it once its lease ends).
 
-use super::idempotent::{Binding, Outcome, Started};
-use super::{WebhooksService, endpoint_id, endpoint_not_found};
+use super::idempotent::{EndpointRun, Outcome};
+use super::{WebhooksService, endpoint_not_found};
 use crate::domain::event::{WEBHOOK_TEST, body_bytes};
 use crate::domain::{EndpointStatus, WebhookEvent};
 use crate::repo;
@@ -32,23 +32,17 @@ impl WebhooksService {
         key: String,
         request: pb::SendTestDeliveryRequest,
     ) -> Outcome<pb::SendTestDeliveryResponse> {
-        let checked = principal
-            .customer()
-            .and_then(|customer_id| Ok((customer_id, endpoint_id(&request.endpoint_id)?)));
-        let (customer_id, id) = match checked {
-            Ok(checked) => checked,
-            Err(error) => return Outcome::fresh(Err(error)),
-        };
-        let binding = Binding {
+        let EndpointRun {
             customer_id,
-            principal,
-            operation: OPERATION_TEST,
-            key,
-        };
-        let (ticket, recovery) = match self.start(binding, &request).await {
-            Ok(Started::Run { ticket, recovery }) => (ticket, recovery),
-            Ok(Started::Replayed(outcome)) => return outcome,
-            Err(error) => return Outcome::fresh(Err(error)),
+            endpoint_id: id,
+            ticket,
+            recovery,
+        } = match self
+            .start_endpoint_operation(principal, key, OPERATION_TEST, &request.endpoint_id, &request)
+            .await
+        {
+            Ok(run) => run,
+            Err(answer) => return answer,
         };
         let resumed = recovery
             .as_ref()
