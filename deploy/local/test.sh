@@ -16,6 +16,8 @@ ensure_curl
 ensure_rust
 ensure_postgres
 ensure_redis
+# The outbox test starts and stops a redis-server of its own, whatever Redis the suite uses.
+have redis-server || ensure_apt_packages redis-server
 ensure_python_test_packages stripe
 # Tests that cross-check with Python tools fail instead of skipping when those are missing.
 export LAB_REQUIRE_PYTHON_TOOLS=1
