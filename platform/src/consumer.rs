@@ -6,6 +6,12 @@
 //! a redelivered event changes nothing. Entries left pending by a consumer that died are claimed
 //! by a live one after `reclaim_idle`; an entry delivered `max_deliveries` times, or one that
 //! cannot be decoded, moves to the dead-letter stream `<stream>:dead` and is acknowledged.
+//!
+//! Each read (up to `batch` entries of one stream) reaches the handler as one batch
+//! ([`EventHandler::handle_batch`]); by default its events are applied one by one, but a handler
+//! may apply a whole read in one transaction. Every entry is then settled on its own: applied
+//! ones are acknowledged together with one `XACK`, a passing failure leaves only that entry
+//! pending, a permanent one dead-letters only that entry.
 
 use crate::streams;
 use prost::Message;
@@ -45,6 +51,34 @@ pub trait EventHandler: Send + Sync + 'static {
         &self,
         event: &EventEnvelope,
     ) -> impl std::future::Future<Output = Result<(), HandlerError>> + Send;
+
+    /// Applies the events of one read of one stream, in stream order, and returns one outcome
+    /// per event (same order, same length). The consumer acknowledges every applied entry with
+    /// one `XACK`. The default applies them one by one with [`EventHandler::handle`], each inside
+    /// its own span; a handler may override it to apply a whole batch in one transaction (one
+    /// commit for many events), as long as each event's effect stays idempotent on its own.
+    fn handle_batch(
+        &self,
+        batch: &[Consumed],
+    ) -> impl std::future::Future<Output = Vec<Result<(), HandlerError>>> + Send {
+        async move {
+            let mut outcomes = Vec::with_capacity(batch.len());
+            for consumed in batch {
+                let handled = self.handle(&consumed.envelope);
+                outcomes.push(tracing::Instrument::instrument(handled, consumed.span.clone()).await);
+            }
+            outcomes
+        }
+    }
+}
+
+/// One decoded stream entry handed to [`EventHandler::handle_batch`].
+#[derive(Debug)]
+pub struct Consumed {
+    pub envelope: EventEnvelope,
+    /// `event.consume`, continuing the trace of the transaction that emitted the event; it
+    /// ends when the entry is acknowledged or left pending.
+    pub span: tracing::Span,
 }
 
 /// Records that `consumer` processed `event_id` inside the handler's transaction; returns false
@@ -195,9 +229,7 @@ impl<H: EventHandler> StreamConsumer<H> {
                 reply = read => reply?,
             };
             for key in reply.map(|reply| reply.keys).unwrap_or_default() {
-                for entry in key.ids {
-                    self.process(&mut redis, &key.key, entry).await?;
-                }
+                self.process(&mut redis, &key.key, key.ids).await?;
             }
         }
     }
@@ -236,64 +268,84 @@ impl<H: EventHandler> StreamConsumer<H> {
                     &claimable,
                 )
                 .await?;
-            for entry in claimed.ids {
-                self.process(redis, stream, entry).await?;
-            }
+            self.process(redis, stream, claimed.ids).await?;
         }
         Ok(())
     }
 
+    /// Decodes the entries of one read of `stream`, dead-letters the unusable ones, hands the
+    /// rest to the handler as one batch and acknowledges the applied ones with one `XACK`.
     async fn process(
         &self,
         redis: &mut MultiplexedConnection,
         stream: &str,
-        entry: StreamId,
+        entries: Vec<StreamId>,
     ) -> anyhow::Result<()> {
-        let Some(bytes) = envelope_bytes(&entry) else {
-            return self
-                .dead_letter(redis, stream, &entry.id, None, "entry has no envelope")
-                .await;
-        };
-        let envelope = match EventEnvelope::decode(bytes.as_slice()) {
-            Ok(envelope) => envelope,
-            Err(error) => {
-                let reason = format!("undecodable envelope: {error}");
-                return self
-                    .dead_letter(redis, stream, &entry.id, Some(bytes), &reason)
-                    .await;
+        let mut batch = Vec::with_capacity(entries.len());
+        let mut kept: Vec<(String, Vec<u8>)> = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let Some(bytes) = envelope_bytes(&entry) else {
+                self.dead_letter(redis, stream, &entry.id, None, "entry has no envelope")
+                    .await?;
+                continue;
+            };
+            let envelope = match EventEnvelope::decode(bytes.as_slice()) {
+                Ok(envelope) => envelope,
+                Err(error) => {
+                    let reason = format!("undecodable envelope: {error}");
+                    self.dead_letter(redis, stream, &entry.id, Some(bytes), &reason)
+                        .await?;
+                    continue;
+                }
+            };
+            if Uuid::parse_str(&envelope.id).is_err() {
+                // Deduplication keys on the event id; an envelope without a valid one is unusable.
+                self.dead_letter(redis, stream, &entry.id, Some(bytes), "event id is not a UUID")
+                    .await?;
+                continue;
             }
-        };
-        if Uuid::parse_str(&envelope.id).is_err() {
-            // Deduplication keys on the event id; an envelope without a valid one is unusable.
-            return self
-                .dead_letter(redis, stream, &entry.id, Some(bytes), "event id is not a UUID")
-                .await;
+            let span = tracing::info_span!("event.consume", event.id = %envelope.id, event.type = %envelope.r#type, group = %self.settings.group);
+            crate::telemetry::continue_trace(&span, &envelope.traceparent, &envelope.tracestate);
+            batch.push(Consumed { envelope, span });
+            kept.push((entry.id, bytes));
         }
-        let span = tracing::info_span!("event.consume", event.id = %envelope.id, event.type = %envelope.r#type, group = %self.settings.group);
-        crate::telemetry::continue_trace(&span, &envelope.traceparent, &envelope.tracestate);
-        let outcome = tracing::Instrument::instrument(self.handler.handle(&envelope), span).await;
-        match outcome {
-            Ok(()) => self.acknowledge(redis, stream, &entry.id).await,
-            Err(HandlerError::Retry(error)) => {
-                tracing::warn!(event.id = %envelope.id, %error, "event handling failed, will retry");
-                Ok(())
-            }
-            Err(HandlerError::Permanent(error)) => {
-                let reason = error.to_string();
-                self.dead_letter(redis, stream, &entry.id, Some(bytes), &reason)
-                    .await
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut outcomes = self.handler.handle_batch(&batch).await;
+        if outcomes.len() != batch.len() {
+            tracing::error!(
+                expected = batch.len(),
+                got = outcomes.len(),
+                "the handler answered a batch with the wrong number of outcomes; the batch will be retried"
+            );
+            outcomes.clear();
+        }
+        let mut applied: Vec<&str> = Vec::with_capacity(kept.len());
+        for ((consumed, (id, bytes)), outcome) in batch.iter().zip(&kept).zip(outcomes) {
+            match outcome {
+                Ok(()) => applied.push(id),
+                Err(HandlerError::Retry(error)) => {
+                    tracing::warn!(parent: &consumed.span, event.id = %consumed.envelope.id, %error, "event handling failed, will retry");
+                }
+                Err(HandlerError::Permanent(error)) => {
+                    let reason = error.to_string();
+                    self.dead_letter(redis, stream, id, Some(bytes.clone()), &reason)
+                        .await?;
+                }
             }
         }
+        self.acknowledge(redis, stream, &applied).await
     }
 
     async fn acknowledge(
         &self,
         redis: &mut MultiplexedConnection,
         stream: &str,
-        id: &str,
+        ids: &[&str],
     ) -> anyhow::Result<()> {
-        if self.settings.acknowledge {
-            let _: i64 = redis.xack(stream, &self.settings.group, &[id]).await?;
+        if self.settings.acknowledge && !ids.is_empty() {
+            let _: i64 = redis.xack(stream, &self.settings.group, ids).await?;
         }
         Ok(())
     }
@@ -317,7 +369,7 @@ impl<H: EventHandler> StreamConsumer<H> {
             fields.push((streams::ENVELOPE_FIELD, envelope));
         }
         let _: String = redis.xadd(&dead, "*", &fields).await?;
-        self.acknowledge(redis, stream, id).await
+        self.acknowledge(redis, stream, &[id]).await
     }
 }
 

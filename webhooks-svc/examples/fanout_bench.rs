@@ -8,7 +8,8 @@
 //!    after it).
 //!
 //! Needs the local PostgreSQL and Redis of the tests. Run:
-//! `cargo run --release -p webhooks-svc --example fanout_bench [-- --rate 1000 --seconds 10 --plain-db]`.
+//! `cargo run --release -p webhooks-svc --example fanout_bench [-- --rate 1000 --seconds 10 --plain-db
+//! --consumers 4 --batch 8]`.
 
 use chrono::{DateTime, Utc};
 use platform::config::CommonSettings;
@@ -53,29 +54,34 @@ async fn main() -> anyhow::Result<()> {
     let (rate, seconds) = (flag("--rate", 1_000), flag("--seconds", 10));
 
     // `--plain-db`: no TLS to the loopback PostgreSQL (sqlx prefers TLS when the server offers it).
-    let bench = start(!args.iter().any(|arg| arg == "--plain-db")).await?;
+    let tuning = Tuning {
+        database_tls: !args.iter().any(|arg| arg == "--plain-db"),
+        consumers: usize::try_from(flag("--consumers", 0))?,
+        consumer_batch: usize::try_from(flag("--batch", 0))?,
+    };
+    let bench = start(tuning).await?;
     let throughput_customer = Uuid::new_v4();
     for index in 0..ENDPOINTS {
         register(&bench, throughput_customer, &format!("/throughput/{index}")).await?;
     }
     let latency_customer = Uuid::new_v4();
     register(&bench, latency_customer, "/latency").await?;
-    // Warm up connections and caches.
+    // Warm up connections, prepared statements and caches: a burst, then one second at the
+    // measured rate (the first milliseconds at a new rate open database connections).
     publish_many(&bench, latency_customer, 200).await?;
-    wait_for(&bench, "/latency", 200, Duration::from_secs(60)).await?;
+    let warm_up = usize::try_from(rate)?;
+    publish_at_rate(&bench, latency_customer, rate, warm_up).await?;
+    wait_for(&bench, "/latency", 200 + warm_up, Duration::from_secs(60)).await?;
 
-    let mut published: HashMap<String, DateTime<Utc>> = HashMap::new();
     let total = usize::try_from(rate * seconds)?;
-    let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
-    let mut redis = bench.redis.clone();
-    for _ in 0..total {
-        ticker.tick().await;
-        let event = order_created(latency_customer);
-        published.insert(event.id.clone(), Utc::now());
-        xadd(&mut redis, &bench.stream, &event).await?;
-    }
-    wait_for(&bench, "/latency", total, Duration::from_secs(120)).await?;
+    let published = publish_at_rate(&bench, latency_customer, rate, total).await?;
+    wait_for(
+        &bench,
+        "/latency",
+        200 + warm_up + total,
+        Duration::from_secs(120),
+    )
+    .await?;
     let mut latencies: Vec<f64> = bench
         .receiver
         .requests_to("/latency")
@@ -117,10 +123,17 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn start(database_tls: bool) -> anyhow::Result<Bench> {
+/// Settings under test (0 keeps the service's default).
+struct Tuning {
+    database_tls: bool,
+    consumers: usize,
+    consumer_batch: usize,
+}
+
+async fn start(tuning: Tuning) -> anyhow::Result<Bench> {
     let receiver = TestReceiver::start().await;
     let mut database_url = platform::testing::fresh_database().await;
-    if !database_tls {
+    if !tuning.database_tls {
         database_url.push_str("?sslmode=disable");
     }
     if let Ok(extra) = std::env::var("BENCH_DB_PARAMS") {
@@ -135,6 +148,16 @@ async fn start(database_tls: bool) -> anyhow::Result<Bench> {
     settings.allow_loopback_targets = true;
     settings.extra_root_certificates_pem = vec![receiver.ca_pem()];
     settings.consumer.block = Duration::from_millis(500);
+    if tuning.consumers > 0 {
+        settings.consumers = tuning.consumers;
+    }
+    if tuning.consumer_batch > 0 {
+        settings.consumer_batch = tuning.consumer_batch;
+    }
+    eprintln!(
+        "consumers {}, entries per read {}",
+        settings.consumers, settings.consumer_batch
+    );
     let application = Application::build(settings).await?;
     let address = application.local_addr();
     let shutdown = CancellationToken::new();
@@ -211,6 +234,26 @@ async fn xadd(
     ];
     let _: String = redis::AsyncCommands::xadd(redis, stream, "*", &fields).await?;
     Ok(())
+}
+
+/// Publishes `count` events at `rate` per second; returns when each was published, by event id.
+async fn publish_at_rate(
+    bench: &Bench,
+    customer: Uuid,
+    rate: u64,
+    count: usize,
+) -> anyhow::Result<HashMap<String, DateTime<Utc>>> {
+    let mut published = HashMap::with_capacity(count);
+    let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let mut redis = bench.redis.clone();
+    for _ in 0..count {
+        ticker.tick().await;
+        let event = order_created(customer);
+        published.insert(event.id.clone(), Utc::now());
+        xadd(&mut redis, &bench.stream, &event).await?;
+    }
+    Ok(published)
 }
 
 async fn publish_many(bench: &Bench, customer: Uuid, count: usize) -> anyhow::Result<()> {

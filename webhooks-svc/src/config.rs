@@ -86,8 +86,10 @@ pub struct Settings {
     /// environment.
     pub dns_overrides: HashMap<String, Vec<IpAddr>>,
     pub consumer: ConsumerTiming,
-    /// Stream consumers of this process in the group (each applies events one at a time).
+    /// Stream consumers of this process in the group.
     pub consumers: usize,
+    /// Entries one consumer reads at a time; a read is fanned out in one transaction.
+    pub consumer_batch: usize,
     pub idempotency: IdempotencyTiming,
 }
 
@@ -106,6 +108,7 @@ impl Settings {
                 block: Duration::from_secs(2),
             },
             consumers: 4,
+            consumer_batch: 32,
             idempotency: IdempotencyTiming {
                 lease: Duration::from_secs(30),
                 wait: Duration::from_secs(10),
@@ -148,6 +151,9 @@ impl Settings {
         }
         if let Some(count) = integer("CONSUMERS")? {
             settings.consumers = usize::try_from(count.clamp(1, 64)).unwrap_or(4);
+        }
+        if let Some(count) = integer("CONSUMER_BATCH")? {
+            settings.consumer_batch = usize::try_from(count.clamp(1, 512)).unwrap_or(32);
         }
         millis("CONSUMER_RECLAIM_IDLE_MS", &mut settings.consumer.reclaim_idle)?;
         millis("CONSUMER_BLOCK_MS", &mut settings.consumer.block)?;

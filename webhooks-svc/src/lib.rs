@@ -52,9 +52,6 @@ pub const OUTBOX: Outbox = IDENTITY.outbox();
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 
-/// Stream entries one consumer reads at a time.
-const CONSUMER_BATCH: usize = 8;
-
 /// A built service: migrated database, bound listener, ready dispatcher.
 pub struct Application {
     settings: Settings,
@@ -142,8 +139,7 @@ impl Application {
             .map(|_| {
                 let mut settings = ConsumerSettings::new(platform::streams::GROUP_WEBHOOKS, streams.clone())
                     .with_timing(timing.reclaim_idle, timing.block);
-                // Small reads: an entry never waits behind a long batch of another consumer.
-                settings.batch = CONSUMER_BATCH;
+                settings.batch = self.settings.consumer_batch.max(1);
                 let consumer = StreamConsumer::new(&base.common.redis_url, settings, Arc::clone(&handler));
                 tokio::spawn(consumer.run(shutdown.clone()))
             })

@@ -1,6 +1,6 @@
 //! The event guarantees of the platform, exercised against real PostgreSQL and Redis processes:
-//! the outbox survives a Redis outage, and a consumer that dies between its commit and `XACK`
-//! never applies an event twice.
+//! the outbox survives a Redis outage, a consumer that dies between its commit and `XACK`
+//! never applies an event twice, and a batch handler settles every entry of a read on its own.
 
 use platform::consumer::{ConsumerSettings, EventHandler, HandlerError, StreamConsumer, first_delivery};
 use platform::outbox::{NewEvent, Outbox, OutboxRelay};
@@ -324,4 +324,142 @@ async fn an_undecodable_entry_or_an_event_without_a_uuid_goes_to_the_dead_letter
         0,
         "no handler saw an unusable event"
     );
+}
+
+/// Applies a whole read in one transaction; `fail.once` events fail the first time (retry),
+/// `fail.always` events can never be applied (permanent). Records the size of every batch.
+struct BatchHandler {
+    pool: PgPool,
+    batches: std::sync::Mutex<Vec<usize>>,
+    failed_once: std::sync::Mutex<Vec<String>>,
+}
+
+impl EventHandler for BatchHandler {
+    async fn handle(&self, _event: &EventEnvelope) -> Result<(), HandlerError> {
+        unreachable!("the consumer hands whole reads to handle_batch")
+    }
+
+    async fn handle_batch(&self, batch: &[platform::consumer::Consumed]) -> Vec<Result<(), HandlerError>> {
+        self.batches.lock().unwrap().push(batch.len());
+        let mut outcomes = Vec::with_capacity(batch.len());
+        let mut tx = self.pool.begin().await.unwrap();
+        for consumed in batch {
+            let event = &consumed.envelope;
+            if event.r#type == "fail.always" {
+                outcomes.push(Err(HandlerError::Permanent(anyhow::anyhow!("never applicable"))));
+                continue;
+            }
+            if event.r#type == "fail.once" {
+                let mut failed = self.failed_once.lock().unwrap();
+                if !failed.contains(&event.id) {
+                    failed.push(event.id.clone());
+                    outcomes.push(Err(HandlerError::Retry(anyhow::anyhow!("passing failure"))));
+                    continue;
+                }
+            }
+            if first_delivery(&mut tx, SCHEMA, "batch", &event.id).await.unwrap() {
+                sqlx::query(
+                    "INSERT INTO relaytest.effects (event_id, applied) VALUES ($1, 1)
+                     ON CONFLICT (event_id) DO UPDATE SET applied = relaytest.effects.applied + 1",
+                )
+                .bind(Uuid::parse_str(&event.id).unwrap())
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+            }
+            outcomes.push(Ok(()));
+        }
+        tx.commit().await.unwrap();
+        outcomes
+    }
+}
+
+#[tokio::test]
+async fn a_batch_handler_gets_a_whole_read_and_each_entry_is_acknowledged_retried_or_dead_lettered_on_its_own()
+ {
+    let pool = pool_with_event_tables().await;
+    let redis_url = platform::testing::redis_url();
+    let stream = platform::streams::stream_name(&unique_stream_prefix(), "orders");
+    let event = |event_type: &str| EventEnvelope {
+        id: Uuid::now_v7().to_string(),
+        r#type: event_type.into(),
+        ..Default::default()
+    };
+    let (first, second, flaky, broken) = (
+        event("order.created"),
+        event("order.created"),
+        event("fail.once"),
+        event("fail.always"),
+    );
+    // Six entries (one event published twice) written at once, before the consumer reads.
+    let entries = [&first, &second, &flaky, &first, &broken, &event("order.created")];
+    let mut pipeline = redis::pipe();
+    pipeline.atomic();
+    for entry in entries {
+        pipeline
+            .xadd(&stream, "*", &[("envelope", entry.encode_to_vec())])
+            .ignore();
+    }
+    let mut connection = redis::Client::open(redis_url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let (): () = pipeline.query_async(&mut connection).await.unwrap();
+    let (): () = connection
+        .xgroup_create(&stream, "batch-test", "0")
+        .await
+        .unwrap();
+
+    let handler = Arc::new(BatchHandler {
+        pool: pool.clone(),
+        batches: std::sync::Mutex::new(Vec::new()),
+        failed_once: std::sync::Mutex::new(Vec::new()),
+    });
+    let mut settings = ConsumerSettings::new("batch-test", vec![stream.clone()]);
+    settings.reclaim_idle = Duration::from_millis(300);
+    let token = CancellationToken::new();
+    let consumer =
+        tokio::spawn(StreamConsumer::new(&redis_url, settings, handler.clone()).run(token.clone()));
+    wait_for("every entry settled", Duration::from_secs(10), || async {
+        (pending_count(&redis_url, &stream, "batch-test").await == 0
+            && !handler.failed_once.lock().unwrap().is_empty())
+        .then_some(())
+    })
+    .await;
+    token.cancel();
+    consumer.await.unwrap();
+
+    let batches = handler.batches.lock().unwrap().clone();
+    assert_eq!(
+        batches[0], 6,
+        "the first read reached the handler whole: {batches:?}"
+    );
+    assert_eq!(
+        batches[1..],
+        [1],
+        "only the entry that failed passingly came back, once: {batches:?}"
+    );
+    let applied: Vec<(Uuid, i32)> =
+        sqlx::query_as("SELECT event_id, applied FROM relaytest.effects ORDER BY event_id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        applied.len(),
+        4,
+        "first, second, flaky and the last one: {applied:?}"
+    );
+    assert!(
+        applied.iter().all(|(_, count)| *count == 1),
+        "each applied once: {applied:?}"
+    );
+    assert!(!applied.iter().any(|(id, _)| id.to_string() == broken.id));
+    let dead: redis::streams::StreamRangeReply = connection
+        .xrange_all(platform::streams::dead_letter_stream(&stream))
+        .await
+        .unwrap();
+    assert_eq!(dead.ids.len(), 1, "only the broken event is dead-lettered");
+    let reason: String = dead.ids[0].get("reason").unwrap();
+    assert_eq!(reason, "never applicable");
 }

@@ -4,36 +4,35 @@
 use crate::domain::WebhookEvent;
 use crate::repo::dispatch::Claimed;
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, PgPool, Row};
+use sqlx::{PgConnection, PgPool};
+use std::collections::HashMap;
 use std::time::Duration;
 use uuid::Uuid;
 
 /// Notification channel that wakes the dispatchers.
 pub const DISPATCH_CHANNEL: &str = "webhooks_dispatch";
 
-/// What the fan-out of one stream event did.
-#[derive(Debug)]
-pub enum FanOut {
-    /// The event had been processed before; nothing changed.
-    AlreadyProcessed,
-    /// The deliveries queued, already claimed under the lease for the caller's dispatcher.
-    Queued(Vec<Claimed>),
-}
-
-/// Applies one stream event exactly once: records `(consumer, source_event_id)` in
-/// `processed_events` (as `platform::consumer::first_delivery` does) and, only when that record
-/// is new, stores `events` and queues a `fanout` delivery for every active endpoint of the same
-/// customer subscribed to the type. The deliveries are created claimed for `lease` under a fresh
-/// lease token and returned with what their attempts need, so the caller hands them straight to
-/// its dispatcher (no claim round trip); should it not, they fall due when the lease ends. One
-/// statement, hence one atomic transaction and one round trip.
-pub async fn fan_out_once(
+/// Applies a batch of stream events exactly once each, in one statement (one atomic
+/// transaction, one round trip, one commit): records every `(consumer, source event id)` in
+/// `processed_events` (as `platform::consumer::first_delivery` does) and, for the sources whose
+/// record is new, stores their events (`events` pairs each with the id of its source event)
+/// and queues a `fanout` delivery for every active endpoint of the same customer subscribed to
+/// the type. Sources processed before change nothing; a source repeated inside the batch is
+/// applied once. The deliveries are created claimed for `lease` under a fresh lease token and
+/// returned with what their attempts need, in the order of `events`, so the caller hands them
+/// straight to its dispatcher (no claim round trip); should it not, they fall due when the
+/// lease ends.
+pub async fn fan_out_batch(
     pool: &PgPool,
     consumer: &str,
-    source_event_id: Uuid,
-    events: &[WebhookEvent],
+    sourced: &[(Uuid, WebhookEvent)],
     lease: Duration,
-) -> Result<FanOut, sqlx::Error> {
+) -> Result<Vec<Claimed>, sqlx::Error> {
+    if sourced.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sources: Vec<Uuid> = sourced.iter().map(|(source, _)| *source).collect();
+    let events: Vec<&WebhookEvent> = sourced.iter().map(|(_, event)| event).collect();
     let ids: Vec<Uuid> = events.iter().map(|event| event.id).collect();
     let customers: Vec<Uuid> = events.iter().map(|event| event.customer_id).collect();
     let types: Vec<&str> = events.iter().map(|event| event.event_type.as_str()).collect();
@@ -43,13 +42,16 @@ pub async fn fan_out_once(
     let states: Vec<&str> = events.iter().map(|event| event.tracestate.as_str()).collect();
     let rows = sqlx::query(concat!(
         "WITH first AS ( \
-           INSERT INTO webhooks.processed_events (consumer, event_id) VALUES ($8, $9) \
+           INSERT INTO webhooks.processed_events (consumer, event_id) \
+           SELECT $9, source FROM UNNEST($8::uuid[]) AS source \
            ON CONFLICT DO NOTHING RETURNING event_id \
          ), stored AS ( \
            INSERT INTO webhooks.events (id, customer_id, type, occurred_at, body, traceparent, tracestate) \
-           SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[], $5::bytea[], \
-                                $6::text[], $7::text[]) \
-           WHERE EXISTS (SELECT 1 FROM first) \
+           SELECT id, customer_id, type, occurred_at, body, traceparent, tracestate \
+           FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[], $5::bytea[], $6::text[], \
+                       $7::text[], $8::uuid[]) \
+             AS input(id, customer_id, type, occurred_at, body, traceparent, tracestate, source_id) \
+           WHERE input.source_id IN (SELECT event_id FROM first) \
            ON CONFLICT (id) DO NOTHING \
            RETURNING id, customer_id, type, body, traceparent, tracestate \
          ), claimed AS ( \
@@ -63,12 +65,11 @@ pub async fn fan_out_once(
            ON CONFLICT (endpoint_id, event_id) WHERE origin = 'fanout' DO NOTHING \
            RETURNING id, lease_token, endpoint_id, customer_id, event_id, event_type, attempt_count, round_start \
          ), event AS (SELECT * FROM stored) \
-         SELECT (SELECT count(*) FROM first) AS first, attempt.* FROM (SELECT 1) AS one \
-         LEFT JOIN (SELECT ",
+         SELECT ",
         crate::repo::dispatch::claimed_columns!(),
         " FROM claimed \
-           JOIN webhooks.endpoints endpoint ON endpoint.id = claimed.endpoint_id \
-           JOIN event ON event.id = claimed.event_id) AS attempt ON true"
+         JOIN webhooks.endpoints endpoint ON endpoint.id = claimed.endpoint_id \
+         JOIN event ON event.id = claimed.event_id"
     ))
     .bind(&ids)
     .bind(&customers)
@@ -77,27 +78,20 @@ pub async fn fan_out_once(
     .bind(&bodies)
     .bind(&parents)
     .bind(&states)
+    .bind(&sources)
     .bind(consumer)
-    .bind(source_event_id)
     .bind(lease.as_secs_f64())
     .bind(Uuid::new_v4())
     .fetch_all(pool)
     .await?;
-    let first: i64 = match rows.first() {
-        Some(row) => row.try_get("first")?,
-        None => 0,
-    };
-    if first == 0 {
-        return Ok(FanOut::AlreadyProcessed);
-    }
-    let mut claimed = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let id: Option<Uuid> = row.try_get("id")?;
-        if id.is_some() {
-            claimed.push(crate::repo::dispatch::claimed(row)?);
-        }
-    }
-    Ok(FanOut::Queued(claimed))
+    let mut claimed = rows
+        .iter()
+        .map(crate::repo::dispatch::claimed)
+        .collect::<Result<Vec<_>, _>>()?;
+    // Attempts start in stream order (per endpoint, the order in which events were emitted).
+    let position: HashMap<Uuid, usize> = ids.iter().enumerate().map(|(index, id)| (*id, index)).collect();
+    claimed.sort_by_key(|delivery| position.get(&delivery.event_id).copied().unwrap_or(usize::MAX));
+    Ok(claimed)
 }
 
 /// Stores one event without fanning it out (test deliveries).

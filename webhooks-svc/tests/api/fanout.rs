@@ -153,3 +153,83 @@ async fn a_test_delivery_is_attempted_at_once_and_reports_its_outcome() {
     assert_eq!(replay.into_inner().delivery.unwrap(), delivery);
     assert_eq!(app.receiver.requests_to(&path).len(), 1, "a replay sends nothing");
 }
+
+#[tokio::test]
+async fn events_read_together_are_each_fanned_out_once_and_an_unusable_one_is_dead_lettered_alone() {
+    let app = spawn_app().await;
+    let (customer, other) = (Uuid::new_v4(), Uuid::new_v4());
+    let (orders_path, results_path) = (new_path(), new_path());
+    app.register(customer, &orders_path, &["order.created", "coa.published"])
+        .await;
+    app.register(customer, &results_path, &["results.published"])
+        .await;
+    let (first, second, coa) = (
+        order_created(customer),
+        order_created(customer),
+        coa_published(customer),
+    );
+    let elsewhere = order_created(other);
+    let mut unusable = order_created(customer);
+    unusable.customer_id = "no customer".into();
+    let results = platform::streams::RESULTS;
+    app.publish_together(
+        platform::streams::ORDERS,
+        &[&first, &second, &first, &unusable, &elsewhere],
+    )
+    .await;
+    app.publish_together(results, &[&coa, &coa]).await;
+
+    let at_orders = app.wait_for_requests(&orders_path, 3).await;
+    let at_results = app.wait_for_requests(&results_path, 1).await;
+    let mut delivered: Vec<String> = at_orders
+        .iter()
+        .map(|request| request.header("x-svc-event-id"))
+        .collect();
+    delivered.sort();
+    let mut expected = vec![first.id.clone(), second.id.clone(), coa.id.clone()];
+    expected.sort();
+    assert_eq!(delivered, expected);
+    let derived = Uuid::new_v5(&coa.id.parse().unwrap(), b"results.published").to_string();
+    assert_eq!(at_results[0].header("x-svc-event-id"), derived);
+
+    let dead_stream = platform::streams::dead_letter_stream(&platform::streams::stream_name(
+        &app.stream_prefix,
+        platform::streams::ORDERS,
+    ));
+    let mut redis = redis::Client::open(app.redis_url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let dead: redis::streams::StreamRangeReply = redis::AsyncCommands::xrange_all(&mut redis, &dead_stream)
+        .await
+        .unwrap();
+    assert_eq!(dead.ids.len(), 1, "only the unusable envelope is dead-lettered");
+    let reason: String = dead.ids[0].get("reason").unwrap();
+    assert!(reason.contains("customer"), "{reason}");
+
+    let processed: Vec<Uuid> =
+        sqlx::query_scalar("SELECT event_id FROM webhooks.processed_events ORDER BY event_id")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    let mut sources: Vec<Uuid> = [&first, &second, &coa, &elsewhere]
+        .iter()
+        .map(|envelope| envelope.id.parse().unwrap())
+        .collect();
+    sources.sort();
+    assert_eq!(
+        processed, sources,
+        "each usable event recorded once, the other customer's too"
+    );
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM webhooks.deliveries")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        stored, 4,
+        "one delivery per subscribed endpoint and event, none for duplicates"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(app.receiver.requests().len(), 4, "nothing arrived twice");
+}

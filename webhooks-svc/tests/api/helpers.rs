@@ -277,16 +277,25 @@ impl TestApp {
 
     /// Publishes an envelope on a domain stream as that domain's relay would.
     pub async fn publish(&self, domain: &str, envelope: &EventEnvelope) {
+        self.publish_together(domain, &[envelope]).await;
+    }
+
+    /// Publishes `envelopes` to the stream of `domain` in one atomic `MULTI`, so that a
+    /// consumer's next read returns them together (one batch).
+    pub async fn publish_together(&self, domain: &str, envelopes: &[&EventEnvelope]) {
         let client = redis::Client::open(self.redis_url.as_str()).unwrap();
         let mut connection = client.get_multiplexed_async_connection().await.unwrap();
         let stream = platform::streams::stream_name(&self.stream_prefix, domain);
-        let fields: Vec<(&str, Vec<u8>)> = vec![
-            (platform::streams::ENVELOPE_FIELD, envelope.encode_to_vec()),
-            (platform::streams::TYPE_FIELD, envelope.r#type.as_bytes().to_vec()),
-        ];
-        let _: String = redis::AsyncCommands::xadd(&mut connection, stream, "*", &fields)
-            .await
-            .unwrap();
+        let mut pipeline = redis::pipe();
+        pipeline.atomic();
+        for envelope in envelopes {
+            let fields: Vec<(&str, Vec<u8>)> = vec![
+                (platform::streams::ENVELOPE_FIELD, envelope.encode_to_vec()),
+                (platform::streams::TYPE_FIELD, envelope.r#type.as_bytes().to_vec()),
+            ];
+            pipeline.xadd(&stream, "*", &fields).ignore();
+        }
+        let (): () = pipeline.query_async(&mut connection).await.unwrap();
     }
 
     /// Waits until the receiver got `count` requests on `path`; returns them.
