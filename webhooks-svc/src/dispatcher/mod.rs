@@ -21,6 +21,10 @@ use std::sync::Arc;
 use tokio::sync::{Notify, mpsc};
 use tracing::Instrument;
 
+/// How long the fan-out waits for room in a busy dispatcher before handing deliveries back to
+/// the table.
+pub const HAND_OFF_PATIENCE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Claims, attempts and records deliveries.
 pub struct Dispatcher {
     pool: PgPool,
@@ -47,13 +51,27 @@ impl Dispatcher {
         }
     }
 
-    /// Takes deliveries that the fan-out created already claimed. Those that do not fit (or
-    /// arrive while the dispatcher is not running) are handed back to the table, due now.
+    /// Takes deliveries that the fan-out created already claimed. When the dispatcher is busy
+    /// the caller waits up to [`HAND_OFF_PATIENCE`] for room (back-pressure that spares the
+    /// round trips of handing deliveries back and claiming them again); those that still do
+    /// not fit, or arrive while the dispatcher is not running, are handed back to the table,
+    /// due now.
     pub async fn hand_off(&self, claimed: Vec<Claimed>) {
+        let deadline = tokio::time::Instant::now() + HAND_OFF_PATIENCE;
         let mut refused: Vec<(uuid::Uuid, uuid::Uuid)> = Vec::new();
         for delivery in claimed {
-            if let Err(error) = self.handoff.try_send(delivery) {
-                let delivery = error.into_inner();
+            let sent = if refused.is_empty() {
+                let patience = deadline.saturating_duration_since(tokio::time::Instant::now());
+                self.handoff
+                    .send_timeout(delivery, patience)
+                    .await
+                    .map_err(|error| error.into_inner())
+            } else {
+                self.handoff
+                    .try_send(delivery)
+                    .map_err(|error| error.into_inner())
+            };
+            if let Err(delivery) = sent {
                 refused.push((delivery.delivery_id, delivery.lease_token));
             }
         }
