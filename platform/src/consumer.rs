@@ -19,7 +19,7 @@ use proto::events::EventEnvelope;
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
 use redis::streams::{
-    StreamClaimReply, StreamId, StreamPendingCountReply, StreamRangeReply, StreamReadOptions, StreamReadReply,
+    StreamClaimReply, StreamId, StreamPendingCountReply, StreamReadOptions, StreamReadReply,
 };
 use sqlx::{AssertSqlSafe, PgConnection};
 use std::sync::Arc;
@@ -235,40 +235,49 @@ impl<H: EventHandler> StreamConsumer<H> {
     }
 
     /// Claims entries idle longer than `reclaim_idle`, dead-lettering those delivered too often.
+    /// Both go through `XCLAIM` first: when several consumers reclaim at once, only the one
+    /// whose claim succeeds (the claim resets the idle time) processes or dead-letters an entry.
     async fn reclaim(&self, redis: &mut MultiplexedConnection) -> anyhow::Result<()> {
         let min_idle = self.settings.reclaim_idle.as_millis() as usize;
         for stream in &self.settings.streams {
             let pending: StreamPendingCountReply = redis
                 .xpending_count(stream, &self.settings.group, "-", "+", self.settings.batch)
                 .await?;
-            let mut claimable = Vec::new();
-            for entry in pending
+            let idle: Vec<_> = pending
                 .ids
                 .into_iter()
                 .filter(|entry| entry.last_delivered_ms >= min_idle)
-            {
-                if entry.times_delivered >= self.settings.max_deliveries {
-                    let range: StreamRangeReply = redis.xrange(stream, &entry.id, &entry.id).await?;
-                    let envelope = range.ids.first().and_then(envelope_bytes);
-                    self.dead_letter(redis, stream, &entry.id, envelope, "too many deliveries")
-                        .await?;
-                } else {
-                    claimable.push(entry.id);
-                }
-            }
-            if claimable.is_empty() {
+                .collect();
+            if idle.is_empty() {
                 continue;
             }
+            let ids: Vec<&str> = idle.iter().map(|entry| entry.id.as_str()).collect();
             let claimed: StreamClaimReply = redis
                 .xclaim(
                     stream,
                     &self.settings.group,
                     &self.settings.consumer_name,
                     min_idle,
-                    &claimable,
+                    &ids,
                 )
                 .await?;
-            self.process(redis, stream, claimed.ids).await?;
+            let exhausted = |id: &str| {
+                idle.iter()
+                    .any(|entry| entry.id == id && entry.times_delivered >= self.settings.max_deliveries)
+            };
+            let mut live = Vec::with_capacity(claimed.ids.len());
+            for entry in claimed.ids {
+                if exhausted(&entry.id) {
+                    let envelope = envelope_bytes(&entry);
+                    self.dead_letter(redis, stream, &entry.id, envelope, "too many deliveries")
+                        .await?;
+                } else {
+                    live.push(entry);
+                }
+            }
+            if !live.is_empty() {
+                self.process(redis, stream, live).await?;
+            }
         }
         Ok(())
     }

@@ -463,3 +463,61 @@ async fn a_batch_handler_gets_a_whole_read_and_each_entry_is_acknowledged_retrie
     let reason: String = dead.ids[0].get("reason").unwrap();
     assert_eq!(reason, "never applicable");
 }
+
+/// Never applies anything: every event fails passingly.
+struct FailingHandler;
+
+impl EventHandler for FailingHandler {
+    async fn handle(&self, _event: &EventEnvelope) -> Result<(), HandlerError> {
+        Err(HandlerError::Retry(anyhow::anyhow!("always failing")))
+    }
+}
+
+#[tokio::test]
+async fn an_entry_that_exhausts_its_deliveries_is_dead_lettered_once_even_with_several_consumers_reclaiming()
+{
+    let redis_url = platform::testing::redis_url();
+    let stream = platform::streams::stream_name(&unique_stream_prefix(), "orders");
+    let envelope = EventEnvelope {
+        id: Uuid::now_v7().to_string(),
+        r#type: "order.created".into(),
+        ..Default::default()
+    };
+    let mut connection = redis::Client::open(redis_url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: String = connection
+        .xadd(&stream, "*", &[("envelope", envelope.encode_to_vec())])
+        .await
+        .unwrap();
+    let (): () = connection
+        .xgroup_create(&stream, "exhaust-test", "0")
+        .await
+        .unwrap();
+
+    let token = CancellationToken::new();
+    let handler = Arc::new(FailingHandler);
+    let consumers: Vec<_> = (0..4)
+        .map(|_| {
+            let mut settings = ConsumerSettings::new("exhaust-test", vec![stream.clone()])
+                .with_timing(Duration::from_millis(100), Duration::from_millis(20));
+            settings.max_deliveries = 3;
+            tokio::spawn(StreamConsumer::new(&redis_url, settings, handler.clone()).run(token.clone()))
+        })
+        .collect();
+    let dead = platform::streams::dead_letter_stream(&stream);
+    wait_for("the entry dead-lettered", Duration::from_secs(10), || async {
+        (pending_count(&redis_url, &stream, "exhaust-test").await == 0).then_some(())
+    })
+    .await;
+    // Give every consumer a few more reclaim rounds to (wrongly) dead-letter it again.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    token.cancel();
+    for consumer in consumers {
+        consumer.await.unwrap();
+    }
+    let length: usize = connection.xlen(&dead).await.unwrap();
+    assert_eq!(length, 1, "dead-lettered exactly once");
+}

@@ -25,14 +25,14 @@ pub const DISPATCH_CHANNEL: &str = "webhooks_dispatch";
 pub async fn fan_out_batch(
     pool: &PgPool,
     consumer: &str,
-    sourced: &[(Uuid, WebhookEvent)],
+    sourced: &[(Uuid, &WebhookEvent)],
     lease: Duration,
 ) -> Result<Vec<Claimed>, sqlx::Error> {
     if sourced.is_empty() {
         return Ok(Vec::new());
     }
     let sources: Vec<Uuid> = sourced.iter().map(|(source, _)| *source).collect();
-    let events: Vec<&WebhookEvent> = sourced.iter().map(|(_, event)| event).collect();
+    let events: Vec<&WebhookEvent> = sourced.iter().map(|(_, event)| *event).collect();
     let ids: Vec<Uuid> = events.iter().map(|event| event.id).collect();
     let customers: Vec<Uuid> = events.iter().map(|event| event.customer_id).collect();
     let types: Vec<&str> = events.iter().map(|event| event.event_type.as_str()).collect();

@@ -2,7 +2,7 @@
 //! customer would, coa.published with results.published, tenant isolation, trace context.
 
 use crate::envelopes::{coa_published, order_created};
-use crate::helpers::{new_path, spawn_app};
+use crate::helpers::{PATIENCE, new_path, spawn_app};
 use crate::verify::assert_verified;
 use proto::webhooks as pb;
 use uuid::Uuid;
@@ -232,4 +232,70 @@ async fn events_read_together_are_each_fanned_out_once_and_an_unusable_one_is_de
     );
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert_eq!(app.receiver.requests().len(), 4, "nothing arrived twice");
+}
+
+#[tokio::test]
+async fn an_event_the_database_refuses_does_not_hold_back_the_others_of_its_read() {
+    let app = spawn_app().await;
+    let (customer, refused_customer) = (Uuid::new_v4(), Uuid::new_v4());
+    let path = new_path();
+    app.register(customer, &path, &["order.created"]).await;
+    // Stands for any row the database refuses: a trigger rejects one customer's events.
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "CREATE FUNCTION webhooks.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN IF NEW.customer_id = '{refused_customer}' THEN RAISE EXCEPTION 'refused'; END IF; \
+         RETURN NEW; END $$; \
+         CREATE TRIGGER refuse BEFORE INSERT ON webhooks.events FOR EACH ROW EXECUTE FUNCTION webhooks.refuse();"
+    )))
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let (first, refused, second) = (
+        order_created(customer),
+        order_created(refused_customer),
+        order_created(customer),
+    );
+    app.publish_together(platform::streams::ORDERS, &[&first, &refused, &second])
+        .await;
+
+    let requests = app.wait_for_requests(&path, 2).await;
+    let mut delivered: Vec<String> = requests
+        .iter()
+        .map(|request| request.header("x-svc-event-id"))
+        .collect();
+    delivered.sort();
+    let mut expected = vec![first.id.clone(), second.id.clone()];
+    expected.sort();
+    assert_eq!(delivered, expected, "the others of the read went out");
+
+    // The refused one is retried on its own and in the end dead-lettered, alone.
+    let dead_stream = platform::streams::dead_letter_stream(&platform::streams::stream_name(
+        &app.stream_prefix,
+        platform::streams::ORDERS,
+    ));
+    let client = redis::Client::open(app.redis_url.as_str()).unwrap();
+    let dead = platform::testing::wait_for("the refused event dead-lettered", PATIENCE, || {
+        let (client, dead_stream) = (client.clone(), dead_stream.clone());
+        async move {
+            let mut redis = client.get_multiplexed_async_connection().await.ok()?;
+            let dead: redis::streams::StreamRangeReply =
+                redis::AsyncCommands::xrange_all(&mut redis, &dead_stream)
+                    .await
+                    .ok()?;
+            (!dead.ids.is_empty()).then_some(dead)
+        }
+    })
+    .await;
+    assert_eq!(dead.ids.len(), 1);
+    let envelope: Vec<u8> = dead.ids[0].get(platform::streams::ENVELOPE_FIELD).unwrap();
+    let envelope = <proto::events::EventEnvelope as prost::Message>::decode(envelope.as_slice()).unwrap();
+    assert_eq!(envelope.id, refused.id);
+    let recorded: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM webhooks.processed_events WHERE event_id = $1")
+            .bind(Uuid::parse_str(&refused.id).unwrap())
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(recorded, 0, "nothing of the refused event was committed");
+    assert_eq!(app.receiver.requests().len(), 2);
 }
