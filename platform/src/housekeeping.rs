@@ -1,5 +1,11 @@
 //! Periodic pruning of the platform tables of a service schema: idempotency replay records after
-//! [`IDEMPOTENCY_RETENTION_HOURS`], processed-event ids after [`PROCESSED_EVENTS_RETENTION_DAYS`].
+//! [`IDEMPOTENCY_RETENTION_HOURS`], processed-event ids after [`PROCESSED_EVENTS_RETENTION_DAYS`];
+//! and trimming of the service's own event stream (the one its relay writes): entries older than
+//! [`STREAM_RETENTION_DAYS`] that every consumer group has read and acknowledged.
+//!
+//! The stream keeps entries for less time than consumers remember processed event ids, so a
+//! consumer group re-created from the start of the stream (`0`) meets only events it would
+//! deduplicate.
 
 use sqlx::{AssertSqlSafe, PgPool};
 use std::time::Duration;
@@ -9,7 +15,55 @@ use tokio_util::sync::CancellationToken;
 pub const IDEMPOTENCY_RETENTION_HOURS: i32 = 24;
 /// How long processed event ids are remembered; far longer than any redelivery window.
 pub const PROCESSED_EVENTS_RETENTION_DAYS: i32 = 14;
+/// How long stream entries are kept at least (shorter than [`PROCESSED_EVENTS_RETENTION_DAYS`]).
+pub const STREAM_RETENTION_DAYS: u64 = 7;
 const INTERVAL: Duration = Duration::from_secs(600);
+
+/// A stream entry id as (milliseconds, sequence).
+fn parse_entry_id(id: &str) -> Option<(u64, u64)> {
+    let (millis, sequence) = id.split_once('-').unwrap_or((id, "0"));
+    Some((millis.parse().ok()?, sequence.parse().ok()?))
+}
+
+/// Removes the entries of `stream` older than `retention` that every consumer group has
+/// acknowledged: nothing at or after the oldest entry still pending in a group, nor after the
+/// last entry a group has read (a group that has not read an entry yet keeps it). Returns how
+/// many entries were removed; a stream that does not exist is not an error.
+pub async fn trim_stream(
+    redis: &mut redis::aio::MultiplexedConnection,
+    stream: &str,
+    retention: Duration,
+) -> redis::RedisResult<u64> {
+    use redis::AsyncCommands;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let cutoff = u64::try_from(now.saturating_sub(retention).as_millis()).unwrap_or(u64::MAX);
+    let mut floor = (cutoff, 0);
+    let groups: redis::streams::StreamInfoGroupsReply = match redis.xinfo_groups(stream).await {
+        Ok(groups) => groups,
+        Err(error) if error.to_string().contains("no such key") => return Ok(0),
+        Err(error) => return Err(error),
+    };
+    for group in &groups.groups {
+        let mut keep_from = parse_entry_id(&group.last_delivered_id).unwrap_or((0, 0));
+        if group.pending > 0 {
+            let pending: redis::streams::StreamPendingCountReply =
+                redis.xpending_count(stream, &group.name, "-", "+", 1).await?;
+            if let Some(oldest) = pending.ids.first().and_then(|entry| parse_entry_id(&entry.id)) {
+                keep_from = keep_from.min(oldest);
+            }
+        }
+        floor = floor.min(keep_from);
+    }
+    let trimmed: u64 = redis::cmd("XTRIM")
+        .arg(stream)
+        .arg("MINID")
+        .arg(format!("{}-{}", floor.0, floor.1))
+        .query_async(redis)
+        .await?;
+    Ok(trimmed)
+}
 
 /// Deletes expired rows once.
 pub async fn prune_once(pool: &PgPool, schema: &str) -> Result<(), sqlx::Error> {
@@ -31,12 +85,30 @@ pub async fn prune_once(pool: &PgPool, schema: &str) -> Result<(), sqlx::Error> 
     Ok(())
 }
 
-/// Prunes every ten minutes until `shutdown` fires.
-pub fn spawn(pool: PgPool, schema: &'static str, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
+/// Prunes every ten minutes until `shutdown` fires; also trims `stream` (the service's own)
+/// in `redis`, when given.
+pub fn spawn(
+    pool: PgPool,
+    schema: &'static str,
+    stream: Option<(redis::Client, String)>,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             if let Err(error) = prune_once(&pool, schema).await {
                 tracing::warn!(schema, %error, "housekeeping failed");
+            }
+            if let Some((client, stream)) = &stream {
+                let retention = Duration::from_secs(STREAM_RETENTION_DAYS * 86_400);
+                let trimmed = match client.get_multiplexed_async_connection().await {
+                    Ok(mut redis) => trim_stream(&mut redis, stream, retention).await,
+                    Err(error) => Err(error),
+                };
+                match trimmed {
+                    Ok(0) => {}
+                    Ok(count) => tracing::info!(stream, count, "trimmed acknowledged stream entries"),
+                    Err(error) => tracing::warn!(stream, %error, "trimming the stream failed"),
+                }
             }
             tokio::select! {
                 () = shutdown.cancelled() => break,

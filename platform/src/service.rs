@@ -108,6 +108,10 @@ impl ServiceBase {
         tasks.push(crate::housekeeping::spawn(
             self.pool.clone(),
             identity.schema,
+            Some((
+                redis::Client::open(self.common.redis_url.as_str())?,
+                self.stream(identity.domain),
+            )),
             shutdown.clone(),
         ));
 
