@@ -508,8 +508,15 @@ async fn an_entry_that_exhausts_its_deliveries_is_dead_lettered_once_even_with_s
         })
         .collect();
     let dead = platform::streams::dead_letter_stream(&stream);
-    wait_for("the entry dead-lettered", Duration::from_secs(10), || async {
-        (pending_count(&redis_url, &stream, "exhaust-test").await == 0).then_some(())
+    let client = redis::Client::open(redis_url.as_str()).unwrap();
+    wait_for("the entry dead-lettered", Duration::from_secs(20), || {
+        let (client, dead, redis_url, stream) =
+            (client.clone(), dead.clone(), redis_url.clone(), stream.clone());
+        async move {
+            let mut connection = client.get_multiplexed_async_connection().await.ok()?;
+            let length: usize = connection.xlen(&dead).await.ok()?;
+            (length >= 1 && pending_count(&redis_url, &stream, "exhaust-test").await == 0).then_some(())
+        }
     })
     .await;
     // Give every consumer a few more reclaim rounds to (wrongly) dead-letter it again.

@@ -196,14 +196,7 @@ async fn events_read_together_are_each_fanned_out_once_and_an_unusable_one_is_de
         &app.stream_prefix,
         platform::streams::ORDERS,
     ));
-    let mut redis = redis::Client::open(app.redis_url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let dead: redis::streams::StreamRangeReply = redis::AsyncCommands::xrange_all(&mut redis, &dead_stream)
-        .await
-        .unwrap();
+    let dead = dead_letters(&app, &dead_stream).await;
     assert_eq!(dead.ids.len(), 1, "only the unusable envelope is dead-lettered");
     let reason: String = dead.ids[0].get("reason").unwrap();
     assert!(reason.contains("customer"), "{reason}");
@@ -273,19 +266,7 @@ async fn an_event_the_database_refuses_does_not_hold_back_the_others_of_its_read
         &app.stream_prefix,
         platform::streams::ORDERS,
     ));
-    let client = redis::Client::open(app.redis_url.as_str()).unwrap();
-    let dead = platform::testing::wait_for("the refused event dead-lettered", PATIENCE, || {
-        let (client, dead_stream) = (client.clone(), dead_stream.clone());
-        async move {
-            let mut redis = client.get_multiplexed_async_connection().await.ok()?;
-            let dead: redis::streams::StreamRangeReply =
-                redis::AsyncCommands::xrange_all(&mut redis, &dead_stream)
-                    .await
-                    .ok()?;
-            (!dead.ids.is_empty()).then_some(dead)
-        }
-    })
-    .await;
+    let dead = dead_letters(&app, &dead_stream).await;
     assert_eq!(dead.ids.len(), 1);
     let envelope: Vec<u8> = dead.ids[0].get(platform::streams::ENVELOPE_FIELD).unwrap();
     let envelope = <proto::events::EventEnvelope as prost::Message>::decode(envelope.as_slice()).unwrap();
@@ -298,4 +279,24 @@ async fn an_event_the_database_refuses_does_not_hold_back_the_others_of_its_read
             .unwrap();
     assert_eq!(recorded, 0, "nothing of the refused event was committed");
     assert_eq!(app.receiver.requests().len(), 2);
+}
+
+/// Waits until `dead_stream` holds an entry, then gives a duplicate the time to show up;
+/// returns its entries.
+async fn dead_letters(app: &crate::helpers::TestApp, dead_stream: &str) -> redis::streams::StreamRangeReply {
+    let client = redis::Client::open(app.redis_url.as_str()).unwrap();
+    let read = || {
+        let client = client.clone();
+        async move {
+            let mut redis = client.get_multiplexed_async_connection().await.ok()?;
+            let dead: redis::streams::StreamRangeReply =
+                redis::AsyncCommands::xrange_all(&mut redis, dead_stream)
+                    .await
+                    .ok()?;
+            (!dead.ids.is_empty()).then_some(dead)
+        }
+    };
+    platform::testing::wait_for("an entry in the dead-letter stream", PATIENCE, read).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    read().await.expect("the dead-letter stream")
 }
