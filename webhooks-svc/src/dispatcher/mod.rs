@@ -60,18 +60,10 @@ impl Dispatcher {
         let deadline = tokio::time::Instant::now() + HAND_OFF_PATIENCE;
         let mut refused: Vec<(uuid::Uuid, uuid::Uuid)> = Vec::new();
         for delivery in claimed {
-            let sent = if refused.is_empty() {
-                let patience = deadline.saturating_duration_since(tokio::time::Instant::now());
-                self.handoff
-                    .send_timeout(delivery, patience)
-                    .await
-                    .map_err(|error| error.into_inner())
-            } else {
-                self.handoff
-                    .try_send(delivery)
-                    .map_err(|error| error.into_inner())
-            };
-            if let Err(delivery) = sent {
+            // Past the deadline the wait is zero: a delivery is still taken if there is room.
+            let patience = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if let Err(error) = self.handoff.send_timeout(delivery, patience).await {
+                let delivery = error.into_inner();
                 refused.push((delivery.delivery_id, delivery.lease_token));
             }
         }
