@@ -15,36 +15,10 @@ pub use subscription::{DEFAULT_WEBHOOK_EVENT, check_subscription, subscription_s
 use http::Method;
 use platform::error::{ApiError, ErrorCode};
 
-/// Every scope a key can hold, in canonical order.
-pub const ALL_SCOPES: [&str; 13] = [
-    CATALOG_READ,
-    QUOTES_WRITE,
-    ORDERS_READ,
-    ORDERS_WRITE,
-    INVOICES_READ,
-    PAYMENTS_READ,
-    PAYMENTS_WRITE,
-    SHIPMENTS_READ,
-    RESULTS_READ,
-    RAW_DATA_READ,
-    INSTRUMENTS_READ,
-    WEBHOOKS_READ,
-    WEBHOOKS_WRITE,
-];
-
-pub const CATALOG_READ: &str = "catalog:read";
-pub const QUOTES_WRITE: &str = "quotes:write";
-pub const ORDERS_READ: &str = "orders:read";
-pub const ORDERS_WRITE: &str = "orders:write";
-pub const INVOICES_READ: &str = "invoices:read";
-pub const PAYMENTS_READ: &str = "payments:read";
-pub const PAYMENTS_WRITE: &str = "payments:write";
-pub const SHIPMENTS_READ: &str = "shipments:read";
-pub const RESULTS_READ: &str = "results:read";
-pub const RAW_DATA_READ: &str = "raw_data:read";
-pub const INSTRUMENTS_READ: &str = "instruments:read";
-pub const WEBHOOKS_READ: &str = "webhooks:read";
-pub const WEBHOOKS_WRITE: &str = "webhooks:write";
+pub use proto::scopes::{
+    ALL_SCOPES, CATALOG_READ, INSTRUMENTS_READ, INVOICES_READ, ORDERS_READ, ORDERS_WRITE, PAYMENTS_READ,
+    PAYMENTS_WRITE, QUOTES_WRITE, RAW_DATA_READ, RESULTS_READ, SHIPMENTS_READ, WEBHOOKS_READ, WEBHOOKS_WRITE,
+};
 
 /// The value that stands for every scope when a key is created.
 pub const ALL: &str = "all";

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
 /// Scope of the read operations.
-pub const SCOPE_READ: &str = "orders:read";
+pub const SCOPE_READ: &str = proto::scopes::ORDERS_READ;
 /// Scope of CreateOrder.
-pub const SCOPE_WRITE: &str = "orders:write";
+pub const SCOPE_WRITE: &str = proto::scopes::ORDERS_WRITE;
 
 /// The tonic service over the orders use cases.
 #[derive(Clone)]

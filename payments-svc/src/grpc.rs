@@ -11,9 +11,9 @@ use proto::payments::payments_service_server::PaymentsService as PaymentsApi;
 use tonic::{Request, Response, Status};
 
 /// Scope of the invoice reads.
-pub const SCOPE_INVOICES_READ: &str = "invoices:read";
+pub const SCOPE_INVOICES_READ: &str = proto::scopes::INVOICES_READ;
 /// Scope of the payment reads.
-pub const SCOPE_PAYMENTS_READ: &str = "payments:read";
+pub const SCOPE_PAYMENTS_READ: &str = proto::scopes::PAYMENTS_READ;
 
 /// Serves the payments API over the use cases.
 pub struct PaymentsGrpc {

@@ -2,6 +2,7 @@
 //! object that webhook receivers get, with the spec's snake_case field names.
 
 use crate::events::event_envelope::Data;
+use crate::scopes;
 
 /// Returns the `data` object of an event payload as JSON.
 pub fn to_json(data: &Data) -> serde_json::Value {
@@ -30,24 +31,24 @@ pub fn to_json(data: &Data) -> serde_json::Value {
 
 /// Every event type of the spec with the read scope a webhook subscription to it needs.
 pub const EVENT_KINDS: [(&str, &str); 18] = [
-    ("order.created", "orders:read"),
-    ("order.status_changed", "orders:read"),
-    ("order.cancelled", "orders:read"),
-    ("invoice.created", "invoices:read"),
-    ("invoice.updated", "invoices:read"),
-    ("payment.requested", "payments:read"),
-    ("payment.observed", "payments:read"),
-    ("payment.confirming", "payments:read"),
-    ("payment.confirmed", "payments:read"),
-    ("payment.reorged", "payments:read"),
-    ("payment.expired", "payments:read"),
-    ("shipment.label_created", "shipments:read"),
-    ("shipment.updated", "shipments:read"),
-    ("sample.received", "orders:read"),
-    ("testing.started", "orders:read"),
-    ("results.published", "results:read"),
-    ("coa.published", "results:read"),
-    ("coa.retracted", "results:read"),
+    ("order.created", scopes::ORDERS_READ),
+    ("order.status_changed", scopes::ORDERS_READ),
+    ("order.cancelled", scopes::ORDERS_READ),
+    ("invoice.created", scopes::INVOICES_READ),
+    ("invoice.updated", scopes::INVOICES_READ),
+    ("payment.requested", scopes::PAYMENTS_READ),
+    ("payment.observed", scopes::PAYMENTS_READ),
+    ("payment.confirming", scopes::PAYMENTS_READ),
+    ("payment.confirmed", scopes::PAYMENTS_READ),
+    ("payment.reorged", scopes::PAYMENTS_READ),
+    ("payment.expired", scopes::PAYMENTS_READ),
+    ("shipment.label_created", scopes::SHIPMENTS_READ),
+    ("shipment.updated", scopes::SHIPMENTS_READ),
+    ("sample.received", scopes::ORDERS_READ),
+    ("testing.started", scopes::ORDERS_READ),
+    ("results.published", scopes::RESULTS_READ),
+    ("coa.published", scopes::RESULTS_READ),
+    ("coa.retracted", scopes::RESULTS_READ),
 ];
 
 /// Returns the read scope of an event type, or `None` for an unknown type.

@@ -56,3 +56,4 @@ pub use lab::shipping::v1 as shipping;
 pub use lab::webhooks::v1 as webhooks;
 
 pub mod event_data;
+pub mod scopes;

@@ -12,9 +12,9 @@ use proto::webhooks::webhooks_service_server::WebhooksService as WebhooksApi;
 use tonic::{Request, Response, Status};
 
 /// Scope of ListEndpoints and ListDeliveries.
-pub const SCOPE_READ: &str = "webhooks:read";
+pub const SCOPE_READ: &str = proto::scopes::WEBHOOKS_READ;
 /// Scope of the endpoint mutations.
-pub const SCOPE_WRITE: &str = "webhooks:write";
+pub const SCOPE_WRITE: &str = proto::scopes::WEBHOOKS_WRITE;
 
 /// The tonic service over the webhooks use cases.
 pub struct WebhooksGrpc {

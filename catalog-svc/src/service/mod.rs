@@ -20,9 +20,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// Scope of catalog reads.
-pub const SCOPE_CATALOG_READ: &str = "catalog:read";
+pub const SCOPE_CATALOG_READ: &str = proto::scopes::CATALOG_READ;
 /// Scope of quote creation and reads.
-pub const SCOPE_QUOTES_WRITE: &str = "quotes:write";
+pub const SCOPE_QUOTES_WRITE: &str = proto::scopes::QUOTES_WRITE;
 /// Longest import note, in characters.
 pub const MAX_NOTE_CHARS: usize = 2000;
 /// Parsed catalogs kept in memory; the cache is emptied when it grows past this.
