@@ -1,17 +1,19 @@
 //! Settings shared by every process, read from defaults and then environment variables.
 //!
 //! Each service has its own prefix (`CATALOG_`, `ORDERS_`, …) for what is its own (listen
-//! address), while the connection strings and internal secrets use common names so that one
-//! deployment secret serves every process. Values are passed explicitly; nothing mutates the
-//! process environment.
+//! address, token signing key), while the connection strings and the trusted public keys use
+//! common names so that one deployment setting serves every process. Values are passed
+//! explicitly; nothing mutates the process environment.
+//!
+//! Development mode (`LAB_DEV_MODE=1`, set by the local run and the tests) is the only way a
+//! process accepts a missing or published development key, pepper or sealing key; without it
+//! such a process refuses to start ([`refuse_development_secret`]).
 
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use std::net::SocketAddr;
 
-/// Development default of the secret that signs gateway-issued principal tokens.
-pub const DEV_INTERNAL_TOKEN_SECRET: &str = "dev-internal-token-secret-change-me";
-/// Development default of the secret that signs staff tokens (labctl).
-pub const DEV_STAFF_TOKEN_SECRET: &str = "dev-staff-token-secret-change-me";
+/// Environment variable that turns development mode on.
+pub const DEV_MODE_VAR: &str = "LAB_DEV_MODE";
 
 /// Returns the environment variable `name` when set and not empty.
 pub fn env_var(name: &str) -> Option<String> {
@@ -41,8 +43,14 @@ pub struct CommonSettings {
     pub redis_url: String,
     /// Prefix of every Redis stream name, so tests and tenants of one Redis never collide.
     pub stream_prefix: String,
-    pub internal_token_secret: SecretString,
-    pub staff_token_secret: SecretString,
+    /// Development mode: published development keys and secrets are accepted.
+    pub dev_mode: bool,
+    /// This process's private token signing key (a private Ed25519 JWK); `None` in development
+    /// mode means the published development key of the process.
+    pub token_signing_key: Option<SecretString>,
+    /// The trusted public keys of every issuer (a JWK set); `None` in development mode means
+    /// the published development keys.
+    pub token_trusted_keys: Option<String>,
     /// Largest database pool of this process.
     pub database_max_connections: u32,
 }
@@ -62,30 +70,96 @@ impl CommonSettings {
             .into(),
             redis_url: prefixed_or_common(prefix, "REDIS_URL", "redis://127.0.0.1:6379"),
             stream_prefix: prefixed_or_common(prefix, "STREAM_PREFIX", "lab"),
-            internal_token_secret: prefixed_or_common(
-                prefix,
-                "LAB_INTERNAL_TOKEN_SECRET",
-                DEV_INTERNAL_TOKEN_SECRET,
-            )
-            .into(),
-            staff_token_secret: prefixed_or_common(prefix, "LAB_STAFF_TOKEN_SECRET", DEV_STAFF_TOKEN_SECRET)
-                .into(),
+            dev_mode: dev_mode_from_env()?,
+            token_signing_key: file_or_value(prefix, "TOKEN_SIGNING_KEY")?.map(SecretString::from),
+            token_trusted_keys: file_or_value(prefix, "LAB_TOKEN_TRUSTED_KEYS")?,
             database_max_connections: max_connections.parse().map_err(|_| {
                 anyhow::anyhow!("{prefix}_DATABASE_MAX_CONNECTIONS must be a positive integer")
             })?,
         })
     }
 
-    /// Settings for a process on loopback with a free port, for tests and labd.
+    /// Settings for a process on loopback with a free port in development mode, for tests and
+    /// the sandbox.
     pub fn local(database_url: &str, redis_url: &str, stream_prefix: &str) -> Self {
         Self {
             grpc_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             database_url: database_url.to_owned().into(),
             redis_url: redis_url.to_owned(),
             stream_prefix: stream_prefix.to_owned(),
-            internal_token_secret: DEV_INTERNAL_TOKEN_SECRET.to_owned().into(),
-            staff_token_secret: DEV_STAFF_TOKEN_SECRET.to_owned().into(),
+            dev_mode: true,
+            token_signing_key: None,
+            token_trusted_keys: None,
             database_max_connections: 10,
         }
+    }
+}
+
+/// Reads `LAB_DEV_MODE`: `1`/`true` turns development mode on, `0`/`false`/unset leaves it off.
+pub fn dev_mode_from_env() -> anyhow::Result<bool> {
+    match env_var(DEV_MODE_VAR).as_deref().map(str::trim) {
+        None | Some("0") | Some("false") => Ok(false),
+        Some("1") | Some("true") => Ok(true),
+        Some(other) => anyhow::bail!("{DEV_MODE_VAR}={other:?} must be 1, true, 0 or false"),
+    }
+}
+
+/// Reads `PREFIX_NAME` or `NAME`; a value starting with `@` names a file to read it from (a
+/// mounted Kubernetes Secret or ConfigMap).
+pub fn file_or_value(prefix: &str, name: &str) -> anyhow::Result<Option<String>> {
+    let Some(value) = env_var(&format!("{prefix}_{name}")).or_else(|| env_var(name)) else {
+        return Ok(None);
+    };
+    match value.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .map(|text| Some(text.trim().to_owned()))
+            .map_err(|error| anyhow::anyhow!("setting {name}: cannot read {path}: {error}")),
+        None => Ok(Some(value)),
+    }
+}
+
+/// Refuses a secret that is missing or equal to a published development value, unless
+/// development mode is on; in development mode returns the secret or the development value.
+pub fn refuse_development_secret(
+    dev_mode: bool,
+    name: &str,
+    configured: Option<&SecretString>,
+    development_value: &str,
+) -> anyhow::Result<SecretString> {
+    match configured {
+        Some(secret) if secret.expose_secret() != development_value => Ok(secret.clone()),
+        _ if dev_mode => Ok(configured
+            .cloned()
+            .unwrap_or_else(|| development_value.to_owned().into())),
+        Some(_) => anyhow::bail!(
+            "{name} is the published development value; set a real secret, or {DEV_MODE_VAR}=1 for local development only"
+        ),
+        None => anyhow::bail!("{name} is not set; set it, or {DEV_MODE_VAR}=1 for local development only"),
+    }
+}
+
+/// Logs, once per process part, that development mode is on.
+pub fn warn_development_mode(process: &str) {
+    tracing::warn!(
+        process,
+        "DEVELOPMENT MODE: published development keys and secrets are accepted; never run a deployment like this"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_or_published_secret_is_refused_outside_development_mode() {
+        let dev = "dev-pepper";
+        assert!(refuse_development_secret(false, "PEPPER", None, dev).is_err());
+        let published: SecretString = dev.to_owned().into();
+        assert!(refuse_development_secret(false, "PEPPER", Some(&published), dev).is_err());
+        let real: SecretString = "a-real-one".to_owned().into();
+        let accepted = refuse_development_secret(false, "PEPPER", Some(&real), dev).unwrap();
+        assert_eq!(accepted.expose_secret(), "a-real-one");
+        let fallback = refuse_development_secret(true, "PEPPER", None, dev).unwrap();
+        assert_eq!(fallback.expose_secret(), dev);
     }
 }

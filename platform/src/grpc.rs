@@ -1,11 +1,10 @@
-//! gRPC plumbing: the server-side interceptor that verifies the principal token, the tower layer
+//! gRPC plumbing: the principal the access layer (`crate::access`) verified, the tower layer
 //! that continues the caller's trace, the metadata helpers of outgoing calls, and serving with a
 //! shutdown token.
 
 use crate::error::{ApiError, ErrorCode};
-use crate::principal::{Principal, TokenKeys};
+use crate::principal::Principal;
 use opentelemetry::propagation::{Extractor, Injector};
-use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
@@ -17,30 +16,7 @@ pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// Response metadata entry set when the response is a stored replay.
 pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
 
-/// Returns an interceptor that verifies the principal token and stores the principal in the
-/// request extensions; calls without a valid token are refused with `Unauthenticated`.
-pub fn auth_interceptor(
-    keys: Arc<TokenKeys>,
-) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone {
-    move |mut request: Request<()>| {
-        let token = request
-            .metadata()
-            .get("authorization")
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.strip_prefix("Bearer "))
-            .ok_or_else(|| {
-                Status::from(ApiError::new(
-                    ErrorCode::Unauthenticated,
-                    "missing principal token",
-                ))
-            })?;
-        let principal = keys.verify(token).map_err(Status::from)?;
-        request.extensions_mut().insert(principal);
-        Ok(request)
-    }
-}
-
-/// Returns the principal the interceptor stored on a request.
+/// Returns the principal the access layer stored on a request.
 pub fn principal<T>(request: &Request<T>) -> Result<Principal, Status> {
     request
         .extensions()

@@ -2,11 +2,12 @@
 //!
 //! Nothing here knows about orders, quotes or invoices: it holds settings loading, telemetry,
 //! the shutdown token, database connection and migration, the closed error-code table, the
-//! signed internal principal token and the gRPC plumbing that carries it, the transactional
-//! outbox and its relay, the Redis stream consumer, and the idempotency store.
+//! signed principal tokens and the access layer in front of every gRPC service, the gRPC
+//! plumbing, the transactional outbox and its relay, the Redis stream consumer, and the idempotency store.
 
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod config;
 pub mod consumer;
 pub mod db;
@@ -24,6 +25,7 @@ pub mod shutdown;
 pub mod streams;
 pub mod telemetry;
 pub mod time;
+pub mod tokens;
 
 #[cfg(feature = "testing")]
 pub mod test_receiver;

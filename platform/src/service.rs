@@ -4,11 +4,10 @@
 
 use crate::config::CommonSettings;
 use crate::outbox::{Outbox, OutboxRelay};
-use crate::principal::TokenKeys;
+use crate::tokens::{ProcessTokens, TokenIssuer, TokenVerifier};
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -36,6 +35,7 @@ pub struct ServiceBase {
     pub identity: ServiceIdentity,
     pub common: CommonSettings,
     pub pool: PgPool,
+    tokens: ProcessTokens,
     listener: TcpListener,
 }
 
@@ -46,6 +46,10 @@ impl ServiceBase {
         common: &CommonSettings,
         migrator: &Migrator,
     ) -> anyhow::Result<Self> {
+        let tokens = ProcessTokens::load(common, identity.name)?;
+        if common.dev_mode {
+            crate::config::warn_development_mode(identity.name);
+        }
         let pool = crate::db::connect(&common.database_url, common.database_max_connections).await?;
         crate::db::migrate(&pool, migrator).await?;
         let listener = TcpListener::bind(common.grpc_addr).await?;
@@ -53,6 +57,7 @@ impl ServiceBase {
             identity,
             common: common.clone(),
             pool,
+            tokens,
             listener,
         })
     }
@@ -64,12 +69,19 @@ impl ServiceBase {
             .expect("a bound listener has an address")
     }
 
-    /// The keys that verify principal tokens and mint service tokens.
-    pub fn token_keys(&self) -> Arc<TokenKeys> {
-        Arc::new(TokenKeys::new(
-            &self.common.internal_token_secret,
-            &self.common.staff_token_secret,
-        ))
+    /// Verifies the principal tokens addressed to this service.
+    pub fn token_verifier(&self) -> TokenVerifier {
+        self.tokens.verifier.clone()
+    }
+
+    /// Mints this service's own tokens for calls to its peers; an error when it has no key.
+    pub fn token_issuer(&self) -> anyhow::Result<TokenIssuer> {
+        self.tokens.issuer()
+    }
+
+    /// Guards a gRPC service with its access table (`crate::access`).
+    pub fn guarded<S>(&self, service: S, table: crate::access::AccessTable) -> crate::access::Guarded<S> {
+        crate::access::guarded(service, self.token_verifier(), table)
     }
 
     /// The stream name of `domain` under this deployment's prefix.

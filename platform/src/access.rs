@@ -1,0 +1,254 @@
+//! Who may call which rpc: one table per gRPC service, enforced by one tower layer in front of
+//! the tonic server before any handler runs, so that no handler checks scopes or roles itself.
+//!
+//! The layer reads the bearer token, verifies it for this service's audience
+//! (`crate::tokens::TokenVerifier`), looks the rpc up in the service's [`AccessTable`] (an rpc
+//! missing from the table is refused: the table is closed) and checks the principal against the
+//! rule: a customer needs every listed scope, an operator the listed role, a service must be
+//! named in the rule. The principal is then handed to the handler in the request extensions
+//! (`crate::grpc::principal`).
+
+use crate::error::{ApiError, ErrorCode};
+use crate::principal::{Principal, PrincipalKind};
+use crate::tokens::TokenVerifier;
+use futures::future::{Either, Ready, ready};
+use std::task::{Context, Poll};
+use tonic::Status;
+use tonic::server::NamedService;
+
+/// Who may call one rpc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// API keys holding every one of these scopes (none: API keys may not call).
+    pub scopes: &'static [&'static str],
+    /// Operators holding this role.
+    pub role: Option<&'static str>,
+    /// Services of the mesh (by name) that may call, acting for a customer.
+    pub services: &'static [&'static str],
+    /// Anyone, without a token (the handler authenticates by other means).
+    pub public: bool,
+}
+
+/// An rpc for API keys holding `scopes`.
+pub const fn customer(scopes: &'static [&'static str]) -> Rule {
+    Rule {
+        scopes,
+        role: None,
+        services: &[],
+        public: false,
+    }
+}
+
+/// An rpc for operators holding `role`.
+pub const fn staff(role: &'static str) -> Rule {
+    Rule {
+        scopes: &[],
+        role: Some(role),
+        services: &[],
+        public: false,
+    }
+}
+
+/// An rpc for the named services only.
+pub const fn services(names: &'static [&'static str]) -> Rule {
+    Rule {
+        scopes: &[],
+        role: None,
+        services: names,
+        public: false,
+    }
+}
+
+/// An rpc without a token (its handler authenticates the caller itself).
+pub const PUBLIC: Rule = Rule {
+    scopes: &[],
+    role: None,
+    services: &[],
+    public: true,
+};
+
+impl Rule {
+    /// Also admits operators holding `role`.
+    pub const fn or_staff(self, role: &'static str) -> Rule {
+        Rule {
+            role: Some(role),
+            ..self
+        }
+    }
+
+    /// Also admits the named services.
+    pub const fn or_services(self, names: &'static [&'static str]) -> Rule {
+        Rule {
+            services: names,
+            ..self
+        }
+    }
+
+    /// Checks `principal` against the rule.
+    pub fn check(&self, principal: &Principal) -> Result<(), ApiError> {
+        match principal.kind {
+            PrincipalKind::Customer if !self.scopes.is_empty() => {
+                let missing: Vec<&str> = self
+                    .scopes
+                    .iter()
+                    .copied()
+                    .filter(|scope| !principal.scopes.iter().any(|held| held == scope))
+                    .collect();
+                if missing.is_empty() {
+                    return Ok(());
+                }
+                Err(ApiError::new(
+                    ErrorCode::InsufficientScope,
+                    format!("the API key lacks the {} scope", missing.join(" and ")),
+                )
+                .with_details(serde_json::json!({ "required": self.scopes, "missing": missing })))
+            }
+            PrincipalKind::Staff => match self.role {
+                Some(role) if principal.roles.iter().any(|held| held == role) => Ok(()),
+                Some(role) => Err(ApiError::new(
+                    ErrorCode::Forbidden,
+                    format!("this operation needs the staff role {role}"),
+                )),
+                None => Err(forbidden()),
+            },
+            PrincipalKind::Service if self.services.contains(&principal.subject.as_str()) => Ok(()),
+            PrincipalKind::Customer | PrincipalKind::Service => Err(forbidden()),
+        }
+    }
+}
+
+fn forbidden() -> ApiError {
+    ApiError::new(ErrorCode::Forbidden, "the caller may not perform this operation")
+}
+
+/// The access rules of every rpc of one gRPC service, by method name (`GetQuote`).
+pub type AccessTable = &'static [(&'static str, Rule)];
+
+/// Returns `service` guarded by `table`, verifying tokens with `verifier`.
+pub fn guarded<S>(service: S, verifier: TokenVerifier, table: AccessTable) -> Guarded<S> {
+    Guarded {
+        inner: service,
+        verifier,
+        table,
+    }
+}
+
+/// A gRPC service behind its access table.
+#[derive(Clone)]
+pub struct Guarded<S> {
+    inner: S,
+    verifier: TokenVerifier,
+    table: AccessTable,
+}
+
+impl<S: NamedService> NamedService for Guarded<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S> Guarded<S> {
+    /// Authenticates and authorizes a request; `None` for a public rpc.
+    fn authorize<B>(&self, request: &http::Request<B>) -> Result<Option<Principal>, ApiError> {
+        let method = request.uri().path().rsplit('/').next().unwrap_or_default();
+        let Some((_, rule)) = self.table.iter().find(|(name, _)| *name == method) else {
+            tracing::error!(rpc = %request.uri().path(), "an rpc is missing from the access table");
+            return Err(forbidden());
+        };
+        if rule.public {
+            return Ok(None);
+        }
+        let token = request
+            .headers()
+            .get(http::header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, "missing principal token"))?;
+        let principal = self.verifier.verify(token)?;
+        rule.check(&principal)?;
+        Ok(Some(principal))
+    }
+}
+
+impl<S, B, R> tower::Service<http::Request<B>> for Guarded<S>
+where
+    S: tower::Service<http::Request<B>, Response = http::Response<R>>,
+    R: Default,
+{
+    type Response = http::Response<R>;
+    type Error = S::Error;
+    type Future = Either<S::Future, Ready<Result<http::Response<R>, S::Error>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        match self.authorize(&request) {
+            Ok(principal) => {
+                if let Some(principal) = principal {
+                    request.extensions_mut().insert(principal);
+                }
+                Either::Left(self.inner.call(request))
+            }
+            Err(error) => Either::Right(ready(Ok(Status::from(error).into_http()))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uuid::Uuid;
+
+    const READ: Rule = customer(&["orders:read"]);
+
+    fn key(scopes: &[&str]) -> Principal {
+        Principal {
+            kind: PrincipalKind::Customer,
+            subject: "key".into(),
+            customer_id: Some(Uuid::nil()),
+            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            roles: vec![],
+            spend_limit_cents: None,
+        }
+    }
+
+    fn operator(roles: &[&str]) -> Principal {
+        Principal {
+            kind: PrincipalKind::Staff,
+            subject: "alice".into(),
+            customer_id: None,
+            scopes: vec![],
+            roles: roles.iter().map(|s| (*s).to_owned()).collect(),
+            spend_limit_cents: None,
+        }
+    }
+
+    #[test]
+    fn a_customer_needs_every_scope_of_the_rule() {
+        assert!(READ.check(&key(&["orders:read"])).is_ok());
+        let error = READ.check(&key(&["orders:write"])).unwrap_err();
+        assert_eq!(error.code, ErrorCode::InsufficientScope);
+        assert_eq!(error.details.unwrap()["missing"][0], "orders:read");
+        assert_eq!(
+            staff("payments.admin").check(&key(&["orders:read"])).unwrap_err().code,
+            ErrorCode::Forbidden
+        );
+    }
+
+    #[test]
+    fn a_service_passes_only_where_it_is_named() {
+        let orders = Principal::service("orders-svc", Some(Uuid::nil()));
+        assert_eq!(READ.check(&orders).unwrap_err().code, ErrorCode::Forbidden);
+        assert!(READ.or_services(&["orders-svc"]).check(&orders).is_ok());
+        let webhooks = Principal::service("webhooks-svc", Some(Uuid::nil()));
+        assert!(READ.or_services(&["orders-svc"]).check(&webhooks).is_err());
+    }
+
+    #[test]
+    fn an_operator_needs_the_role_of_the_rule() {
+        assert!(staff("payments.admin").check(&operator(&["payments.admin"])).is_ok());
+        assert!(staff("payments.admin").check(&operator(&["catalog.admin"])).is_err());
+        assert!(READ.check(&operator(&["payments.admin"])).is_err());
+        assert!(READ.or_staff("webhooks.admin").check(&operator(&["webhooks.admin"])).is_ok());
+    }
+}

@@ -1,0 +1,226 @@
+//! Principal tokens: short-lived EdDSA (Ed25519) JWTs that carry the authenticated caller on
+//! every gRPC call of the mesh.
+//!
+//! Who may sign what (checked by every verifier, [`verify`](TokenVerifier::verify)):
+//!
+//! * the gateway (issuer `gateway`) alone signs **customer** principals (an API key it
+//!   authenticated) and **staff** principals (an operator it authenticated, carrying only the
+//!   roles the operator holds and asked for);
+//! * a service signs only **service** principals naming itself (`sub` = its own name), which
+//!   the called service then admits only on the operations its access table grants that caller.
+//!
+//! Every token names its audience, the one service it is for; a service refuses tokens for
+//! another audience. Services hold public keys only (a [`TrustedKeys`] set, several key ids per
+//! issuer during a rotation), so a compromised service cannot mint principals for others.
+//! Minted tokens are cached per (audience, principal) for half their lifetime and verified
+//! tokens are cached until they expire, so the signatures cost nothing on the hot path.
+
+mod keys;
+mod setup;
+
+pub use keys::{MESH_ISSUERS, SigningKey, TrustedKeys};
+pub use setup::ProcessTokens;
+
+use crate::error::{ApiError, ErrorCode};
+use crate::principal::{Principal, PrincipalKind};
+use jsonwebtoken::{Algorithm, Header, Validation};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The issuer that authenticates API keys and operators: the only signer of customer and staff
+/// principals.
+pub const GATEWAY_ISSUER: &str = "gateway";
+/// Lifetime of customer and service tokens; a minted token is reused for half of it.
+pub const TOKEN_TTL: Duration = Duration::from_secs(120);
+/// Lifetime of a staff token issued to an operator.
+pub const STAFF_TOKEN_TTL: Duration = Duration::from_secs(600);
+/// Clock skew tolerated between processes.
+const LEEWAY_SECONDS: u64 = 5;
+/// Entries beyond which the caches drop what expired (and, if still full, everything).
+const CACHE_CAPACITY: usize = 20_000;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Claims {
+    iss: String,
+    aud: String,
+    iat: u64,
+    exp: u64,
+    #[serde(flatten)]
+    principal: Principal,
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Mints tokens signed with one process's key.
+#[derive(Clone, Debug)]
+pub struct TokenIssuer {
+    inner: Arc<IssuerInner>,
+}
+
+#[derive(Debug)]
+struct IssuerInner {
+    issuer: String,
+    key: SigningKey,
+    /// (audience, principal) → (token, unix time after which it is minted afresh).
+    cache: Mutex<HashMap<(String, Principal), (Arc<str>, u64)>>,
+}
+
+impl TokenIssuer {
+    /// An issuer named `issuer` (the process's service name) signing with `key`.
+    pub fn new(issuer: &str, key: SigningKey) -> Self {
+        Self {
+            inner: Arc::new(IssuerInner {
+                issuer: issuer.to_owned(),
+                key,
+                cache: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The issuer name.
+    pub fn name(&self) -> &str {
+        &self.inner.issuer
+    }
+
+    /// A token carrying `principal` for `audience`, reused while more than half its life remains.
+    pub fn token(&self, principal: &Principal, audience: &str) -> Arc<str> {
+        let now = unix_now();
+        let cache_key = (audience.to_owned(), principal.clone());
+        if let Some((token, refresh_at)) = lock(&self.inner.cache).get(&cache_key)
+            && now < *refresh_at
+        {
+            return Arc::clone(token);
+        }
+        let token: Arc<str> = self.mint(principal, audience, TOKEN_TTL).into();
+        let mut cache = lock(&self.inner.cache);
+        if cache.len() >= CACHE_CAPACITY {
+            cache.retain(|_, (_, refresh_at)| now < *refresh_at);
+            if cache.len() >= CACHE_CAPACITY {
+                cache.clear();
+            }
+        }
+        let refresh_at = now + TOKEN_TTL.as_secs() / 2;
+        cache.insert(cache_key, (Arc::clone(&token), refresh_at));
+        token
+    }
+
+    /// A token of this service acting for `customer_id`, for `audience`.
+    pub fn service_token(&self, audience: &str, customer_id: Option<uuid::Uuid>) -> Arc<str> {
+        self.token(&Principal::service(&self.inner.issuer, customer_id), audience)
+    }
+
+    /// Signs a fresh token that lives `ttl` (not cached).
+    pub fn mint(&self, principal: &Principal, audience: &str, ttl: Duration) -> String {
+        let now = unix_now();
+        let claims = Claims {
+            iss: self.inner.issuer.clone(),
+            aud: audience.to_owned(),
+            iat: now,
+            exp: now + ttl.as_secs(),
+            principal: principal.clone(),
+        };
+        let mut header = Header::new(Algorithm::EdDSA);
+        header.kid = Some(self.inner.key.kid.clone());
+        // A parsed Ed25519 key signing claims of strings and numbers cannot fail.
+        jsonwebtoken::encode(&header, &claims, &self.inner.key.encoding).unwrap_or_default()
+    }
+}
+
+/// Verifies the tokens addressed to one service.
+#[derive(Clone, Debug)]
+pub struct TokenVerifier {
+    inner: Arc<VerifierInner>,
+}
+
+#[derive(Debug)]
+struct VerifierInner {
+    audience: String,
+    keys: TrustedKeys,
+    /// token → (principal, expiry); only tokens that verified are kept.
+    cache: Mutex<HashMap<Arc<str>, (Principal, u64)>>,
+}
+
+fn refused() -> ApiError {
+    ApiError::new(
+        ErrorCode::Unauthenticated,
+        "the internal principal token is missing or invalid",
+    )
+}
+
+impl TokenVerifier {
+    /// A verifier of tokens for `audience` signed by `keys`.
+    pub fn new(audience: &str, keys: TrustedKeys) -> Self {
+        Self {
+            inner: Arc::new(VerifierInner {
+                audience: audience.to_owned(),
+                keys,
+                cache: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The audience this verifier accepts.
+    pub fn audience(&self) -> &str {
+        &self.inner.audience
+    }
+
+    /// Verifies `token` and returns its principal; `unauthenticated` when the signature, key,
+    /// issuer, audience or lifetime is wrong, or the issuer may not sign that kind of principal.
+    pub fn verify(&self, token: &str) -> Result<Principal, ApiError> {
+        let now = unix_now();
+        if let Some((principal, expires)) = lock(&self.inner.cache).get(token)
+            && now <= *expires + LEEWAY_SECONDS
+        {
+            return Ok(principal.clone());
+        }
+        let (principal, expires) = self.verify_signature(token)?;
+        let mut cache = lock(&self.inner.cache);
+        if cache.len() >= CACHE_CAPACITY {
+            cache.retain(|_, (_, expires)| now <= *expires + LEEWAY_SECONDS);
+            if cache.len() >= CACHE_CAPACITY {
+                cache.clear();
+            }
+        }
+        cache.insert(token.into(), (principal.clone(), expires));
+        Ok(principal)
+    }
+
+    fn verify_signature(&self, token: &str) -> Result<(Principal, u64), ApiError> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| refused())?;
+        if header.alg != Algorithm::EdDSA {
+            return Err(refused());
+        }
+        let kid = header.kid.ok_or_else(refused)?;
+        let trusted = self.inner.keys.by_kid.get(&kid).ok_or_else(refused)?;
+        let mut validation = Validation::new(Algorithm::EdDSA);
+        validation.set_issuer(&[&trusted.issuer]);
+        validation.set_audience(&[&self.inner.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.leeway = LEEWAY_SECONDS;
+        let data = jsonwebtoken::decode::<Claims>(token, &trusted.decoding, &validation).map_err(|_| refused())?;
+        let Claims { iss, exp, principal, .. } = data.claims;
+        let may_sign = match principal.kind {
+            PrincipalKind::Customer | PrincipalKind::Staff => iss == GATEWAY_ISSUER,
+            PrincipalKind::Service => iss == principal.subject,
+        };
+        if !may_sign {
+            tracing::warn!(issuer = %iss, kind = ?principal.kind, subject = %principal.subject, "a token's issuer may not sign its principal");
+            return Err(refused());
+        }
+        Ok((principal, exp))
+    }
+}
+
+#[cfg(test)]
+mod tests;
