@@ -1,12 +1,25 @@
-//! Thin tonic adapter of `lab.catalog.v1.CatalogService`: takes the principal the interceptor
-//! verified, converts the message, calls the use case and converts the answer back.
+//! Thin tonic adapter of `lab.catalog.v1.CatalogService`: who may call each rpc ([`ACCESS`],
+//! enforced by the platform's access layer before any handler runs), then per rpc: take the
+//! verified principal, convert the message, call the use case, convert the answer back.
 
 use crate::service::{Idempotency, OP_CREATE_QUOTE, Service};
+use platform::access::{self, AccessTable};
 use platform::grpc::{IDEMPOTENCY_KEY, principal};
+use platform::principal::roles;
+use proto::scopes::{CATALOG_READ, QUOTES_WRITE};
 use prost::Message;
 use proto::catalog as pb;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
+
+/// Who may call each rpc: API keys with their scope; orders-svc reads a customer's quote when
+/// it places the order; operators with `catalog.admin` import revisions.
+pub const ACCESS: AccessTable = &[
+    ("ListCatalogItems", access::customer(&[CATALOG_READ])),
+    ("CreateQuote", access::customer(&[QUOTES_WRITE])),
+    ("GetQuote", access::customer(&[QUOTES_WRITE]).or_services(&["orders-svc"])),
+    ("ImportCatalog", access::staff(roles::CATALOG_ADMIN)),
+];
 
 /// The gRPC face of the [`Service`].
 #[derive(Clone)]
@@ -36,11 +49,7 @@ impl pb::catalog_service_server::CatalogService for CatalogGrpc {
         &self,
         request: Request<pb::ListCatalogItemsRequest>,
     ) -> Result<Response<pb::ListCatalogItemsResponse>, Status> {
-        let principal = principal(&request)?;
-        let page = self
-            .service
-            .list_items(&principal, request.into_inner().into())
-            .await?;
+        let page = self.service.list_items(request.into_inner().into()).await?;
         Ok(Response::new(page.into()))
     }
 
@@ -48,11 +57,11 @@ impl pb::catalog_service_server::CatalogService for CatalogGrpc {
         &self,
         request: Request<pb::CreateQuoteRequest>,
     ) -> Result<Response<pb::CreateQuoteResponse>, Status> {
-        let principal = principal(&request)?;
+        let customer_id = principal(&request)?.customer()?;
         let idempotency = idempotency(&request, OP_CREATE_QUOTE)?;
         let outcome = self
             .service
-            .create_quote(&principal, request.into_inner().into(), idempotency)
+            .create_quote(customer_id, request.into_inner().into(), idempotency)
             .await?;
         let mut response = Response::new(pb::CreateQuoteResponse {
             quote: Some(outcome.quote.into()),
@@ -67,10 +76,10 @@ impl pb::catalog_service_server::CatalogService for CatalogGrpc {
         &self,
         request: Request<pb::GetQuoteRequest>,
     ) -> Result<Response<pb::GetQuoteResponse>, Status> {
-        let principal = principal(&request)?;
+        let customer_id = principal(&request)?.customer()?;
         let quote = self
             .service
-            .get_quote(&principal, &request.get_ref().quote_id)
+            .get_quote(customer_id, &request.get_ref().quote_id)
             .await?;
         Ok(Response::new(pb::GetQuoteResponse {
             quote: Some(quote.into()),
@@ -81,11 +90,11 @@ impl pb::catalog_service_server::CatalogService for CatalogGrpc {
         &self,
         request: Request<pb::ImportCatalogRequest>,
     ) -> Result<Response<pb::ImportCatalogResponse>, Status> {
-        let principal = principal(&request)?;
+        let operator = principal(&request)?.subject;
         let message = request.get_ref();
         let outcome = self
             .service
-            .import(&principal, &message.document_json, &message.note)
+            .import_document(&message.document_json, &message.note, &operator)
             .await?;
         Ok(Response::new(outcome.into()))
     }

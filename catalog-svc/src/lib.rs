@@ -59,7 +59,7 @@ impl Application {
                 anyhow::anyhow!("cannot read CATALOG_SEED_FILE {}: {error}", path.display())
             })?;
             let outcome = service
-                .import_document(&document, &format!("seed from {}", path.display()))
+                .import_document(&document, &format!("seed from {}", path.display()), "seed")
                 .await
                 .map_err(|error| {
                     anyhow::anyhow!("seed catalog {} refused: {}", path.display(), error.message)
@@ -91,10 +91,7 @@ impl Application {
             StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
         );
         let adapter = grpc::CatalogGrpc::new(self.service.clone());
-        let catalog = CatalogServiceServer::with_interceptor(
-            adapter,
-            platform::grpc::auth_interceptor(base.token_keys()),
-        );
+        let catalog = base.guarded(CatalogServiceServer::new(adapter), grpc::ACCESS);
         base.serve(
             vec![GRPC_SERVICE],
             vec![consumer],

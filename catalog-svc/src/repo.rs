@@ -69,13 +69,15 @@ pub async fn insert_current_revision(
     revision: &RevisionRow,
     document: &Value,
     note: &str,
+    imported_by: &str,
 ) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE catalog.revisions SET is_current = FALSE WHERE is_current")
         .execute(&mut *tx)
         .await?;
     sqlx::query(
-        "INSERT INTO catalog.revisions (id, document, content_sha256, note, test_count, bundle_count, is_current) \
-         VALUES ($1, $2, $3, $4, $5, $6, TRUE)",
+        "INSERT INTO catalog.revisions \
+           (id, document, content_sha256, note, test_count, bundle_count, is_current, imported_by) \
+         VALUES ($1, $2, $3, $4, $5, $6, TRUE, $7)",
     )
     .bind(&revision.id)
     .bind(Json(document))
@@ -83,6 +85,7 @@ pub async fn insert_current_revision(
     .bind(note)
     .bind(revision.test_count)
     .bind(revision.bundle_count)
+    .bind(imported_by)
     .execute(&mut *tx)
     .await?;
     Ok(())

@@ -160,6 +160,7 @@ impl From<Payment> for pb::Payment {
             external_reference: payment.external_reference,
             received_at: Some(to_timestamp(payment.received_at)),
             created_at: Some(to_timestamp(payment.created_at)),
+            recorded_by: payment.recorded_by,
         }
     }
 }

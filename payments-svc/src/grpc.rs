@@ -1,19 +1,28 @@
-//! The gRPC adapter of `lab.payments.v1.PaymentsService`: principal checks, proto to domain,
-//! the use case, domain back to proto.
+//! The gRPC adapter of `lab.payments.v1.PaymentsService`: who may call each rpc ([`ACCESS`],
+//! enforced by the platform's access layer), then per rpc: proto to domain, the use case, domain
+//! back to proto.
 
 use crate::convert;
 use crate::domain::{BankPayment, NewInvoice};
 use crate::service::PaymentsService;
+use platform::access::{self, AccessTable};
 use platform::grpc::principal;
 use platform::principal::roles;
 use proto::payments as pb;
 use proto::payments::payments_service_server::PaymentsService as PaymentsApi;
+use proto::scopes::{INVOICES_READ, PAYMENTS_READ};
 use tonic::{Request, Response, Status};
 
-/// Scope of the invoice reads.
-pub const SCOPE_INVOICES_READ: &str = proto::scopes::INVOICES_READ;
-/// Scope of the payment reads.
-pub const SCOPE_PAYMENTS_READ: &str = proto::scopes::PAYMENTS_READ;
+/// Who may call each rpc: orders-svc issues an order's invoice; API keys read with their scope;
+/// operators with `payments.admin` record bank payments.
+pub const ACCESS: AccessTable = &[
+    ("CreateInvoice", access::services(&["orders-svc"])),
+    ("GetInvoice", access::customer(&[INVOICES_READ])),
+    ("ListInvoices", access::customer(&[INVOICES_READ])),
+    ("GetPayment", access::customer(&[PAYMENTS_READ])),
+    ("ListPayments", access::customer(&[PAYMENTS_READ])),
+    ("RecordBankPayment", access::staff(roles::PAYMENTS_ADMIN)),
+];
 
 /// Serves the payments API over the use cases.
 pub struct PaymentsGrpc {
@@ -33,7 +42,6 @@ impl PaymentsApi for PaymentsGrpc {
         request: Request<pb::CreateInvoiceRequest>,
     ) -> Result<Response<pb::CreateInvoiceResponse>, Status> {
         let caller = principal(&request)?;
-        caller.require_service()?;
         let invoice = self
             .service
             .create_invoice(caller.customer()?, NewInvoice::try_from(request.into_inner())?)
@@ -48,7 +56,6 @@ impl PaymentsApi for PaymentsGrpc {
         request: Request<pb::GetInvoiceRequest>,
     ) -> Result<Response<pb::GetInvoiceResponse>, Status> {
         let caller = principal(&request)?;
-        caller.require_scope(SCOPE_INVOICES_READ)?;
         let invoice = self
             .service
             .get_invoice(
@@ -66,7 +73,6 @@ impl PaymentsApi for PaymentsGrpc {
         request: Request<pb::ListInvoicesRequest>,
     ) -> Result<Response<pb::ListInvoicesResponse>, Status> {
         let caller = principal(&request)?;
-        caller.require_scope(SCOPE_INVOICES_READ)?;
         let message = request.get_ref();
         let (filter, page) = (
             convert::invoice_filter(message)?,
@@ -88,7 +94,6 @@ impl PaymentsApi for PaymentsGrpc {
         request: Request<pb::GetPaymentRequest>,
     ) -> Result<Response<pb::GetPaymentResponse>, Status> {
         let caller = principal(&request)?;
-        caller.require_scope(SCOPE_PAYMENTS_READ)?;
         let payment = self
             .service
             .get_payment(caller.customer()?, &request.get_ref().reference)
@@ -103,7 +108,6 @@ impl PaymentsApi for PaymentsGrpc {
         request: Request<pb::ListPaymentsRequest>,
     ) -> Result<Response<pb::ListPaymentsResponse>, Status> {
         let caller = principal(&request)?;
-        caller.require_scope(SCOPE_PAYMENTS_READ)?;
         let message = request.get_ref();
         let invoice_id = convert::payment_invoice_filter(message)?;
         let page = convert::page_request(message.limit, message.cursor.as_deref())?;
@@ -122,10 +126,10 @@ impl PaymentsApi for PaymentsGrpc {
         &self,
         request: Request<pb::RecordBankPaymentRequest>,
     ) -> Result<Response<pb::RecordBankPaymentResponse>, Status> {
-        principal(&request)?.require_role(roles::PAYMENTS_ADMIN)?;
+        let operator = principal(&request)?.subject;
         let recorded = self
             .service
-            .record_bank_payment(BankPayment::try_from(request.into_inner())?)
+            .record_bank_payment(&operator, BankPayment::try_from(request.into_inner())?)
             .await?;
         Ok(Response::new(pb::RecordBankPaymentResponse {
             payment: Some(recorded.payment.into()),

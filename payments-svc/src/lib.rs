@@ -84,9 +84,9 @@ impl Application {
         let consumer = tokio::spawn(
             StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
         );
-        let api = PaymentsServiceServer::with_interceptor(
-            grpc::PaymentsGrpc::new(service),
-            platform::grpc::auth_interceptor(base.token_keys()),
+        let api = base.guarded(
+            PaymentsServiceServer::new(grpc::PaymentsGrpc::new(service)),
+            grpc::ACCESS,
         );
         base.serve(
             vec![GRPC_SERVICE_NAME],

@@ -174,7 +174,11 @@ impl PaymentsService {
     /// Staff: records a bank transfer against an open invoice, once per bank reference. The
     /// payment that reaches the total marks the invoice paid and emits `invoice.updated` then
     /// `payment.confirmed`; a partial payment changes only the amounts and emits nothing.
-    pub async fn record_bank_payment(&self, command: BankPayment) -> Result<RecordedPayment, ApiError> {
+    pub async fn record_bank_payment(
+        &self,
+        operator: &str,
+        command: BankPayment,
+    ) -> Result<RecordedPayment, ApiError> {
         let mut tx = self.pool.begin().await?;
         if let Some(recorded) = self.recorded(&mut tx, &command.bank_reference).await? {
             return Ok(recorded);
@@ -209,6 +213,7 @@ impl PaymentsService {
             external_reference: command.bank_reference.clone(),
             received_at: command.received_at.unwrap_or(now),
             created_at: now,
+            recorded_by: Some(operator.to_owned()),
         };
         if !repo::payments::insert(&mut tx, &payment).await? {
             // The same reference was recorded concurrently against another invoice.

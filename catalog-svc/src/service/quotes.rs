@@ -1,11 +1,10 @@
 //! Quote use cases: create (optionally idempotent) and read, always for the caller's customer.
 
-use super::{Idempotency, QuoteOutcome, SCOPE_QUOTES_WRITE, Service};
+use super::{Idempotency, QuoteOutcome, Service};
 use crate::domain::quote::{self, CURRENCY, Quote, QuoteRequest};
 use crate::repo;
 use platform::error::{ApiError, ErrorCode};
 use platform::idempotency::{Claim, IdempotencyScope, StoredOutcome};
-use platform::principal::Principal;
 use uuid::Uuid;
 
 /// Idempotency operation name of quote creation.
@@ -20,12 +19,10 @@ impl Service {
     /// idempotency key, a repeat of the same request returns the same quote.
     pub async fn create_quote(
         &self,
-        principal: &Principal,
+        customer_id: Uuid,
         request: QuoteRequest,
         idempotency: Option<Idempotency>,
     ) -> Result<QuoteOutcome, ApiError> {
-        principal.require_scope(SCOPE_QUOTES_WRITE)?;
-        let customer_id = principal.customer()?;
         let Some(Idempotency { key, fingerprint }) = idempotency else {
             let quote = self.price_quote(customer_id, &request).await?;
             let mut tx = self.pool.begin().await?;
@@ -86,9 +83,7 @@ impl Service {
     }
 
     /// Reads a quote of the caller's customer, expired or not (the caller judges `expires_at`).
-    pub async fn get_quote(&self, principal: &Principal, quote_id: &str) -> Result<Quote, ApiError> {
-        principal.require_scope(SCOPE_QUOTES_WRITE)?;
-        let customer_id = principal.customer()?;
+    pub async fn get_quote(&self, customer_id: Uuid, quote_id: &str) -> Result<Quote, ApiError> {
         let id = Uuid::parse_str(quote_id.trim()).map_err(|_| quote_not_found())?;
         repo::find_quote(&self.pool, customer_id, id)
             .await?

@@ -3,7 +3,8 @@
 
 use catalog_svc::{Application, Settings};
 use platform::error::ApiError;
-use platform::principal::{Principal, PrincipalKind, TokenKeys};
+use platform::principal::{Principal, PrincipalKind};
+use platform::tokens::testing::DevTokens;
 use proto::catalog as pb;
 use proto::catalog::catalog_service_client::CatalogServiceClient;
 use serde_json::{Value, json};
@@ -18,7 +19,7 @@ pub const ALL_SCOPES: [&str; 2] = ["catalog:read", "quotes:write"];
 pub struct TestApp {
     pub settings: Settings,
     pub client: CatalogServiceClient<Channel>,
-    pub keys: TokenKeys,
+    pub keys: DevTokens,
     pub pool: PgPool,
     pub customer_id: Uuid,
     shutdown: CancellationToken,
@@ -58,10 +59,7 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
     let pool = PgPool::connect(&database_url)
         .await
         .expect("connect to the test database");
-    let keys = TokenKeys::new(
-        &settings.common.internal_token_secret,
-        &settings.common.staff_token_secret,
-    );
+    let keys = DevTokens::new("catalog-svc");
     TestApp {
         settings,
         client,

@@ -95,6 +95,19 @@ async fn an_invalid_document_is_rejected_with_the_offending_path() {
 }
 
 #[tokio::test]
+async fn an_import_records_the_operator_who_made_it() {
+    let app = spawn_app().await;
+    let token = app.keys.staff("carol", &["catalog.admin"]);
+    let imported = app.import_as(&token, &sample_catalog()).await.unwrap();
+    let imported_by: String = sqlx::query_scalar("SELECT imported_by FROM catalog.revisions WHERE id = $1")
+        .bind(&imported.catalog_revision)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(imported_by, "carol");
+}
+
+#[tokio::test]
 async fn an_import_without_the_catalog_admin_role_is_forbidden() {
     let app = spawn_app().await;
     assert_error(

@@ -234,6 +234,49 @@ async fn another_customers_quote_is_quote_not_found() {
 }
 
 #[tokio::test]
+async fn only_orders_svc_among_services_reads_quotes_and_only_with_its_own_key() {
+    let app = spawn_app().await;
+    app.import(&sample_catalog()).await;
+    let quote = app
+        .create_quote(quote_request("potency", &["A"], &["identity-ms"]))
+        .await
+        .unwrap();
+    let webhooks_svc = app.keys.mint_service("webhooks-svc", Some(app.customer_id));
+    assert_error(app.get_quote_as(&webhooks_svc, &quote.id).await, "forbidden", None);
+    // payments-svc's key signing a principal that claims to be orders-svc.
+    let posing = app.keys.forged_by(
+        "payments-svc",
+        &platform::principal::Principal::service("orders-svc", Some(app.customer_id)),
+    );
+    assert_error(app.get_quote_as(&posing, &quote.id).await, "unauthenticated", None);
+    // orders-svc's key cannot mint a customer principal either.
+    let customer = platform::principal::Principal {
+        kind: platform::principal::PrincipalKind::Customer,
+        subject: "key".into(),
+        customer_id: Some(app.customer_id),
+        scopes: vec!["quotes:write".into()],
+        roles: vec![],
+        spend_limit_cents: None,
+    };
+    let forged = app.keys.forged_by("orders-svc", &customer);
+    assert_error(app.get_quote_as(&forged, &quote.id).await, "unauthenticated", None);
+}
+
+#[tokio::test]
+async fn a_token_addressed_to_another_service_is_refused() {
+    let app = spawn_app().await;
+    app.import(&sample_catalog()).await;
+    let for_orders = platform::tokens::testing::DevTokens::new("orders-svc")
+        .customer(app.customer_id, &["catalog:read", "quotes:write"]);
+    assert_error(
+        app.create_quote_as(&for_orders, quote_request("potency", &["A"], &["identity-ms"]))
+            .await,
+        "unauthenticated",
+        None,
+    );
+}
+
+#[tokio::test]
 async fn an_expired_quote_is_still_returned_with_its_expiry() {
     let app = spawn_app_with(|settings| settings.quote_ttl = std::time::Duration::ZERO).await;
     app.import(&sample_catalog()).await;

@@ -73,6 +73,8 @@ pub struct Payment {
     pub external_reference: String,
     pub received_at: DateTime<Utc>,
     pub created_at: DateTime<Utc>,
+    /// The operator who recorded a bank payment.
+    pub recorded_by: Option<String>,
 }
 
 /// The money state of an invoice.

@@ -10,7 +10,8 @@ use uuid::Uuid;
 macro_rules! select_payments {
     () => {
         "SELECT p.id, p.customer_id, p.invoice_id, i.invoice_number, i.order_id, i.order_number, p.rail, \
-         p.status, p.amount_cents, p.currency, p.external_reference, p.received_at, p.created_at \
+         p.status, p.amount_cents, p.currency, p.external_reference, p.received_at, p.created_at, \
+         p.recorded_by \
          FROM payments.payments p JOIN payments.invoices i ON i.id = p.invoice_id "
     };
 }
@@ -21,8 +22,8 @@ macro_rules! select_payments {
 pub async fn insert(conn: &mut PgConnection, payment: &Payment) -> Result<bool, sqlx::Error> {
     let inserted = sqlx::query(
         "INSERT INTO payments.payments (id, customer_id, invoice_id, rail, status, amount_cents, currency, \
-           external_reference, received_at, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+           external_reference, received_at, created_at, recorded_by) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
          ON CONFLICT ON CONSTRAINT payments_rail_external_reference_key DO NOTHING",
     )
     .bind(payment.id)
@@ -35,6 +36,7 @@ pub async fn insert(conn: &mut PgConnection, payment: &Payment) -> Result<bool, 
     .bind(&payment.external_reference)
     .bind(payment.received_at)
     .bind(payment.created_at)
+    .bind(&payment.recorded_by)
     .execute(conn)
     .await?;
     Ok(inserted.rows_affected() == 1)
@@ -114,5 +116,6 @@ fn payment_from_row(row: &PgRow) -> Result<Payment, sqlx::Error> {
         external_reference: row.try_get("external_reference")?,
         received_at: row.try_get("received_at")?,
         created_at: row.try_get("created_at")?,
+        recorded_by: row.try_get("recorded_by")?,
     })
 }

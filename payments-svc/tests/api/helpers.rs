@@ -3,7 +3,8 @@
 
 use payments_svc::{Application, Settings};
 use platform::config::CommonSettings;
-use platform::principal::{Principal, PrincipalKind, TokenKeys, roles};
+use platform::principal::{Principal, PrincipalKind, roles};
+use platform::tokens::testing::DevTokens;
 use prost::Message;
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
@@ -19,7 +20,7 @@ use uuid::Uuid;
 pub struct TestApp {
     pub client: PaymentsServiceClient<Channel>,
     pub pool: PgPool,
-    pub keys: TokenKeys,
+    pub keys: DevTokens,
     pub redis_url: String,
     pub stream_prefix: String,
     shutdown: CancellationToken,
@@ -37,7 +38,7 @@ pub async fn spawn_app() -> TestApp {
     let redis_url = platform::testing::redis_url();
     let stream_prefix = platform::testing::unique_stream_prefix();
     let common = CommonSettings::local(&database_url, &redis_url, &stream_prefix);
-    let keys = TokenKeys::new(&common.internal_token_secret, &common.staff_token_secret);
+    let keys = DevTokens::new("payments-svc");
     let mut settings = Settings::local(common);
     settings.consumer.reclaim_idle = Duration::from_millis(500);
     settings.consumer.block = Duration::from_millis(200);
@@ -116,11 +117,16 @@ impl TestApp {
 
     /// Reads an invoice as `customer`.
     pub async fn get_invoice(&self, customer: Uuid, reference: &str) -> Result<pb::Invoice, tonic::Status> {
+        self.get_invoice_with(&self.reader(customer), reference).await
+    }
+
+    /// Reads an invoice with `token`.
+    pub async fn get_invoice_with(&self, token: &str, reference: &str) -> Result<pb::Invoice, tonic::Status> {
         let request = platform::grpc::outgoing(
             pb::GetInvoiceRequest {
                 reference: reference.into(),
             },
-            &self.reader(customer),
+            token,
         );
         Ok(self
             .client

@@ -1,7 +1,7 @@
 //! RecordBankPayment: settlement, events, idempotency per bank reference, concurrency, roles.
 
 use crate::helpers::{code_of, data, field_of, invoice_request, invoice_request_for, spawn_app};
-use platform::principal::roles;
+use platform::principal::{PrincipalKind, roles};
 use proto::events::event_envelope::Data;
 use uuid::Uuid;
 
@@ -292,6 +292,65 @@ async fn only_staff_with_the_payments_admin_role_record_bank_payments() {
         .await
         .unwrap();
     assert_eq!(payments, 0);
+}
+
+#[tokio::test]
+async fn a_recorded_payment_names_the_operator_who_recorded_it_also_when_replayed() {
+    let app = spawn_app().await;
+    let customer = Uuid::now_v7();
+    let invoice = app.create_invoice(customer, invoice_request()).await;
+    let dana = app.keys.staff("dana", &[roles::PAYMENTS_ADMIN]);
+    let recorded = app
+        .record_with(&dana, &invoice.id, 100, "WIRE-AUDIT")
+        .await
+        .unwrap();
+    assert_eq!(recorded.payment.unwrap().recorded_by.as_deref(), Some("dana"));
+    let erin = app.keys.staff("erin", &[roles::PAYMENTS_ADMIN]);
+    let again = app
+        .record_with(&erin, &invoice.id, 100, "WIRE-AUDIT")
+        .await
+        .unwrap();
+    assert!(again.already_recorded);
+    assert_eq!(again.payment.unwrap().recorded_by.as_deref(), Some("dana"));
+    let stored: Option<String> =
+        sqlx::query_scalar("SELECT recorded_by FROM payments.payments WHERE external_reference = 'WIRE-AUDIT'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(stored.as_deref(), Some("dana"));
+}
+
+#[tokio::test]
+async fn tokens_for_another_service_or_signed_by_a_service_key_are_refused() {
+    let app = spawn_app().await;
+    let customer = Uuid::now_v7();
+    let invoice = app.create_invoice(customer, invoice_request()).await;
+    let for_orders = platform::tokens::testing::DevTokens::new("orders-svc");
+    let refused = [
+        // The gateway's customer token addressed to orders-svc.
+        for_orders.customer(customer, &["invoices:read"]),
+        // An operator's token addressed to orders-svc.
+        for_orders.staff("dana", &[roles::PAYMENTS_ADMIN]),
+        // orders-svc's own key minting a staff principal for payments-svc.
+        app.keys.forged_by("orders-svc", &{
+            let mut operator = platform::principal::Principal::service("dana", None);
+            operator.kind = PrincipalKind::Staff;
+            operator.roles = vec![roles::PAYMENTS_ADMIN.into()];
+            operator
+        }),
+    ];
+    for token in refused {
+        let status = app
+            .record_with(&token, &invoice.id, 100, "WIRE-FORGED")
+            .await
+            .unwrap_err();
+        assert_eq!(code_of(&status), "unauthenticated");
+    }
+    let status = app
+        .get_invoice_with(&for_orders.customer(customer, &["invoices:read"]), &invoice.id)
+        .await
+        .unwrap_err();
+    assert_eq!(code_of(&status), "unauthenticated");
 }
 
 #[tokio::test]

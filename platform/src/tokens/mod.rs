@@ -222,5 +222,7 @@ impl TokenVerifier {
     }
 }
 
+#[cfg(feature = "testing")]
+pub mod testing;
 #[cfg(test)]
 mod tests;

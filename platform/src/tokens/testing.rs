@@ -1,0 +1,68 @@
+//! Tokens for tests (feature `testing`), signed with the published development keys exactly as
+//! the mesh signs them in development mode: customer and staff principals by the gateway's key,
+//! service principals by the named service's own key.
+
+use super::{GATEWAY_ISSUER, STAFF_TOKEN_TTL, SigningKey, TOKEN_TTL, TokenIssuer};
+use crate::principal::{Principal, PrincipalKind};
+use uuid::Uuid;
+
+/// Mints tokens addressed to one service under test.
+#[derive(Clone, Debug)]
+pub struct DevTokens {
+    audience: String,
+}
+
+impl DevTokens {
+    /// Tokens for `audience` (the service name, e.g. `catalog-svc`).
+    pub fn new(audience: &str) -> Self {
+        Self {
+            audience: audience.to_owned(),
+        }
+    }
+
+    /// A token carrying `principal`, signed by whoever may sign it (the gateway for customers and
+    /// staff, the service itself for a service principal).
+    pub fn mint(&self, principal: &Principal) -> String {
+        let (issuer, ttl) = match principal.kind {
+            PrincipalKind::Service => (principal.subject.as_str(), TOKEN_TTL),
+            PrincipalKind::Customer => (GATEWAY_ISSUER, TOKEN_TTL),
+            PrincipalKind::Staff => (GATEWAY_ISSUER, STAFF_TOKEN_TTL),
+        };
+        TokenIssuer::new(issuer, SigningKey::development(issuer)).mint(principal, &self.audience, ttl)
+    }
+
+    /// A token of `service` acting for `customer_id`, signed with that service's key.
+    pub fn mint_service(&self, service: &str, customer_id: Option<Uuid>) -> String {
+        self.mint(&Principal::service(service, customer_id))
+    }
+
+    /// A customer token holding `scopes`.
+    pub fn customer(&self, customer_id: Uuid, scopes: &[&str]) -> String {
+        self.mint(&Principal {
+            kind: PrincipalKind::Customer,
+            subject: format!("key-{customer_id}"),
+            customer_id: Some(customer_id),
+            scopes: scopes.iter().map(|scope| (*scope).to_owned()).collect(),
+            roles: Vec::new(),
+            spend_limit_cents: None,
+        })
+    }
+
+    /// A staff token of `operator` holding `roles`.
+    pub fn staff(&self, operator: &str, roles: &[&str]) -> String {
+        self.mint(&Principal {
+            kind: PrincipalKind::Staff,
+            subject: operator.to_owned(),
+            customer_id: None,
+            scopes: Vec::new(),
+            roles: roles.iter().map(|role| (*role).to_owned()).collect(),
+            spend_limit_cents: None,
+        })
+    }
+
+    /// The same principal signed by `issuer`'s development key, whoever may sign it (for tests
+    /// that prove forgeries are refused).
+    pub fn forged_by(&self, issuer: &str, principal: &Principal) -> String {
+        TokenIssuer::new(issuer, SigningKey::development(issuer)).mint(principal, &self.audience, TOKEN_TTL)
+    }
+}
