@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 /// Schema owned by this service.
 pub const SCHEMA: &str = "orders";
 /// Service name in events, logs, traces and the service tokens it mints.
-pub const SERVICE_NAME: &str = "orders-svc";
+pub const SERVICE_NAME: &str = platform::mesh::ORDERS_SVC;
 /// Name, schema and stream of this service.
 pub const IDENTITY: ServiceIdentity = ServiceIdentity {
     name: SERVICE_NAME,
@@ -46,13 +46,20 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 pub struct Application {
     settings: Settings,
     base: ServiceBase,
+    tokens: platform::tokens::TokenIssuer,
 }
 
 impl Application {
     /// Connects and migrates the database and binds the gRPC listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let base = ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?;
-        Ok(Self { settings, base })
+        // orders-svc calls catalog-svc and payments-svc: without its signing key it cannot start.
+        let tokens = base.token_issuer()?;
+        Ok(Self {
+            settings,
+            base,
+            tokens,
+        })
     }
 
     /// The bound gRPC address.
@@ -68,11 +75,10 @@ impl Application {
     /// Serves until `shutdown` fires, then drains.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let base = self.base;
-        let keys = base.token_keys();
         let orders = Arc::new(service::Orders::new(
             base.pool.clone(),
             &self.settings,
-            keys.clone(),
+            self.tokens,
         )?);
         let timing = &self.settings.consumer;
         let consumer_settings = ConsumerSettings {
@@ -87,10 +93,7 @@ impl Application {
         let consumer = tokio::spawn(
             StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
         );
-        let api = OrdersServiceServer::with_interceptor(
-            grpc::OrdersGrpc::new(orders),
-            platform::grpc::auth_interceptor(keys),
-        );
+        let api = base.guarded(OrdersServiceServer::new(grpc::OrdersGrpc::new(orders)), grpc::ACCESS);
         base.serve(
             vec![GRPC_SERVICE],
             vec![consumer],

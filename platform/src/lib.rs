@@ -16,6 +16,7 @@ pub mod grpc;
 pub mod health;
 pub mod housekeeping;
 pub mod idempotency;
+pub mod mesh;
 pub mod money;
 pub mod outbox;
 pub mod pagination;

@@ -13,7 +13,7 @@ use crate::domain::quote::{Placement, Quote, plan_order};
 use crate::domain::reference::OrderReference;
 use crate::domain::request::UncheckedOrderRequest;
 use crate::repo::{self, InvoiceMerge};
-use crate::{OUTBOX, SERVICE_NAME, convert, events};
+use crate::{OUTBOX, convert, events};
 use platform::error::{ApiError, ErrorCode};
 use platform::idempotency::{Claim, IdempotencyScope, StoredOutcome, Ticket, fingerprint};
 use platform::money::Cents;
@@ -137,7 +137,7 @@ impl Orders {
 
     /// Reads the quote from catalog-svc, acting for the customer.
     async fn fetch_quote(&self, customer_id: Uuid, quote_id: Uuid) -> Result<Quote, ApiError> {
-        let token = self.keys.mint_service(SERVICE_NAME, Some(customer_id));
+        let token = self.tokens.service_token(platform::mesh::CATALOG_SVC, Some(customer_id));
         let request = proto::catalog::GetQuoteRequest {
             quote_id: quote_id.to_string(),
         };
@@ -207,7 +207,9 @@ impl Orders {
 
     /// Calls CreateInvoice on payments-svc (idempotent per order); any failure is a retryable 503.
     async fn issue_invoice(&self, order: &Order) -> Result<PaymentSummary, ApiError> {
-        let token = self.keys.mint_service(SERVICE_NAME, Some(order.customer_id));
+        let token = self
+            .tokens
+            .service_token(platform::mesh::PAYMENTS_SVC, Some(order.customer_id));
         let key = format!("{OPERATION_CREATE}:{}", order.id);
         let request =
             platform::grpc::outgoing_idempotent(convert::create_invoice_request(order), &token, &key);

@@ -10,11 +10,10 @@ pub use payment_events::EventTarget;
 
 use crate::config::Settings;
 use platform::idempotency::IdempotencyStore;
-use platform::principal::TokenKeys;
+use platform::tokens::TokenIssuer;
 use proto::catalog::catalog_service_client::CatalogServiceClient;
 use proto::payments::payments_service_client::PaymentsServiceClient;
 use sqlx::PgPool;
-use std::sync::Arc;
 use tonic::transport::Channel;
 
 /// The orders use cases and what they need.
@@ -24,13 +23,13 @@ pub struct Orders {
     idempotency: IdempotencyStore,
     catalog: CatalogServiceClient<Channel>,
     payments: PaymentsServiceClient<Channel>,
-    /// Mints the service tokens of outgoing calls (acting for the order's customer).
-    keys: Arc<TokenKeys>,
+    /// Mints this service's tokens for outgoing calls (acting for the order's customer).
+    tokens: TokenIssuer,
 }
 
 impl Orders {
     /// Builds the use cases with lazy channels to catalog-svc and payments-svc.
-    pub fn new(pool: PgPool, settings: &Settings, keys: Arc<TokenKeys>) -> anyhow::Result<Self> {
+    pub fn new(pool: PgPool, settings: &Settings, tokens: TokenIssuer) -> anyhow::Result<Self> {
         let idempotency = IdempotencyStore::new(crate::SCHEMA)
             .with_timing(settings.idempotency.lease, settings.idempotency.wait);
         Ok(Self {
@@ -38,7 +37,7 @@ impl Orders {
             idempotency,
             catalog: CatalogServiceClient::new(platform::grpc::lazy_channel(&settings.catalog_addr)?),
             payments: PaymentsServiceClient::new(platform::grpc::lazy_channel(&settings.payments_addr)?),
-            keys,
+            tokens,
         })
     }
 }

@@ -3,7 +3,8 @@
 //! `service` principal acting for the quote's or order's customer) and answer fixed data.
 
 use platform::error::{ApiError, ErrorCode};
-use platform::principal::{Principal, PrincipalKind, TokenKeys};
+use platform::principal::{Principal, PrincipalKind};
+use platform::tokens::{TokenVerifier, TrustedKeys};
 use proto::catalog::catalog_service_server::{CatalogService, CatalogServiceServer};
 use proto::catalog::*;
 use proto::payments::payments_service_server::{PaymentsService, PaymentsServiceServer};
@@ -16,14 +17,14 @@ use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
-fn service_principal<T>(request: &Request<T>, keys: &TokenKeys) -> Result<Principal, Status> {
+fn service_principal<T>(request: &Request<T>, verifier: &TokenVerifier) -> Result<Principal, Status> {
     let token = request
         .metadata()
         .get("authorization")
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
         .ok_or_else(|| Status::unauthenticated("no token"))?;
-    let principal = keys.verify(token).map_err(Status::from)?;
+    let principal = verifier.verify(token).map_err(Status::from)?;
     if principal.kind != PrincipalKind::Service || principal.subject != "orders-svc" {
         return Err(Status::permission_denied("only orders-svc calls this double"));
     }
@@ -41,7 +42,7 @@ pub struct CatalogState {
 #[derive(Clone)]
 struct FakeCatalog {
     state: Arc<CatalogState>,
-    keys: Arc<TokenKeys>,
+    verifier: TokenVerifier,
 }
 
 #[tonic::async_trait]
@@ -68,7 +69,7 @@ impl CatalogService for FakeCatalog {
         if self.state.unavailable.load(Ordering::SeqCst) {
             return Err(Status::unavailable("catalog double is down"));
         }
-        let principal = service_principal(&request, &self.keys)?;
+        let principal = service_principal(&request, &self.verifier)?;
         let customer = principal.customer_id.map(|id| id.to_string()).unwrap_or_default();
         let quote = self
             .state
@@ -109,7 +110,7 @@ pub struct PaymentsState {
 #[derive(Clone)]
 struct FakePayments {
     state: Arc<PaymentsState>,
-    keys: Arc<TokenKeys>,
+    verifier: TokenVerifier,
 }
 
 #[tonic::async_trait]
@@ -118,7 +119,7 @@ impl PaymentsService for FakePayments {
         &self,
         request: Request<CreateInvoiceRequest>,
     ) -> Result<Response<CreateInvoiceResponse>, Status> {
-        let principal = service_principal(&request, &self.keys)?;
+        let principal = service_principal(&request, &self.verifier)?;
         let key = request
             .metadata()
             .get("idempotency-key")
@@ -211,16 +212,16 @@ pub struct Peers {
 
 impl Peers {
     /// Starts both doubles on free ports.
-    pub async fn start(keys: Arc<TokenKeys>) -> Peers {
+    pub async fn start() -> Peers {
         let catalog = Arc::new(CatalogState::default());
         let payments = Arc::new(PaymentsState::default());
         let catalog_server = CatalogServiceServer::new(FakeCatalog {
             state: catalog.clone(),
-            keys: keys.clone(),
+            verifier: TokenVerifier::new("catalog-svc", TrustedKeys::development()),
         });
         let payments_server = PaymentsServiceServer::new(FakePayments {
             state: payments.clone(),
-            keys,
+            verifier: TokenVerifier::new("payments-svc", TrustedKeys::development()),
         });
         let catalog_addr = serve(tonic::transport::Server::builder().add_service(catalog_server)).await;
         let payments_addr = serve(tonic::transport::Server::builder().add_service(payments_server)).await;

@@ -5,8 +5,9 @@ pub use crate::data::*;
 use crate::fakes::Peers;
 use orders_svc::config::{ConsumerTiming, IdempotencyTiming};
 use orders_svc::{Application, Settings};
-use platform::config::{CommonSettings, DEV_INTERNAL_TOKEN_SECRET, DEV_STAFF_TOKEN_SECRET};
-use platform::principal::{Principal, PrincipalKind, TokenKeys};
+use platform::config::CommonSettings;
+use platform::principal::{Principal, PrincipalKind};
+use platform::tokens::testing::DevTokens;
 use prost::Message;
 use proto::catalog::Quote;
 use proto::events::EventEnvelope;
@@ -54,7 +55,7 @@ pub struct TestApp {
     pub database_url: String,
     pub stream_prefix: String,
     pub peers: Arc<Peers>,
-    pub keys: Arc<TokenKeys>,
+    pub keys: Arc<DevTokens>,
     /// The default customer of the test.
     pub customer_id: Uuid,
     pub client: OrdersServiceClient<Channel>,
@@ -75,11 +76,8 @@ pub async fn spawn_app() -> TestApp {
 
 /// Starts orders-svc on a fresh database with `tuning`.
 pub async fn spawn_app_with(tuning: Tuning) -> TestApp {
-    let keys = Arc::new(TokenKeys::new(
-        &DEV_INTERNAL_TOKEN_SECRET.to_owned().into(),
-        &DEV_STAFF_TOKEN_SECRET.to_owned().into(),
-    ));
-    let peers = Arc::new(Peers::start(keys.clone()).await);
+    let keys = Arc::new(DevTokens::new("orders-svc"));
+    let peers = Arc::new(Peers::start().await);
     let database_url = platform::testing::fresh_database().await;
     let stream_prefix = platform::testing::unique_stream_prefix();
     start(database_url, stream_prefix, peers, keys, tuning).await
@@ -89,7 +87,7 @@ async fn start(
     database_url: String,
     stream_prefix: String,
     peers: Arc<Peers>,
-    keys: Arc<TokenKeys>,
+    keys: Arc<DevTokens>,
     tuning: Tuning,
 ) -> TestApp {
     let mut common = CommonSettings::local(&database_url, &platform::testing::redis_url(), &stream_prefix);

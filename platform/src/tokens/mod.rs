@@ -31,7 +31,7 @@ use std::time::Duration;
 
 /// The issuer that authenticates API keys and operators: the only signer of customer and staff
 /// principals.
-pub const GATEWAY_ISSUER: &str = "gateway";
+pub const GATEWAY_ISSUER: &str = crate::mesh::GATEWAY;
 /// Lifetime of customer and service tokens; a minted token is reused for half of it.
 pub const TOKEN_TTL: Duration = Duration::from_secs(120);
 /// Lifetime of a staff token issued to an operator.
