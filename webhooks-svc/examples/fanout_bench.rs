@@ -13,7 +13,8 @@
 
 use chrono::{DateTime, Utc};
 use platform::config::CommonSettings;
-use platform::principal::{Principal, PrincipalKind, TokenKeys};
+use platform::principal::{Principal, PrincipalKind};
+use platform::tokens::testing::DevTokens;
 use platform::test_receiver::TestReceiver;
 use prost::Message;
 use proto::events::EventEnvelope;
@@ -34,7 +35,7 @@ const THROUGHPUT_EVENTS: usize = 2_000;
 
 struct Bench {
     client: WebhooksServiceClient<Channel>,
-    keys: TokenKeys,
+    keys: DevTokens,
     receiver: TestReceiver,
     redis: redis::aio::MultiplexedConnection,
     stream: String,
@@ -152,7 +153,7 @@ async fn start(tuning: Tuning) -> anyhow::Result<Bench> {
     let redis_url = platform::testing::redis_url();
     let prefix = platform::testing::unique_stream_prefix();
     let common = CommonSettings::local(&database_url, &redis_url, &prefix);
-    let keys = TokenKeys::new(&common.internal_token_secret, &common.staff_token_secret);
+    let keys = DevTokens::new("webhooks-svc");
     let mut settings = Settings::local(common);
     settings.allow_loopback_targets = true;
     settings.extra_root_certificates_pem = vec![receiver.ca_pem()];

@@ -1,20 +1,33 @@
-//! gRPC adapter of `lab.webhooks.v1.WebhooksService`: principal, scope or role, idempotency key,
-//! the use case, conversion back. No business rule lives here.
+//! gRPC adapter of `lab.webhooks.v1.WebhooksService`: who may call each rpc ([`ACCESS`],
+//! enforced by the platform's access layer), then per rpc: principal, idempotency key, the use
+//! case, conversion back. No business rule lives here.
 
 use crate::domain::DeliveryStatus;
 use crate::page::{self, PageRequest};
 use crate::service::{Outcome, Viewer, WebhooksService, endpoint_id};
 use platform::error::{ApiError, ErrorCode};
+use platform::access::{self, AccessTable};
 use platform::grpc::{idempotency_key, principal};
 use platform::principal::{PrincipalKind, roles};
 use proto::webhooks as pb;
 use proto::webhooks::webhooks_service_server::WebhooksService as WebhooksApi;
 use tonic::{Request, Response, Status};
 
-/// Scope of ListEndpoints and ListDeliveries.
-pub const SCOPE_READ: &str = proto::scopes::WEBHOOKS_READ;
-/// Scope of the endpoint mutations.
-pub const SCOPE_WRITE: &str = proto::scopes::WEBHOOKS_WRITE;
+const READ: access::Rule = access::customer(&[proto::scopes::WEBHOOKS_READ]);
+const WRITE: access::Rule = access::customer(&[proto::scopes::WEBHOOKS_WRITE]);
+
+/// Who may call each rpc: API keys with their scope (a subscription's event read scopes are
+/// checked by the use case); operators with `webhooks.admin` inspect, redeliver and replay.
+pub const ACCESS: AccessTable = &[
+    ("CreateEndpoint", WRITE),
+    ("ListEndpoints", READ),
+    ("DeleteEndpoint", WRITE),
+    ("RotateSecret", WRITE),
+    ("SendTestDelivery", WRITE),
+    ("ListDeliveries", READ.or_staff(roles::WEBHOOKS_ADMIN)),
+    ("RedeliverDeadLetters", access::staff(roles::WEBHOOKS_ADMIN)),
+    ("ReplayEvents", access::staff(roles::WEBHOOKS_ADMIN)),
+];
 
 /// The tonic service over the webhooks use cases.
 pub struct WebhooksGrpc {
@@ -34,7 +47,6 @@ impl WebhooksApi for WebhooksGrpc {
         request: Request<pb::CreateEndpointRequest>,
     ) -> Result<Response<pb::CreateEndpointResponse>, Status> {
         let caller = principal(&request)?;
-        caller.require_scope(SCOPE_WRITE)?;
         let key = idempotency_key(&request)?;
         replayable(
             self.service
@@ -48,7 +60,6 @@ impl WebhooksApi for WebhooksGrpc {
         request: Request<pb::ListEndpointsRequest>,
     ) -> Result<Response<pb::ListEndpointsResponse>, Status> {
         let caller = principal(&request)?;
-        caller.require_scope(SCOPE_READ)?;
         let message = request.get_ref();
         let page = PageRequest::parse(page::ENDPOINTS, message.limit, message.cursor.as_deref())?;
         let page = self.service.list_endpoints(caller.customer()?, page).await?;
@@ -63,7 +74,6 @@ impl WebhooksApi for WebhooksGrpc {
         request: Request<pb::DeleteEndpointRequest>,
     ) -> Result<Response<pb::DeleteEndpointResponse>, Status> {
         let caller = principal(&request)?;
-        caller.require_scope(SCOPE_WRITE)?;
         let key = idempotency_key(&request)?;
         replayable(
             self.service
@@ -77,7 +87,6 @@ impl WebhooksApi for WebhooksGrpc {
         request: Request<pb::RotateSecretRequest>,
     ) -> Result<Response<pb::RotateSecretResponse>, Status> {
         let caller = principal(&request)?;
-        caller.require_scope(SCOPE_WRITE)?;
         let key = idempotency_key(&request)?;
         replayable(
             self.service
@@ -91,7 +100,6 @@ impl WebhooksApi for WebhooksGrpc {
         request: Request<pb::SendTestDeliveryRequest>,
     ) -> Result<Response<pb::SendTestDeliveryResponse>, Status> {
         let caller = principal(&request)?;
-        caller.require_scope(SCOPE_WRITE)?;
         let key = idempotency_key(&request)?;
         replayable(
             self.service
@@ -109,8 +117,7 @@ impl WebhooksApi for WebhooksGrpc {
             caller.require_role(roles::WEBHOOKS_ADMIN)?;
             Viewer::Staff
         } else {
-            caller.require_scope(SCOPE_READ)?;
-            Viewer::Customer(caller.customer()?)
+                Viewer::Customer(caller.customer()?)
         };
         let message = request.get_ref();
         let endpoint = endpoint_id(&message.endpoint_id)?;
@@ -130,7 +137,7 @@ impl WebhooksApi for WebhooksGrpc {
         &self,
         request: Request<pb::RedeliverDeadLettersRequest>,
     ) -> Result<Response<pb::RedeliverDeadLettersResponse>, Status> {
-        principal(&request)?.require_role(roles::WEBHOOKS_ADMIN)?;
+        let operator = principal(&request)?.subject;
         let endpoint = request
             .get_ref()
             .endpoint_id
@@ -138,6 +145,7 @@ impl WebhooksApi for WebhooksGrpc {
             .map(endpoint_id)
             .transpose()?;
         let queued = self.service.redeliver_dead_letters(endpoint).await?;
+        tracing::info!(%operator, ?endpoint, queued, "dead deliveries queued again");
         Ok(Response::new(pb::RedeliverDeadLettersResponse {
             queued: i32::try_from(queued).unwrap_or(i32::MAX),
         }))
@@ -147,7 +155,7 @@ impl WebhooksApi for WebhooksGrpc {
         &self,
         request: Request<pb::ReplayEventsRequest>,
     ) -> Result<Response<pb::ReplayEventsResponse>, Status> {
-        principal(&request)?.require_role(roles::WEBHOOKS_ADMIN)?;
+        let operator = principal(&request)?.subject;
         let message = request.get_ref();
         let endpoint = endpoint_id(&message.endpoint_id)?;
         let since = message
@@ -156,6 +164,7 @@ impl WebhooksApi for WebhooksGrpc {
             .and_then(platform::time::from_timestamp)
             .ok_or_else(|| ApiError::field(ErrorCode::InvalidRequest, "since", "since is required"))?;
         let queued = self.service.replay_events(endpoint, since).await?;
+        tracing::info!(%operator, %endpoint, %since, queued, "events replayed");
         Ok(Response::new(pb::ReplayEventsResponse {
             queued: i32::try_from(queued).unwrap_or(i32::MAX),
         }))

@@ -54,6 +54,7 @@ impl Keyring {
     /// Parses `<key-id>:<base64 32 bytes>[,…]`.
     pub fn parse(text: &str) -> anyhow::Result<Self> {
         let mut keys: Vec<(String, Aes256Gcm)> = Vec::new();
+        let mut development = false;
         for entry in text.split(',').map(str::trim).filter(|entry| !entry.is_empty()) {
             let (id, encoded) = entry
                 .split_once(':')
@@ -74,14 +75,12 @@ impl Keyring {
                 .decode(encoded.trim())
                 .map_err(|_| anyhow::anyhow!("the key {id:?} is not valid base64"))?;
             anyhow::ensure!(bytes.len() == 32, "the key {id:?} must be 32 bytes");
+            development |= bytes == DEVELOPMENT_KEY;
             let cipher = Aes256Gcm::new_from_slice(&bytes).map_err(|_| anyhow::anyhow!("bad key length"))?;
             keys.push((id.to_owned(), cipher));
         }
         anyhow::ensure!(!keys.is_empty(), "the keyring needs at least one key");
-        Ok(Self {
-            keys,
-            development: false,
-        })
+        Ok(Self { keys, development })
     }
 
     /// The public development keyring (never for production; the service warns loudly).
@@ -93,7 +92,7 @@ impl Keyring {
         }
     }
 
-    /// True for the built-in development keyring.
+    /// True for the built-in development keyring, or a keyring holding the published key.
     pub fn is_development(&self) -> bool {
         self.development
     }

@@ -64,9 +64,15 @@ impl Application {
     /// Connects and migrates the database, binds the gRPC listener and builds the HTTP client.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         if settings.secret_keys.is_development() {
+            anyhow::ensure!(
+                settings.common.dev_mode,
+                "WEBHOOKS_SECRET_KEYS is not set or holds the published development key; set a real keyring, \
+                 or {}=1 for local development only",
+                platform::config::DEV_MODE_VAR
+            );
             tracing::warn!(
-                "WEBHOOKS_SECRET_KEYS is not set: signing secrets are sealed with the PUBLIC development key; \
-                 never run like this in production"
+                "WEBHOOKS_SECRET_KEYS is not set: signing secrets are sealed with the PUBLIC development key \
+                 (development mode)"
             );
         }
         if settings.allow_loopback_targets {
@@ -151,9 +157,9 @@ impl Application {
             self.settings.delivery.event_retention_days,
             shutdown.clone(),
         ));
-        let api = WebhooksServiceServer::with_interceptor(
-            grpc::WebhooksGrpc::new(self.service),
-            platform::grpc::auth_interceptor(base.token_keys()),
+        let api = base.guarded(
+            WebhooksServiceServer::new(grpc::WebhooksGrpc::new(self.service)),
+            grpc::ACCESS,
         );
         base.serve(
             vec![GRPC_SERVICE_NAME],

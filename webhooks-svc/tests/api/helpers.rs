@@ -3,7 +3,8 @@
 //! published with XADD, and signature checks done the way a customer would.
 
 use platform::config::CommonSettings;
-use platform::principal::{Principal, PrincipalKind, TokenKeys, roles};
+use platform::principal::{Principal, PrincipalKind, roles};
+use platform::tokens::testing::DevTokens;
 use platform::test_receiver::{Behaviour, TestReceiver};
 use prost::Message;
 use proto::events::EventEnvelope;
@@ -67,7 +68,7 @@ impl Default for Options {
 pub struct TestApp {
     pub client: WebhooksServiceClient<Channel>,
     pub pool: PgPool,
-    pub keys: TokenKeys,
+    pub keys: DevTokens,
     pub receiver: TestReceiver,
     /// Scripted answers per receiver path.
     scripts: Scripts,
@@ -99,8 +100,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     let database_url = platform::testing::fresh_database().await;
     let redis_url = platform::testing::redis_url();
     let stream_prefix = platform::testing::unique_stream_prefix();
-    let common = CommonSettings::local(&database_url, &redis_url, &stream_prefix);
-    let keys = TokenKeys::new(&common.internal_token_secret, &common.staff_token_secret);
+    let keys = DevTokens::new("webhooks-svc");
     let (client, pool, shutdown, task) =
         start(&database_url, &redis_url, &stream_prefix, &receiver, &options).await;
     TestApp {
