@@ -6,9 +6,9 @@ use crate::service::{Idempotency, OP_CREATE_QUOTE, Service};
 use platform::access::{self, AccessTable};
 use platform::grpc::{IDEMPOTENCY_KEY, principal};
 use platform::principal::roles;
-use proto::scopes::{CATALOG_READ, QUOTES_WRITE};
 use prost::Message;
 use proto::catalog as pb;
+use proto::scopes::{CATALOG_READ, QUOTES_WRITE};
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
@@ -17,7 +17,10 @@ use tonic::{Request, Response, Status};
 pub const ACCESS: AccessTable = &[
     ("ListCatalogItems", access::customer(&[CATALOG_READ])),
     ("CreateQuote", access::customer(&[QUOTES_WRITE])),
-    ("GetQuote", access::customer(&[QUOTES_WRITE]).or_services(&["orders-svc"])),
+    (
+        "GetQuote",
+        access::customer(&[QUOTES_WRITE]).or_services(&["orders-svc"]),
+    ),
     ("ImportCatalog", access::staff(roles::CATALOG_ADMIN)),
 ];
 

@@ -61,7 +61,12 @@ trap stop_labd EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-log "starting labd on $LABD_HTTP_ADDR (log: $LABD_LOG)"
+# The local run is development mode: published development keys, pepper and sealing key, and the
+# development operator whose published credential labctl uses below. A deployment never sets it.
+export LAB_DEV_MODE=1
+export LABCTL_CREDENTIAL="lab_op_devoperator00000_DevelopmentOperatorSecret0000000"
+
+log "starting labd on $LABD_HTTP_ADDR in DEVELOPMENT MODE (log: $LABD_LOG)"
 DATABASE_URL="$LABD_DATABASE_URL" REDIS_URL="$REDIS_URL" LABD_HTTP_ADDR="$LABD_HTTP_ADDR" \
     "$LABD_BIN" >"$LABD_LOG" 2>&1 &
 LABD_PID=$!
@@ -105,6 +110,7 @@ cat <<EOF
 
 $rule
   The laboratory testing API is running on $BASE_URL
+  DEVELOPMENT MODE: published development keys and secrets; never expose it.
 
   Demo customer : Demo Lab Customer <demo@example.com> ($CUSTOMER_ID)
   Demo API key  : $API_KEY
@@ -116,7 +122,8 @@ $rule
 
   OpenAPI document : $BASE_URL/api/v1/openapi.json
   labd log         : $LABD_LOG
-  Staff CLI        : $LABCTL_BIN --help
+  Staff CLI        : LABCTL_CREDENTIAL=$LABCTL_CREDENTIAL \\
+                       $LABCTL_BIN --help   (the development operator, every role)
 
   Ctrl-C stops labd. A private PostgreSQL or Redis started by this script keeps
   running (state in $LAB_STATE_DIR) so the next start is fast.

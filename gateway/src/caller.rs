@@ -1,20 +1,26 @@
-//! The authenticated caller of a REST request: its principal and the short-lived signed token
-//! that carries the principal to every service the request calls.
+//! The authenticated caller of a REST request: its principal and the gateway's token issuer,
+//! which signs the principal for each service the request calls (one audience per service,
+//! reused while fresh).
 
-use platform::principal::{Principal, TokenKeys};
+use platform::principal::Principal;
+use platform::tokens::TokenIssuer;
+use std::sync::Arc;
 
 /// An authenticated API key, as the handlers and translation functions see it.
 #[derive(Clone, Debug)]
 pub struct Caller {
     pub principal: Principal,
-    /// Principal token for the `authorization` metadata of outgoing gRPC calls.
-    pub token: String,
+    tokens: TokenIssuer,
 }
 
 impl Caller {
-    /// Mints the principal token for `principal`.
-    pub fn new(principal: Principal, keys: &TokenKeys) -> Self {
-        let token = keys.mint(&principal);
-        Self { principal, token }
+    /// The caller `principal`, whose tokens `tokens` signs.
+    pub fn new(principal: Principal, tokens: TokenIssuer) -> Self {
+        Self { principal, tokens }
+    }
+
+    /// The principal token for calls to `audience` (a service name of `platform::mesh`).
+    pub fn token(&self, audience: &str) -> Arc<str> {
+        self.tokens.token(&self.principal, audience)
     }
 }

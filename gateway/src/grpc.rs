@@ -1,8 +1,12 @@
-//! Internal gRPC adapter of `lab.identity.v1.IdentityService`: every call needs a staff token
-//! with the `identity.admin` role (verified by the platform interceptor).
+//! Internal gRPC adapter of `lab.identity.v1.IdentityService`: `IssueStaffToken` authenticates
+//! the operator's credential itself; every other rpc needs a staff token with `identity.admin`
+//! ([`ACCESS`], enforced by the platform's access layer) and records the operator who called.
 
 use crate::domain::customer::{self, ApiKey, Customer, KeyRef, NewApiKey, NewCustomer};
+use crate::domain::operator::Operator;
 use crate::service::IdentityService;
+use crate::staff::StaffService;
+use platform::access::{self, AccessTable};
 use platform::principal::roles;
 use platform::time::to_timestamp;
 use proto::identity as pb;
@@ -10,33 +14,110 @@ use proto::identity::identity_service_server::IdentityService as IdentityRpc;
 use secrecy::ExposeSecret;
 use tonic::{Request, Response, Status};
 
-/// The tonic adapter over [`IdentityService`].
+const ADMIN: access::Rule = access::staff(roles::IDENTITY_ADMIN);
+
+/// Who may call each rpc.
+pub const ACCESS: AccessTable = &[
+    ("IssueStaffToken", access::PUBLIC),
+    ("CreateOperator", ADMIN),
+    ("ListOperators", ADMIN),
+    ("RotateOperatorCredential", ADMIN),
+    ("DisableOperator", ADMIN),
+    ("CreateCustomer", ADMIN),
+    ("ListCustomers", ADMIN),
+    ("CreateApiKey", ADMIN),
+    ("ListApiKeys", ADMIN),
+    ("RevokeApiKey", ADMIN),
+];
+
+/// The tonic adapter over [`IdentityService`] and [`StaffService`].
 pub struct IdentityAdapter {
     service: IdentityService,
+    staff: StaffService,
 }
 
 impl IdentityAdapter {
-    pub fn new(service: IdentityService) -> Self {
-        Self { service }
+    pub fn new(service: IdentityService, staff: StaffService) -> Self {
+        Self { service, staff }
     }
 }
 
-fn require_admin<T>(request: &Request<T>) -> Result<(), Status> {
-    let principal = platform::grpc::principal(request)?;
-    principal.require_role(roles::IDENTITY_ADMIN)?;
-    tracing::info!(staff = %principal.subject, "identity call");
-    Ok(())
+/// The operator calling (the access layer admitted only operators with `identity.admin`).
+fn operator<T>(request: &Request<T>) -> Result<String, Status> {
+    Ok(platform::grpc::principal(request)?.subject)
 }
 
 #[tonic::async_trait]
 impl IdentityRpc for IdentityAdapter {
+    async fn issue_staff_token(
+        &self,
+        request: Request<pb::IssueStaffTokenRequest>,
+    ) -> Result<Response<pb::IssueStaffTokenResponse>, Status> {
+        let body = request.get_ref();
+        let issued = self
+            .staff
+            .issue_token(&body.credential, &body.audience, &body.roles)
+            .await?;
+        Ok(Response::new(pb::IssueStaffTokenResponse {
+            token: issued.token,
+            expires_at: Some(to_timestamp(issued.expires_at)),
+            operator: issued.operator,
+        }))
+    }
+
+    async fn create_operator(
+        &self,
+        request: Request<pb::CreateOperatorRequest>,
+    ) -> Result<Response<pb::CreateOperatorResponse>, Status> {
+        let by = operator(&request)?;
+        let body = request.get_ref();
+        let created = self.staff.create_operator(&by, &body.name, &body.roles).await?;
+        Ok(Response::new(pb::CreateOperatorResponse {
+            operator: Some(operator_to_proto(created.operator)),
+            credential: created.credential.expose_secret().to_owned(),
+        }))
+    }
+
+    async fn list_operators(
+        &self,
+        _request: Request<pb::ListOperatorsRequest>,
+    ) -> Result<Response<pb::ListOperatorsResponse>, Status> {
+        let operators = self.staff.list_operators().await?;
+        Ok(Response::new(pb::ListOperatorsResponse {
+            operators: operators.into_iter().map(operator_to_proto).collect(),
+        }))
+    }
+
+    async fn rotate_operator_credential(
+        &self,
+        request: Request<pb::RotateOperatorCredentialRequest>,
+    ) -> Result<Response<pb::RotateOperatorCredentialResponse>, Status> {
+        let by = operator(&request)?;
+        let rotated = self.staff.rotate_credential(&by, &request.get_ref().name).await?;
+        Ok(Response::new(pb::RotateOperatorCredentialResponse {
+            operator: Some(operator_to_proto(rotated.operator)),
+            credential: rotated.credential.expose_secret().to_owned(),
+        }))
+    }
+
+    async fn disable_operator(
+        &self,
+        request: Request<pb::DisableOperatorRequest>,
+    ) -> Result<Response<pb::DisableOperatorResponse>, Status> {
+        let by = operator(&request)?;
+        let disabled = self.staff.disable_operator(&by, &request.get_ref().name).await?;
+        Ok(Response::new(pb::DisableOperatorResponse {
+            operator: Some(operator_to_proto(disabled)),
+        }))
+    }
+
     async fn create_customer(
         &self,
         request: Request<pb::CreateCustomerRequest>,
     ) -> Result<Response<pb::CreateCustomerResponse>, Status> {
-        require_admin(&request)?;
+        let operator = operator(&request)?;
         let new = NewCustomer::parse(&request.get_ref().name, &request.get_ref().email)?;
-        let (customer, created) = self.service.create_customer(new).await?;
+        let (customer, created) = self.service.create_customer(&operator, new).await?;
         Ok(Response::new(pb::CreateCustomerResponse {
             customer: Some(customer_to_proto(customer)),
             created,
@@ -45,9 +126,8 @@ impl IdentityRpc for IdentityAdapter {
 
     async fn list_customers(
         &self,
-        request: Request<pb::ListCustomersRequest>,
+        _request: Request<pb::ListCustomersRequest>,
     ) -> Result<Response<pb::ListCustomersResponse>, Status> {
-        require_admin(&request)?;
         let customers = self.service.list_customers().await?;
         Ok(Response::new(pb::ListCustomersResponse {
             customers: customers.into_iter().map(customer_to_proto).collect(),
@@ -58,7 +138,7 @@ impl IdentityRpc for IdentityAdapter {
         &self,
         request: Request<pb::CreateApiKeyRequest>,
     ) -> Result<Response<pb::CreateApiKeyResponse>, Status> {
-        require_admin(&request)?;
+        let operator = operator(&request)?;
         let body = request.get_ref();
         let new = NewApiKey::parse(
             &body.customer_id,
@@ -66,7 +146,7 @@ impl IdentityRpc for IdentityAdapter {
             &body.scopes,
             body.spend_limit_cents,
         )?;
-        let created = self.service.create_api_key(new).await?;
+        let created = self.service.create_api_key(&operator, new).await?;
         Ok(Response::new(pb::CreateApiKeyResponse {
             key: Some(key_to_proto(created.key)),
             plaintext: created.plaintext.expose_secret().to_owned(),
@@ -77,7 +157,6 @@ impl IdentityRpc for IdentityAdapter {
         &self,
         request: Request<pb::ListApiKeysRequest>,
     ) -> Result<Response<pb::ListApiKeysResponse>, Status> {
-        require_admin(&request)?;
         let customer_id = customer::parse_uuid("customerId", &request.get_ref().customer_id)?;
         let keys = self.service.list_api_keys(customer_id).await?;
         Ok(Response::new(pb::ListApiKeysResponse {
@@ -89,14 +168,26 @@ impl IdentityRpc for IdentityAdapter {
         &self,
         request: Request<pb::RevokeApiKeyRequest>,
     ) -> Result<Response<pb::RevokeApiKeyResponse>, Status> {
-        require_admin(&request)?;
+        let operator = operator(&request)?;
         let key = self
             .service
-            .revoke_api_key(KeyRef::parse(&request.get_ref().key)?)
+            .revoke_api_key(&operator, KeyRef::parse(&request.get_ref().key)?)
             .await?;
         Ok(Response::new(pb::RevokeApiKeyResponse {
             key: Some(key_to_proto(key)),
         }))
+    }
+}
+
+fn operator_to_proto(operator: Operator) -> pb::Operator {
+    pb::Operator {
+        id: operator.id.to_string(),
+        name: operator.name,
+        roles: operator.roles,
+        public_id: operator.public_id,
+        created_at: Some(to_timestamp(operator.created_at)),
+        created_by: operator.created_by,
+        disabled_at: operator.disabled_at.map(to_timestamp),
     }
 }
 

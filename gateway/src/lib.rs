@@ -17,6 +17,7 @@ pub mod peers;
 pub mod repo;
 pub mod scopes;
 pub mod service;
+pub mod staff;
 
 pub use config::{PeerAddrs, RateLimitSettings, Settings};
 pub use http::{AppState, app};
@@ -24,19 +25,34 @@ pub use http::{AppState, app};
 use authenticator::Authenticator;
 use http::rate_limit::RateLimiter;
 use peers::Peers;
-use platform::principal::TokenKeys;
+use platform::tokens::ProcessTokens;
 use proto::identity::identity_service_server::IdentityServiceServer;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 /// Schema owned by the gateway.
 pub const SCHEMA: &str = "gateway";
 /// Service name in logs and traces.
-pub const SERVICE_NAME: &str = "gateway";
+pub const SERVICE_NAME: &str = platform::mesh::GATEWAY;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
+
+/// Registers the first operator of a deployment (`gateway bootstrap-operator NAME [ROLES]`) and
+/// returns their credential, which is shown once: connects and migrates the database with the
+/// gateway's settings, refuses when operators already exist.
+pub async fn bootstrap_operator(settings: &Settings, name: &str, roles: &[String]) -> anyhow::Result<String> {
+    let common = &settings.common;
+    let pepper = platform::config::refuse_development_secret(
+        common.dev_mode,
+        "LAB_API_KEY_PEPPER",
+        Some(&settings.api_key_pepper),
+        config::DEV_API_KEY_PEPPER,
+    )?;
+    let pool = platform::db::connect(&common.database_url, 1).await?;
+    platform::db::migrate(&pool, &MIGRATOR).await?;
+    staff::bootstrap_operator(&pool, &pepper, name, roles).await
+}
 
 /// A built gateway: migrated database, both listeners bound, state ready.
 pub struct Application {
@@ -44,18 +60,39 @@ pub struct Application {
     state: AppState,
     http_listener: TcpListener,
     grpc_listener: TcpListener,
+    staff: staff::StaffService,
+    /// Verifies the staff tokens of the identity API.
+    verifier: platform::tokens::TokenVerifier,
 }
 
 impl Application {
     /// Connects and migrates the database, prepares the peer channels and binds the REST and
     /// the internal gRPC listeners.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        let mut settings = settings;
         let common = &settings.common;
-        if secrecy::ExposeSecret::expose_secret(&settings.api_key_pepper) == config::DEV_API_KEY_PEPPER {
-            tracing::warn!("using the development API-key pepper; set LAB_API_KEY_PEPPER in production");
+        settings.api_key_pepper = platform::config::refuse_development_secret(
+            common.dev_mode,
+            "LAB_API_KEY_PEPPER",
+            Some(&settings.api_key_pepper),
+            config::DEV_API_KEY_PEPPER,
+        )?;
+        let tokens = ProcessTokens::load(common, SERVICE_NAME)?;
+        let issuer = tokens.issuer()?;
+        if common.dev_mode {
+            platform::config::warn_development_mode(SERVICE_NAME);
         }
         let pool = platform::db::connect(&common.database_url, common.database_max_connections).await?;
         platform::db::migrate(&pool, &MIGRATOR).await?;
+        let staff = staff::StaffService::new(
+            pool.clone(),
+            settings.api_key_pepper.clone(),
+            issuer.clone(),
+            common.dev_mode,
+        );
+        if common.dev_mode {
+            staff.ensure_development_operator().await?;
+        }
         let state = AppState {
             peers: Peers::connect(&settings.peers)?,
             authenticator: Authenticator::new(
@@ -63,10 +100,7 @@ impl Application {
                 settings.api_key_pepper.clone(),
                 settings.key_cache_ttl,
             ),
-            token_keys: Arc::new(TokenKeys::new(
-                &common.internal_token_secret,
-                &common.staff_token_secret,
-            )),
+            tokens: issuer,
             rate_limiter: RateLimiter::new(settings.rate_limit),
             redis: redis::Client::open(common.redis_url.as_str())?,
             pool,
@@ -79,6 +113,8 @@ impl Application {
             state,
             http_listener,
             grpc_listener,
+            staff,
+            verifier: tokens.verifier,
         })
     }
 
@@ -102,9 +138,11 @@ impl Application {
         let state = self.state;
         let identity =
             service::IdentityService::new(state.pool.clone(), self.settings.api_key_pepper.clone());
-        let interceptor = platform::grpc::auth_interceptor(Arc::clone(&state.token_keys));
-        let identity =
-            IdentityServiceServer::with_interceptor(grpc::IdentityAdapter::new(identity), interceptor);
+        let identity = platform::access::guarded(
+            IdentityServiceServer::new(grpc::IdentityAdapter::new(identity, self.staff)),
+            self.verifier,
+            grpc::ACCESS,
+        );
         let (reporter, health) = tonic_health::server::health_reporter();
         let probe = platform::health::spawn_health_probe(
             reporter,

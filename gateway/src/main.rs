@@ -1,9 +1,15 @@
-//! gateway process: telemetry, settings, build, serve REST and identity gRPC until SIGTERM or SIGINT.
+//! gateway process: telemetry, settings, build, serve REST and identity gRPC until SIGTERM or
+//! SIGINT. `gateway bootstrap-operator NAME [ROLE,…|all]` instead registers a deployment's first
+//! lab operator and prints their credential once.
 
 use gateway::{Application, SERVICE_NAME, Settings};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    if arguments.first().map(String::as_str) == Some("bootstrap-operator") {
+        return bootstrap(&arguments[1..]).await;
+    }
     let _telemetry = platform::telemetry::init(SERVICE_NAME);
     let settings = Settings::from_env()?;
     let application = Application::build(settings).await?;
@@ -16,4 +22,22 @@ async fn main() -> anyhow::Result<()> {
         tracing::info!("{SERVICE_NAME} stopped");
     }
     outcome
+}
+
+async fn bootstrap(arguments: &[String]) -> anyhow::Result<()> {
+    let (Some(name), roles) = (arguments.first(), arguments.get(1)) else {
+        anyhow::bail!("usage: gateway bootstrap-operator NAME [ROLE,…|all]");
+    };
+    let roles: Vec<String> = roles
+        .map(String::as_str)
+        .unwrap_or("all")
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    let credential = gateway::bootstrap_operator(&Settings::from_env()?, name, &roles).await?;
+    println!("{credential}");
+    eprintln!(
+        "operator {name} registered; the credential above is shown once (labctl reads it from LABCTL_CREDENTIAL)"
+    );
+    Ok(())
 }

@@ -16,6 +16,7 @@ use crate::dto::quotes::{CreateQuoteRequest, Quote, QuoteEnvelope};
 use crate::peers::Peers;
 use platform::error::{ApiError, ErrorCode};
 use platform::grpc::{IDEMPOTENT_REPLAYED, outgoing, outgoing_idempotent};
+use platform::mesh::{CATALOG_SVC, ORDERS_SVC, PAYMENTS_SVC};
 use proto::{catalog, orders, payments};
 
 /// The answer of an idempotent mutation, and whether it is the stored replay of an earlier
@@ -67,7 +68,7 @@ pub async fn list_catalog(
     };
     let page = peers
         .catalog()
-        .list_catalog_items(outgoing(request, &caller.token))
+        .list_catalog_items(outgoing(request, &caller.token(CATALOG_SVC)))
         .await
         .map_err(service_error)?;
     Ok(CatalogPage::from_proto(page.into_inner(), &includes))
@@ -82,7 +83,7 @@ pub async fn create_quote(
     let request = catalog::CreateQuoteRequest::from(body);
     let response = peers
         .catalog()
-        .create_quote(outgoing(request, &caller.token))
+        .create_quote(outgoing(request, &caller.token(CATALOG_SVC)))
         .await
         .map_err(service_error)?;
     let quote = response.into_inner().quote.ok_or_else(|| missing("quote"))?;
@@ -99,7 +100,11 @@ pub async fn create_order(
     let request = orders::CreateOrderRequest::from(body);
     let response = peers
         .orders()
-        .create_order(outgoing_idempotent(request, &caller.token, idempotency_key))
+        .create_order(outgoing_idempotent(
+            request,
+            &caller.token(ORDERS_SVC),
+            idempotency_key,
+        ))
         .await
         .map_err(service_error)?;
     let replayed = is_replay(&response);
@@ -119,7 +124,7 @@ pub async fn list_orders(peers: &Peers, caller: &Caller, query: OrdersQuery) -> 
     };
     let page = peers
         .orders()
-        .list_orders(outgoing(request, &caller.token))
+        .list_orders(outgoing(request, &caller.token(ORDERS_SVC)))
         .await
         .map_err(service_error)?
         .into_inner();
@@ -136,7 +141,7 @@ pub async fn get_order(peers: &Peers, caller: &Caller, reference: String) -> Res
     let request = orders::GetOrderRequest { reference };
     let response = peers
         .orders()
-        .get_order(outgoing(request, &caller.token))
+        .get_order(outgoing(request, &caller.token(ORDERS_SVC)))
         .await
         .map_err(service_error)?;
     let order = response.into_inner().order.ok_or_else(|| missing("order"))?;
@@ -157,7 +162,7 @@ pub async fn list_invoices(
     };
     let page = peers
         .payments()
-        .list_invoices(outgoing(request, &caller.token))
+        .list_invoices(outgoing(request, &caller.token(PAYMENTS_SVC)))
         .await
         .map_err(service_error)?
         .into_inner();
@@ -178,7 +183,7 @@ pub async fn get_invoice(
     let request = payments::GetInvoiceRequest { reference };
     let response = peers
         .payments()
-        .get_invoice(outgoing(request, &caller.token))
+        .get_invoice(outgoing(request, &caller.token(PAYMENTS_SVC)))
         .await
         .map_err(service_error)?;
     let invoice = response.into_inner().invoice.ok_or_else(|| missing("invoice"))?;
@@ -198,7 +203,7 @@ pub async fn list_payments(
     };
     let page = peers
         .payments()
-        .list_payments(outgoing(request, &caller.token))
+        .list_payments(outgoing(request, &caller.token(PAYMENTS_SVC)))
         .await
         .map_err(service_error)?
         .into_inner();
@@ -219,7 +224,7 @@ pub async fn get_payment(
     let request = payments::GetPaymentRequest { reference };
     let response = peers
         .payments()
-        .get_payment(outgoing(request, &caller.token))
+        .get_payment(outgoing(request, &caller.token(PAYMENTS_SVC)))
         .await
         .map_err(service_error)?;
     let payment = response.into_inner().payment.ok_or_else(|| missing("payment"))?;

@@ -65,14 +65,16 @@ pub async fn insert_customer(
     pool: &PgPool,
     id: Uuid,
     customer: &NewCustomer,
+    created_by: &str,
 ) -> Result<Option<Customer>, sqlx::Error> {
     let row: Option<CustomerRow> = sqlx::query_as(
-        "INSERT INTO gateway.customers (id, name, email) VALUES ($1, $2, $3) \
+        "INSERT INTO gateway.customers (id, name, email, created_by) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (email) DO NOTHING RETURNING id, name, email, created_at",
     )
     .bind(id)
     .bind(&customer.name)
     .bind(&customer.email)
+    .bind(created_by)
     .fetch_optional(pool)
     .await?;
     Ok(row.map(Customer::from))
@@ -112,10 +114,12 @@ pub async fn insert_api_key(
     key: &NewApiKey,
     public_id: &str,
     verifier: &[u8],
+    created_by: &str,
 ) -> Result<ApiKey, sqlx::Error> {
     let statement = format!(
-        "INSERT INTO gateway.api_keys (id, customer_id, public_id, verifier, name, scopes, spend_limit_cents) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {KEY_COLUMNS}"
+        "INSERT INTO gateway.api_keys \
+           (id, customer_id, public_id, verifier, name, scopes, spend_limit_cents, created_by) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {KEY_COLUMNS}"
     );
     let row: ApiKeyRow = sqlx::query_as(sqlx::AssertSqlSafe(statement))
         .bind(id)
@@ -125,6 +129,7 @@ pub async fn insert_api_key(
         .bind(&key.name)
         .bind(&key.scopes)
         .bind(key.spend_limit_cents)
+        .bind(created_by)
         .fetch_one(pool)
         .await?;
     Ok(row.into())
@@ -141,10 +146,15 @@ pub async fn list_api_keys(pool: &PgPool, customer_id: Uuid) -> Result<Vec<ApiKe
     Ok(rows.into_iter().map(ApiKey::from).collect())
 }
 
-/// Revokes a key (keeping the first revocation time); `None` when no such key exists.
-pub async fn revoke_api_key(pool: &PgPool, key: &KeyRef) -> Result<Option<ApiKey>, sqlx::Error> {
+/// Revokes a key (keeping the first revocation time and operator); `None` when no such key exists.
+pub async fn revoke_api_key(
+    pool: &PgPool,
+    key: &KeyRef,
+    revoked_by: &str,
+) -> Result<Option<ApiKey>, sqlx::Error> {
     let returning = format!("RETURNING {KEY_COLUMNS}");
-    let update = "UPDATE gateway.api_keys SET revoked_at = COALESCE(revoked_at, now())";
+    let update = "UPDATE gateway.api_keys SET revoked_at = COALESCE(revoked_at, now()), \
+                  revoked_by = COALESCE(revoked_by, $2)";
     let query = match key {
         KeyRef::Id(id) => {
             sqlx::query_as(sqlx::AssertSqlSafe(format!("{update} WHERE id = $1 {returning}"))).bind(*id)
@@ -154,7 +164,7 @@ pub async fn revoke_api_key(pool: &PgPool, key: &KeyRef) -> Result<Option<ApiKey
         )))
         .bind(public_id.clone()),
     };
-    let row: Option<ApiKeyRow> = query.fetch_optional(pool).await?;
+    let row: Option<ApiKeyRow> = query.bind(revoked_by).fetch_optional(pool).await?;
     Ok(row.map(ApiKey::from))
 }
 

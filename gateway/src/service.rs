@@ -1,4 +1,5 @@
-//! Identity use cases (staff only): create and list customers, create, list and revoke API keys.
+//! Identity use cases (staff only): create and list customers, create, list and revoke API keys;
+//! the operator who acts is recorded with each change.
 
 use crate::domain::api_key;
 use crate::domain::customer::{ApiKey, Customer, KeyRef, NewApiKey, NewCustomer};
@@ -28,9 +29,13 @@ impl IdentityService {
     }
 
     /// Creates a customer, or returns the existing one with the same email (`false`).
-    pub async fn create_customer(&self, customer: NewCustomer) -> Result<(Customer, bool), ApiError> {
-        if let Some(created) = repo::insert_customer(&self.pool, Uuid::now_v7(), &customer).await? {
-            tracing::info!(customer_id = %created.id, "customer created");
+    pub async fn create_customer(
+        &self,
+        operator: &str,
+        customer: NewCustomer,
+    ) -> Result<(Customer, bool), ApiError> {
+        if let Some(created) = repo::insert_customer(&self.pool, Uuid::now_v7(), &customer, operator).await? {
+            tracing::info!(customer_id = %created.id, operator, "customer created");
             return Ok((created, true));
         }
         let existing = repo::customer_by_email(&self.pool, &customer.email)
@@ -45,7 +50,7 @@ impl IdentityService {
     }
 
     /// Creates a key for an existing customer; `not_found` when the customer does not exist.
-    pub async fn create_api_key(&self, key: NewApiKey) -> Result<CreatedKey, ApiError> {
+    pub async fn create_api_key(&self, operator: &str, key: NewApiKey) -> Result<CreatedKey, ApiError> {
         self.require_customer(key.customer_id).await?;
         // A public-id collision needs two equal 16-character random draws; retry once anyway.
         for _ in 0..2 {
@@ -56,11 +61,12 @@ impl IdentityService {
                 &key,
                 &generated.public_id,
                 &generated.verifier,
+                operator,
             )
             .await
             {
                 Ok(stored) => {
-                    tracing::info!(key_id = %stored.id, customer_id = %stored.customer_id, "api key created");
+                    tracing::info!(key_id = %stored.id, customer_id = %stored.customer_id, operator, "api key created");
                     return Ok(CreatedKey {
                         key: stored,
                         plaintext: generated.plaintext,
@@ -82,11 +88,11 @@ impl IdentityService {
     }
 
     /// Revokes a key by id or public id (idempotent); `not_found` when no such key exists.
-    pub async fn revoke_api_key(&self, key: KeyRef) -> Result<ApiKey, ApiError> {
-        let revoked = repo::revoke_api_key(&self.pool, &key)
+    pub async fn revoke_api_key(&self, operator: &str, key: KeyRef) -> Result<ApiKey, ApiError> {
+        let revoked = repo::revoke_api_key(&self.pool, &key, operator)
             .await?
             .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "no such api key"))?;
-        tracing::info!(key_id = %revoked.id, "api key revoked");
+        tracing::info!(key_id = %revoked.id, operator, "api key revoked");
         Ok(revoked)
     }
 

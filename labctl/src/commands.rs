@@ -1,10 +1,13 @@
-//! Execution of labctl commands: one gRPC call each, with a freshly minted staff token.
+//! Execution of labctl commands: each asks the identity API for a staff token addressed to the
+//! one service it calls with the one role it needs, then makes its call.
 
 use crate::{
-    CatalogCommand, Cli, Command, Connection, CustomersCommand, KeysCommand, PaymentsCommand, WebhooksCommand,
+    CatalogCommand, Cli, Command, Connection, CustomersCommand, KeysCommand, PaymentsCommand, TokensCommand,
+    WebhooksCommand,
 };
 use anyhow::Context;
-use platform::principal::{Principal, PrincipalKind, TokenKeys, roles};
+use platform::mesh;
+use platform::principal::roles;
 use proto::catalog::catalog_service_client::CatalogServiceClient;
 use proto::identity::identity_service_client::IdentityServiceClient;
 use proto::payments::payments_service_client::PaymentsServiceClient;
@@ -13,40 +16,79 @@ use serde_json::{Value, json};
 
 /// Runs one command and returns its result as JSON.
 pub async fn execute(cli: Cli) -> anyhow::Result<Value> {
-    let token = staff_token(&cli.connection);
     let connection = &cli.connection;
     match cli.command {
-        Command::Customers(command) => customers(connection, &token, command).await,
-        Command::Keys(command) => keys(connection, &token, command).await,
-        Command::Catalog(command) => catalog(connection, &token, command).await,
-        Command::Payments(command) => payments(connection, &token, command).await,
-        Command::Webhooks(command) => webhooks(connection, &token, command).await,
+        Command::Tokens(command) => Ok(tokens(command)),
+        Command::Customers(command) => {
+            let token = staff_token(connection, mesh::GATEWAY, roles::IDENTITY_ADMIN).await?;
+            customers(connection, &token, command).await
+        }
+        Command::Keys(command) => {
+            let token = staff_token(connection, mesh::GATEWAY, roles::IDENTITY_ADMIN).await?;
+            keys(connection, &token, command).await
+        }
+        Command::Operators(command) => {
+            let token = staff_token(connection, mesh::GATEWAY, roles::IDENTITY_ADMIN).await?;
+            crate::operators::execute(connection, &token, command).await
+        }
+        Command::Catalog(command) => {
+            let token = staff_token(connection, mesh::CATALOG_SVC, roles::CATALOG_ADMIN).await?;
+            catalog(connection, &token, command).await
+        }
+        Command::Payments(command) => {
+            let token = staff_token(connection, mesh::PAYMENTS_SVC, roles::PAYMENTS_ADMIN).await?;
+            payments(connection, &token, command).await
+        }
+        Command::Webhooks(command) => {
+            let token = staff_token(connection, mesh::WEBHOOKS_SVC, roles::WEBHOOKS_ADMIN).await?;
+            webhooks(connection, &token, command).await
+        }
     }
 }
 
-fn staff_token(connection: &Connection) -> String {
-    // Only the staff key is used; the internal secret is never needed by labctl.
-    let keys = TokenKeys::new(&String::new().into(), &connection.staff_secret.clone().into());
-    keys.mint(&Principal {
-        kind: PrincipalKind::Staff,
-        subject: connection.staff_name.clone(),
-        customer_id: None,
-        scopes: Vec::new(),
-        roles: roles::ALL.iter().map(|role| (*role).to_owned()).collect(),
-        spend_limit_cents: None,
-    })
+/// Exchanges the operator's credential for a staff token for `audience` carrying `role`.
+pub(crate) async fn staff_token(
+    connection: &Connection,
+    audience: &str,
+    role: &str,
+) -> anyhow::Result<String> {
+    anyhow::ensure!(
+        !connection.credential.trim().is_empty(),
+        "no operator credential: set LABCTL_CREDENTIAL (or --credential) to your lab_op_… credential"
+    );
+    let message = proto::identity::IssueStaffTokenRequest {
+        credential: connection.credential.trim().to_owned(),
+        audience: audience.to_owned(),
+        roles: vec![role.to_owned()],
+    };
+    let response = identity(connection)
+        .await?
+        .issue_staff_token(tonic::Request::new(message))
+        .await
+        .map_err(status_error)?;
+    Ok(response.into_inner().token)
 }
 
-fn request<T>(message: T, token: &str) -> tonic::Request<T> {
+/// Generates a signing key (local; nothing is sent anywhere).
+fn tokens(command: TokensCommand) -> Value {
+    let TokensCommand::GenerateKey { issuer, kid } = command;
+    let kid = kid.unwrap_or_else(|| format!("{issuer}-{}", chrono::Utc::now().format("%Y%m%d")));
+    let (key, private) = platform::tokens::SigningKey::generate(&kid);
+    let private: Value =
+        serde_json::from_str(secrecy::ExposeSecret::expose_secret(&private)).unwrap_or_default();
+    json!({ "signingKey": private, "trustedKey": key.public_jwk(&issuer) })
+}
+
+pub(crate) fn request<T>(message: T, token: &str) -> tonic::Request<T> {
     platform::grpc::outgoing(message, token)
 }
 
-fn status_error(status: tonic::Status) -> anyhow::Error {
+pub(crate) fn status_error(status: tonic::Status) -> anyhow::Error {
     let error = platform::error::ApiError::from_status(&status);
     anyhow::anyhow!("{}: {}", error.code.as_str(), error.message)
 }
 
-async fn identity(
+pub(crate) async fn identity(
     connection: &Connection,
 ) -> anyhow::Result<IdentityServiceClient<tonic::transport::Channel>> {
     IdentityServiceClient::connect(connection.identity_addr.clone())
@@ -59,7 +101,7 @@ async fn identity(
         })
 }
 
-fn timestamp(value: Option<&prost_types::Timestamp>) -> Value {
+pub(crate) fn timestamp(value: Option<&prost_types::Timestamp>) -> Value {
     platform::time::timestamp_rfc3339(value)
         .map(Value::String)
         .unwrap_or(Value::Null)
@@ -208,6 +250,7 @@ async fn payments(connection: &Connection, token: &str, command: PaymentsCommand
     let invoice = response.invoice.unwrap_or_default();
     Ok(json!({
         "paymentId": payment.id, "amountCents": payment.amount_cents, "alreadyRecorded": response.already_recorded,
+        "recordedBy": payment.recorded_by,
         "invoice": { "id": invoice.id, "invoiceNumber": invoice.invoice_number, "status": invoice.status,
                      "amountPaidCents": invoice.amount_paid_cents, "amountDueCents": invoice.amount_due_cents },
     }))

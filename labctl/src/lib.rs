@@ -1,13 +1,16 @@
 //! labctl: the lab staff's command line over the internal gRPC APIs.
 //!
-//! Every call carries a staff token that labctl mints with the staff signing secret
-//! (`LAB_STAFF_TOKEN_SECRET`) and the roles it needs. Commands return JSON values, printed as
+//! Operators act as themselves: labctl exchanges the operator's own credential
+//! (`LABCTL_CREDENTIAL`, `lab_op_…`) at the gateway's identity API for a short-lived staff token
+//! addressed to the one service a command calls and carrying only the role that command needs,
+//! so every service's audit trail names the operator. Commands return JSON values, printed as
 //! JSON with `--json` (for scripts) or as indented text otherwise. The library form lets tests
 //! drive exactly what operators run.
 
 #![forbid(unsafe_code)]
 
 mod commands;
+mod operators;
 
 pub use commands::execute;
 
@@ -26,7 +29,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Where the services are and how to sign staff tokens.
+/// Where the services are and who the operator is.
 #[derive(Clone, Debug, Args)]
 pub struct Connection {
     /// Gateway internal gRPC address (identity).
@@ -61,12 +64,15 @@ pub struct Connection {
         global = true
     )]
     pub webhooks_addr: String,
-    /// Secret that signs staff tokens.
-    #[arg(long, env = "LAB_STAFF_TOKEN_SECRET", default_value = platform::config::DEV_STAFF_TOKEN_SECRET, hide_env_values = true, global = true)]
-    pub staff_secret: String,
-    /// Staff member name recorded as the token subject.
-    #[arg(long, env = "LABCTL_STAFF_NAME", default_value = "operator", global = true)]
-    pub staff_name: String,
+    /// The operator's own credential (lab_op_…), exchanged for a staff token per command.
+    #[arg(
+        long,
+        env = "LABCTL_CREDENTIAL",
+        hide_env_values = true,
+        global = true,
+        default_value = ""
+    )]
+    pub credential: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -86,6 +92,43 @@ pub enum Command {
     /// Webhook deliveries.
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
+    /// Lab operators and their credentials.
+    #[command(subcommand)]
+    Operators(OperatorsCommand),
+    /// Principal-token signing keys.
+    #[command(subcommand)]
+    Tokens(TokensCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OperatorsCommand {
+    /// Registers an operator with roles and prints their credential once.
+    Create {
+        name: String,
+        /// Comma-separated roles (catalog.admin, payments.admin, identity.admin, webhooks.admin), or "all".
+        #[arg(long)]
+        roles: String,
+    },
+    /// Lists operators (never their credentials).
+    List,
+    /// Replaces an operator's credential and prints the new one once.
+    Rotate { name: String },
+    /// Disables an operator; their credential stops working at once.
+    Disable { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokensCommand {
+    /// Generates an Ed25519 signing key for one process: prints its private JWK (the process's
+    /// TOKEN_SIGNING_KEY secret) and the public entry to add to LAB_TOKEN_TRUSTED_KEYS.
+    GenerateKey {
+        /// The process that will sign with it (gateway, orders-svc, …).
+        #[arg(long)]
+        issuer: String,
+        /// Key id; `<issuer>-<date>` when absent.
+        #[arg(long)]
+        kid: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -41,10 +41,13 @@ fn pool_size(name: &str) -> u32 {
         .unwrap_or(4)
 }
 
-fn common_for(name: &str, base: &CommonSettings, port: u16) -> CommonSettings {
+/// The shared settings for one process, keeping that process's own token signing key (each
+/// process signs with its own key, read from `<PREFIX>_TOKEN_SIGNING_KEY`).
+fn common_for(name: &str, base: &CommonSettings, own: &CommonSettings, port: u16) -> CommonSettings {
     let mut common = base.clone();
     common.grpc_addr = SocketAddr::from(([127, 0, 0, 1], port));
     common.database_max_connections = pool_size(name);
+    common.token_signing_key = own.token_signing_key.clone();
     common
 }
 
@@ -72,7 +75,8 @@ impl MeshSettings {
     }
 
     /// Settings of a sandbox: the given database and Redis, a stream prefix of its own, free
-    /// ports, development secrets, and a rate limit high enough for load tests.
+    /// ports, development mode (published development keys and secrets), and a rate limit high
+    /// enough for load tests.
     pub fn sandbox(database_url: &str, redis_url: &str, stream_prefix: &str) -> Self {
         let base = CommonSettings::local(database_url, redis_url, stream_prefix);
         let peers = gateway::PeerAddrs {
@@ -99,13 +103,13 @@ impl MeshSettings {
     /// Gives every process the shared connection settings and its own port (`None`: free ports).
     fn apply_common(&mut self, base: &CommonSettings, base_port: Option<u16>) {
         let port = |offset: u16| base_port.map(|port| port + offset).unwrap_or(0);
-        self.gateway.common = common_for("gateway", base, port(0));
-        self.catalog.common = common_for("catalog", base, port(1));
-        self.orders.common = common_for("orders", base, port(2));
-        self.payments.common = common_for("payments", base, port(3));
-        self.shipping.common = common_for("shipping", base, port(4));
-        self.results.common = common_for("results", base, port(5));
-        self.webhooks.common = common_for("webhooks", base, port(6));
+        self.gateway.common = common_for("gateway", base, &self.gateway.common, port(0));
+        self.catalog.common = common_for("catalog", base, &self.catalog.common, port(1));
+        self.orders.common = common_for("orders", base, &self.orders.common, port(2));
+        self.payments.common = common_for("payments", base, &self.payments.common, port(3));
+        self.shipping.common = common_for("shipping", base, &self.shipping.common, port(4));
+        self.results.common = common_for("results", base, &self.results.common, port(5));
+        self.webhooks.common = common_for("webhooks", base, &self.webhooks.common, port(6));
     }
 }
 

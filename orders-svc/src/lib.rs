@@ -93,7 +93,10 @@ impl Application {
         let consumer = tokio::spawn(
             StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
         );
-        let api = base.guarded(OrdersServiceServer::new(grpc::OrdersGrpc::new(orders)), grpc::ACCESS);
+        let api = base.guarded(
+            OrdersServiceServer::new(grpc::OrdersGrpc::new(orders)),
+            grpc::ACCESS,
+        );
         base.serve(
             vec![GRPC_SERVICE],
             vec![consumer],

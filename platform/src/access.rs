@@ -230,7 +230,10 @@ mod tests {
         assert_eq!(error.code, ErrorCode::InsufficientScope);
         assert_eq!(error.details.unwrap()["missing"][0], "orders:read");
         assert_eq!(
-            staff("payments.admin").check(&key(&["orders:read"])).unwrap_err().code,
+            staff("payments.admin")
+                .check(&key(&["orders:read"]))
+                .unwrap_err()
+                .code,
             ErrorCode::Forbidden
         );
     }
@@ -246,9 +249,21 @@ mod tests {
 
     #[test]
     fn an_operator_needs_the_role_of_the_rule() {
-        assert!(staff("payments.admin").check(&operator(&["payments.admin"])).is_ok());
-        assert!(staff("payments.admin").check(&operator(&["catalog.admin"])).is_err());
+        assert!(
+            staff("payments.admin")
+                .check(&operator(&["payments.admin"]))
+                .is_ok()
+        );
+        assert!(
+            staff("payments.admin")
+                .check(&operator(&["catalog.admin"]))
+                .is_err()
+        );
         assert!(READ.check(&operator(&["payments.admin"])).is_err());
-        assert!(READ.or_staff("webhooks.admin").check(&operator(&["webhooks.admin"])).is_ok());
+        assert!(
+            READ.or_staff("webhooks.admin")
+                .check(&operator(&["webhooks.admin"]))
+                .is_ok()
+        );
     }
 }

@@ -102,8 +102,15 @@ impl Sandbox {
         .await;
     }
 
-    /// Runs a labctl command against this mesh and returns its JSON result.
+    /// Runs a labctl command against this mesh as the development operator (every role) and
+    /// returns its JSON result.
     pub async fn labctl(&self, args: &[&str]) -> anyhow::Result<Value> {
+        self.labctl_as(gateway::domain::operator::DEV_OPERATOR_CREDENTIAL, args)
+            .await
+    }
+
+    /// Runs a labctl command as the operator whose credential is `credential`.
+    pub async fn labctl_as(&self, credential: &str, args: &[&str]) -> anyhow::Result<Value> {
         let mut argv = vec![
             "labctl".to_owned(),
             "--json".to_owned(),
@@ -115,8 +122,8 @@ impl Sandbox {
             self.mesh.payments_uri.clone(),
             "--webhooks-addr".to_owned(),
             self.mesh.webhooks_uri.clone(),
-            "--staff-secret".to_owned(),
-            platform::config::DEV_STAFF_TOKEN_SECRET.to_owned(),
+            "--credential".to_owned(),
+            credential.to_owned(),
         ];
         argv.extend(args.iter().map(|arg| (*arg).to_owned()));
         labctl::execute(labctl::Cli::try_parse_from(argv)?).await

@@ -14,8 +14,8 @@
 use chrono::{DateTime, Utc};
 use platform::config::CommonSettings;
 use platform::principal::{Principal, PrincipalKind};
-use platform::tokens::testing::DevTokens;
 use platform::test_receiver::TestReceiver;
+use platform::tokens::testing::DevTokens;
 use prost::Message;
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;

@@ -5,8 +5,8 @@
 use crate::domain::DeliveryStatus;
 use crate::page::{self, PageRequest};
 use crate::service::{Outcome, Viewer, WebhooksService, endpoint_id};
-use platform::error::{ApiError, ErrorCode};
 use platform::access::{self, AccessTable};
+use platform::error::{ApiError, ErrorCode};
 use platform::grpc::{idempotency_key, principal};
 use platform::principal::{PrincipalKind, roles};
 use proto::webhooks as pb;
@@ -117,7 +117,7 @@ impl WebhooksApi for WebhooksGrpc {
             caller.require_role(roles::WEBHOOKS_ADMIN)?;
             Viewer::Staff
         } else {
-                Viewer::Customer(caller.customer()?)
+            Viewer::Customer(caller.customer()?)
         };
         let message = request.get_ref();
         let endpoint = endpoint_id(&message.endpoint_id)?;

@@ -242,13 +242,21 @@ async fn only_orders_svc_among_services_reads_quotes_and_only_with_its_own_key()
         .await
         .unwrap();
     let webhooks_svc = app.keys.mint_service("webhooks-svc", Some(app.customer_id));
-    assert_error(app.get_quote_as(&webhooks_svc, &quote.id).await, "forbidden", None);
+    assert_error(
+        app.get_quote_as(&webhooks_svc, &quote.id).await,
+        "forbidden",
+        None,
+    );
     // payments-svc's key signing a principal that claims to be orders-svc.
     let posing = app.keys.forged_by(
         "payments-svc",
         &platform::principal::Principal::service("orders-svc", Some(app.customer_id)),
     );
-    assert_error(app.get_quote_as(&posing, &quote.id).await, "unauthenticated", None);
+    assert_error(
+        app.get_quote_as(&posing, &quote.id).await,
+        "unauthenticated",
+        None,
+    );
     // orders-svc's key cannot mint a customer principal either.
     let customer = platform::principal::Principal {
         kind: platform::principal::PrincipalKind::Customer,
@@ -259,7 +267,11 @@ async fn only_orders_svc_among_services_reads_quotes_and_only_with_its_own_key()
         spend_limit_cents: None,
     };
     let forged = app.keys.forged_by("orders-svc", &customer);
-    assert_error(app.get_quote_as(&forged, &quote.id).await, "unauthenticated", None);
+    assert_error(
+        app.get_quote_as(&forged, &quote.id).await,
+        "unauthenticated",
+        None,
+    );
 }
 
 #[tokio::test]

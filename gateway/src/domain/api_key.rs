@@ -36,7 +36,13 @@ impl std::fmt::Debug for PresentedKey {
 impl PresentedKey {
     /// Parses `svc_live_<16 lowercase alphanumerics>_<32 alphanumerics>`; `None` when malformed.
     pub fn parse(plaintext: &str) -> Option<Self> {
-        let rest = plaintext.strip_prefix(KEY_PREFIX)?;
+        Self::parse_with_prefix(KEY_PREFIX, plaintext)
+    }
+
+    /// Parses `<prefix><16 lowercase alphanumerics>_<32 alphanumerics>` (API keys and operator
+    /// credentials share the format under different prefixes).
+    pub fn parse_with_prefix(prefix: &str, plaintext: &str) -> Option<Self> {
+        let rest = plaintext.strip_prefix(prefix)?;
         let (public_id, secret) = rest.split_once('_')?;
         let public_ok = public_id.len() == PUBLIC_ID_LEN
             && public_id
@@ -65,10 +71,15 @@ pub struct GeneratedKey {
 
 /// Generates a key from the operating system's random source.
 pub fn generate(pepper: &SecretString) -> anyhow::Result<GeneratedKey> {
+    generate_with_prefix(KEY_PREFIX, pepper)
+}
+
+/// Generates a credential `<prefix><public-id>_<secret>` from the operating system's random source.
+pub fn generate_with_prefix(prefix: &str, pepper: &SecretString) -> anyhow::Result<GeneratedKey> {
     let public_id = random_string(LOWER_ALPHANUMERIC, PUBLIC_ID_LEN)?;
     let secret = random_string(ALPHANUMERIC, SECRET_LEN)?;
     let verifier = compute_verifier(pepper, &public_id, &secret);
-    let plaintext = format!("{KEY_PREFIX}{public_id}_{secret}").into();
+    let plaintext = format!("{prefix}{public_id}_{secret}").into();
     Ok(GeneratedKey {
         public_id,
         plaintext,

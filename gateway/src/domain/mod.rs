@@ -1,5 +1,6 @@
 //! Identity domain of the gateway, free of SQL and transport: the API-key format and its
-//! peppered verifier, and the validated inputs of customers and keys.
+//! peppered verifier, the validated inputs of customers and keys, and lab operators.
 
 pub mod api_key;
 pub mod customer;
+pub mod operator;

@@ -62,7 +62,7 @@ pub async fn guard(
     }
     request
         .extensions_mut()
-        .insert(Caller::new(principal, &state.token_keys));
+        .insert(Caller::new(principal, state.tokens.clone()));
     next.run(request).await
 }
 

@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use http::{HeaderValue, StatusCode};
-use platform::principal::TokenKeys;
+use platform::tokens::TokenIssuer;
 use rate_limit::RateLimiter;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,7 +37,8 @@ use utoipa_axum::routes;
 pub struct AppState {
     pub peers: Peers,
     pub authenticator: Authenticator,
-    pub token_keys: Arc<TokenKeys>,
+    /// Mints the principal tokens of outgoing calls (the gateway's own key).
+    pub tokens: TokenIssuer,
     pub rate_limiter: RateLimiter,
     pub pool: sqlx::PgPool,
     pub redis: redis::Client,

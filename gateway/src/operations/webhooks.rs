@@ -12,6 +12,7 @@ use crate::peers::Peers;
 use crate::scopes;
 use platform::error::ApiError;
 use platform::grpc::{outgoing, outgoing_idempotent};
+use platform::mesh::WEBHOOKS_SVC;
 use proto::webhooks as pb;
 use uuid::Uuid;
 
@@ -27,7 +28,11 @@ pub async fn create_endpoint(
     scopes::check_subscription(&request.events, &caller.principal.scopes)?;
     let response = peers
         .webhooks()
-        .create_endpoint(outgoing_idempotent(request, &caller.token, idempotency_key))
+        .create_endpoint(outgoing_idempotent(
+            request,
+            &caller.token(WEBHOOKS_SVC),
+            idempotency_key,
+        ))
         .await
         .map_err(service_error)?;
     let replayed = is_replay(&response);
@@ -50,7 +55,7 @@ pub async fn list_endpoints(
     };
     let page = peers
         .webhooks()
-        .list_endpoints(outgoing(request, &caller.token))
+        .list_endpoints(outgoing(request, &caller.token(WEBHOOKS_SVC)))
         .await
         .map_err(service_error)?
         .into_inner();
@@ -74,7 +79,11 @@ pub async fn delete_endpoint(
     };
     let response = peers
         .webhooks()
-        .delete_endpoint(outgoing_idempotent(request, &caller.token, idempotency_key))
+        .delete_endpoint(outgoing_idempotent(
+            request,
+            &caller.token(WEBHOOKS_SVC),
+            idempotency_key,
+        ))
         .await
         .map_err(service_error)?;
     let replayed = is_replay(&response);
@@ -100,7 +109,11 @@ pub async fn rotate_secret(
     };
     let response = peers
         .webhooks()
-        .rotate_secret(outgoing_idempotent(request, &caller.token, idempotency_key))
+        .rotate_secret(outgoing_idempotent(
+            request,
+            &caller.token(WEBHOOKS_SVC),
+            idempotency_key,
+        ))
         .await
         .map_err(service_error)?;
     let replayed = is_replay(&response);
@@ -123,7 +136,11 @@ pub async fn send_test_delivery(
     };
     let response = peers
         .webhooks()
-        .send_test_delivery(outgoing_idempotent(request, &caller.token, idempotency_key))
+        .send_test_delivery(outgoing_idempotent(
+            request,
+            &caller.token(WEBHOOKS_SVC),
+            idempotency_key,
+        ))
         .await
         .map_err(service_error)?;
     let replayed = is_replay(&response);
@@ -152,7 +169,7 @@ pub async fn list_deliveries(
     };
     let page = peers
         .webhooks()
-        .list_deliveries(outgoing(request, &caller.token))
+        .list_deliveries(outgoing(request, &caller.token(WEBHOOKS_SVC)))
         .await
         .map_err(service_error)?
         .into_inner();

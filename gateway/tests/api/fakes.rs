@@ -1,15 +1,19 @@
 //! Small in-test gRPC servers standing in for catalog-svc, orders-svc and payments-svc. They
-//! verify the principal token exactly as the real services do (platform auth interceptor) and
+//! verify the principal token exactly as the real services do (the platform access layer, each
+//! with its own audience and the scopes the real service requires) and
 //! record every call: the principal, the idempotency key, the traceparent and the encoded
 //! request message they received. Their answers are scripted by the input (reference
 //! `missing` → 404, `conflict` → 409, …). The webhooks stand-in is in `webhook_fake.rs`.
 
 use crate::fixtures::{sample_order, scripted_failure, ts};
+use platform::access::{self, AccessTable};
 use platform::error::{ApiError, ErrorCode};
-use platform::principal::{Principal, TokenKeys};
+use platform::principal::{Principal, roles};
+use platform::tokens::{TokenVerifier, TrustedKeys};
 use proto::catalog::catalog_service_server::{CatalogService, CatalogServiceServer};
 use proto::orders::orders_service_server::{OrdersService, OrdersServiceServer};
 use proto::payments::payments_service_server::{PaymentsService, PaymentsServiceServer};
+use proto::scopes::*;
 use proto::webhooks::webhooks_service_server::WebhooksServiceServer;
 use proto::{catalog, orders, payments};
 use std::net::SocketAddr;
@@ -38,31 +42,70 @@ pub struct FakeMesh {
     _shutdown: tokio_util::sync::DropGuard,
 }
 
+/// The access tables of the real services (their `grpc::ACCESS`), for the doubles.
+const CATALOG: AccessTable = &[
+    ("ListCatalogItems", access::customer(&[CATALOG_READ])),
+    ("CreateQuote", access::customer(&[QUOTES_WRITE])),
+    ("GetQuote", access::customer(&[QUOTES_WRITE])),
+];
+const ORDERS: AccessTable = &[
+    ("CreateOrder", access::customer(&[ORDERS_WRITE])),
+    ("GetOrder", access::customer(&[ORDERS_READ])),
+    ("ListOrders", access::customer(&[ORDERS_READ])),
+];
+const PAYMENTS: AccessTable = &[
+    ("GetInvoice", access::customer(&[INVOICES_READ])),
+    ("ListInvoices", access::customer(&[INVOICES_READ])),
+    ("GetPayment", access::customer(&[PAYMENTS_READ])),
+    ("ListPayments", access::customer(&[PAYMENTS_READ])),
+];
+const WEBHOOKS: AccessTable = &[
+    ("CreateEndpoint", access::customer(&[WEBHOOKS_WRITE])),
+    ("ListEndpoints", access::customer(&[WEBHOOKS_READ])),
+    ("DeleteEndpoint", access::customer(&[WEBHOOKS_WRITE])),
+    ("RotateSecret", access::customer(&[WEBHOOKS_WRITE])),
+    ("SendTestDelivery", access::customer(&[WEBHOOKS_WRITE])),
+    (
+        "ListDeliveries",
+        access::customer(&[WEBHOOKS_READ]).or_staff(roles::WEBHOOKS_ADMIN),
+    ),
+];
+
+fn verifier(audience: &str) -> TokenVerifier {
+    TokenVerifier::new(audience, TrustedKeys::development())
+}
+
 impl FakeMesh {
-    pub async fn start(keys: Arc<TokenKeys>) -> Self {
+    pub async fn start() -> Self {
         let calls = Arc::new(Mutex::new(Vec::new()));
         let fake = Fake {
             calls: Arc::clone(&calls),
         };
-        let interceptor = platform::grpc::auth_interceptor(keys);
         let (health, health_service) = tonic_health::server::health_reporter();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let router = tonic::transport::Server::builder()
             .add_service(health_service)
-            .add_service(CatalogServiceServer::with_interceptor(
-                fake.clone(),
-                interceptor.clone(),
+            .add_service(access::guarded(
+                CatalogServiceServer::new(fake.clone()),
+                verifier("catalog-svc"),
+                CATALOG,
             ))
-            .add_service(OrdersServiceServer::with_interceptor(
-                fake.clone(),
-                interceptor.clone(),
+            .add_service(access::guarded(
+                OrdersServiceServer::new(fake.clone()),
+                verifier("orders-svc"),
+                ORDERS,
             ))
-            .add_service(PaymentsServiceServer::with_interceptor(
-                fake.clone(),
-                interceptor.clone(),
+            .add_service(access::guarded(
+                PaymentsServiceServer::new(fake.clone()),
+                verifier("payments-svc"),
+                PAYMENTS,
             ))
-            .add_service(WebhooksServiceServer::with_interceptor(fake, interceptor));
+            .add_service(access::guarded(
+                WebhooksServiceServer::new(fake),
+                verifier("webhooks-svc"),
+                WEBHOOKS,
+            ));
         let shutdown = CancellationToken::new();
         tokio::spawn(platform::grpc::serve(router, listener, shutdown.clone()));
         Self {

@@ -3,11 +3,11 @@
 
 use crate::fakes::FakeMesh;
 use gateway::{Application, PeerAddrs, Settings};
-use platform::config::{DEV_INTERNAL_TOKEN_SECRET, DEV_STAFF_TOKEN_SECRET};
-use platform::principal::{Principal, PrincipalKind, TokenKeys, roles};
+use platform::principal::roles;
+use platform::tokens::testing::DevTokens;
 use proto::identity as pb;
 use proto::identity::identity_service_client::IdentityServiceClient;
-use std::sync::{Arc, Once};
+use std::sync::Once;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 
@@ -18,7 +18,8 @@ pub struct TestApp {
     pub pool: sqlx::PgPool,
     pub http: reqwest::Client,
     pub fakes: FakeMesh,
-    pub keys: Arc<TokenKeys>,
+    /// Tokens addressed to the gateway's identity API.
+    pub keys: DevTokens,
     _shutdown: tokio_util::sync::DropGuard,
 }
 
@@ -27,13 +28,6 @@ pub struct KeyedCustomer {
     pub customer_id: String,
     pub key: pb::ApiKey,
     pub plaintext: String,
-}
-
-pub fn token_keys() -> Arc<TokenKeys> {
-    Arc::new(TokenKeys::new(
-        &DEV_INTERNAL_TOKEN_SECRET.to_owned().into(),
-        &DEV_STAFF_TOKEN_SECRET.to_owned().into(),
-    ))
 }
 
 /// Installs, once per test binary, a subscriber with an OpenTelemetry layer and the W3C
@@ -61,8 +55,8 @@ pub async fn spawn_app() -> TestApp {
 /// Spawns a gateway whose settings `adjust` may change (peers default to the fakes).
 pub async fn spawn_app_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
     init_tracing();
-    let keys = token_keys();
-    let fakes = FakeMesh::start(Arc::clone(&keys)).await;
+    let keys = DevTokens::new("gateway");
+    let fakes = FakeMesh::start().await;
     let database_url = platform::testing::fresh_database().await;
     let peers = PeerAddrs {
         catalog: fakes.url(),
@@ -108,14 +102,7 @@ impl TestApp {
     }
 
     pub fn staff_token(&self, roles: &[&str]) -> String {
-        self.keys.mint(&Principal {
-            kind: PrincipalKind::Staff,
-            subject: "alice".into(),
-            customer_id: None,
-            scopes: vec![],
-            roles: roles.iter().map(|role| (*role).to_owned()).collect(),
-            spend_limit_cents: None,
-        })
+        self.keys.staff("alice", roles)
     }
 
     pub async fn identity(&self) -> IdentityServiceClient<Channel> {

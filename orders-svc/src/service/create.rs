@@ -137,7 +137,9 @@ impl Orders {
 
     /// Reads the quote from catalog-svc, acting for the customer.
     async fn fetch_quote(&self, customer_id: Uuid, quote_id: Uuid) -> Result<Quote, ApiError> {
-        let token = self.tokens.service_token(platform::mesh::CATALOG_SVC, Some(customer_id));
+        let token = self
+            .tokens
+            .service_token(platform::mesh::CATALOG_SVC, Some(customer_id));
         let request = proto::catalog::GetQuoteRequest {
             quote_id: quote_id.to_string(),
         };

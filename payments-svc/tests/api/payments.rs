@@ -312,11 +312,12 @@ async fn a_recorded_payment_names_the_operator_who_recorded_it_also_when_replaye
         .unwrap();
     assert!(again.already_recorded);
     assert_eq!(again.payment.unwrap().recorded_by.as_deref(), Some("dana"));
-    let stored: Option<String> =
-        sqlx::query_scalar("SELECT recorded_by FROM payments.payments WHERE external_reference = 'WIRE-AUDIT'")
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let stored: Option<String> = sqlx::query_scalar(
+        "SELECT recorded_by FROM payments.payments WHERE external_reference = 'WIRE-AUDIT'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
     assert_eq!(stored.as_deref(), Some("dana"));
 }
 

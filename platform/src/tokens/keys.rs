@@ -188,7 +188,11 @@ impl TrustedKeys {
         let mut keys = Self::default();
         for jwk in set.keys {
             check_okp(&jwk)?;
-            anyhow::ensure!(jwk.d.is_none(), "the trusted key {:?} carries a private part", jwk.kid);
+            anyhow::ensure!(
+                jwk.d.is_none(),
+                "the trusted key {:?} carries a private part",
+                jwk.kid
+            );
             let issuer = jwk
                 .iss
                 .filter(|issuer| !issuer.trim().is_empty())
@@ -221,9 +225,9 @@ impl TrustedKeys {
 
     /// The published development keys of every mesh issuer (development mode only).
     pub fn development() -> Self {
-        MESH_ISSUERS
-            .iter()
-            .fold(Self::default(), |keys, issuer| keys.with(issuer, &SigningKey::development(issuer)))
+        MESH_ISSUERS.iter().fold(Self::default(), |keys, issuer| {
+            keys.with(issuer, &SigningKey::development(issuer))
+        })
     }
 
     /// Key ids of published development keys in this set.

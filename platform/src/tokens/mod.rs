@@ -68,12 +68,14 @@ pub struct TokenIssuer {
     inner: Arc<IssuerInner>,
 }
 
+/// (audience, principal) → (token, unix time after which it is minted afresh).
+type MintedTokens = HashMap<(String, Principal), (Arc<str>, u64)>;
+
 #[derive(Debug)]
 struct IssuerInner {
     issuer: String,
     key: SigningKey,
-    /// (audience, principal) → (token, unix time after which it is minted afresh).
-    cache: Mutex<HashMap<(String, Principal), (Arc<str>, u64)>>,
+    cache: Mutex<MintedTokens>,
 }
 
 impl TokenIssuer {
@@ -208,8 +210,11 @@ impl TokenVerifier {
         validation.set_audience(&[&self.inner.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         validation.leeway = LEEWAY_SECONDS;
-        let data = jsonwebtoken::decode::<Claims>(token, &trusted.decoding, &validation).map_err(|_| refused())?;
-        let Claims { iss, exp, principal, .. } = data.claims;
+        let data =
+            jsonwebtoken::decode::<Claims>(token, &trusted.decoding, &validation).map_err(|_| refused())?;
+        let Claims {
+            iss, exp, principal, ..
+        } = data.claims;
         let may_sign = match principal.kind {
             PrincipalKind::Customer | PrincipalKind::Staff => iss == GATEWAY_ISSUER,
             PrincipalKind::Service => iss == principal.subject,

@@ -91,11 +91,17 @@ mod tests {
             Some(serde_json::json!({ "keys": [development.public_jwk("orders-svc")] }).to_string());
         assert!(ProcessTokens::load(&common, "orders-svc").is_err());
         let (key, private) = SigningKey::generate("orders-1");
-        common.token_trusted_keys = Some(serde_json::json!({ "keys": [key.public_jwk("orders-svc")] }).to_string());
+        common.token_trusted_keys =
+            Some(serde_json::json!({ "keys": [key.public_jwk("orders-svc")] }).to_string());
         let tokens = ProcessTokens::load(&common, "orders-svc").unwrap();
         assert!(tokens.issuer().is_err(), "no signing key configured");
         common.token_signing_key = Some(private);
-        assert!(ProcessTokens::load(&common, "orders-svc").unwrap().issuer().is_ok());
+        assert!(
+            ProcessTokens::load(&common, "orders-svc")
+                .unwrap()
+                .issuer()
+                .is_ok()
+        );
         let mut with_dev_key = common.clone();
         with_dev_key.token_signing_key = Some(
             serde_json::json!({

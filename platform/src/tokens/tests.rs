@@ -53,12 +53,19 @@ fn a_service_key_cannot_mint_a_customer_or_staff_principal_or_speak_for_another_
     let orders = issuer("orders-svc");
     let catalog = verifier("catalog-svc");
     assert!(catalog.verify(&orders.token(&customer(), "catalog-svc")).is_err());
-    assert!(catalog.verify(&orders.mint(&staff(), "catalog-svc", TOKEN_TTL)).is_err());
+    assert!(
+        catalog
+            .verify(&orders.mint(&staff(), "catalog-svc", TOKEN_TTL))
+            .is_err()
+    );
     let impostor = Principal::service("payments-svc", Some(Uuid::nil()));
     assert!(catalog.verify(&orders.token(&impostor, "catalog-svc")).is_err());
     let own = orders.service_token("catalog-svc", Some(Uuid::nil()));
     let principal = catalog.verify(&own).unwrap();
-    assert_eq!((principal.kind, principal.subject.as_str()), (PrincipalKind::Service, "orders-svc"));
+    assert_eq!(
+        (principal.kind, principal.subject.as_str()),
+        (PrincipalKind::Service, "orders-svc")
+    );
 }
 
 #[test]
@@ -68,7 +75,11 @@ fn a_token_signed_by_an_untrusted_key_or_under_another_issuers_kid_is_refused() 
     assert!(verifier("orders-svc").verify(&forged).is_err());
     // The orders-svc key presenting itself as the gateway: the kid names orders-svc's key.
     let posing = TokenIssuer::new("gateway", SigningKey::development("orders-svc"));
-    assert!(verifier("orders-svc").verify(&posing.token(&customer(), "orders-svc")).is_err());
+    assert!(
+        verifier("orders-svc")
+            .verify(&posing.token(&customer(), "orders-svc"))
+            .is_err()
+    );
 }
 
 #[test]

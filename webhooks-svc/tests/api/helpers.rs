@@ -4,8 +4,8 @@
 
 use platform::config::CommonSettings;
 use platform::principal::{Principal, PrincipalKind, roles};
-use platform::tokens::testing::DevTokens;
 use platform::test_receiver::{Behaviour, TestReceiver};
+use platform::tokens::testing::DevTokens;
 use prost::Message;
 use proto::events::EventEnvelope;
 use proto::webhooks as pb;

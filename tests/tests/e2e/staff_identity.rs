@@ -1,0 +1,80 @@
+//! Lab staff act as themselves across the mesh: an operator's own credential, a token per command
+//! with only the role it needs, refusals for roles the operator lacks, and an audit trail naming
+//! the real operator.
+
+use crate::support::{order_body, place_order, quote};
+use tests::Sandbox;
+
+#[tokio::test]
+async fn an_operator_without_payments_admin_cannot_record_a_payment_and_the_recorded_payment_names_its_operator()
+ {
+    let sandbox = Sandbox::start().await;
+    let agent = sandbox.customer("Audit Labs", "all").await;
+    let quote = quote(&sandbox, &agent, &["BPC-157"]).await;
+    let placed = place_order(
+        &sandbox,
+        &agent,
+        &order_body(quote["id"].as_str().unwrap()),
+        "audit-order-1",
+    )
+    .await;
+    assert_eq!(placed.status, 201, "{:?}", placed.body);
+    let invoice = placed.body["data"]["order"]["payment"]["invoiceNumber"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let total = placed.body["data"]["order"]["totalCents"]
+        .as_i64()
+        .unwrap()
+        .to_string();
+
+    let clerk = sandbox
+        .labctl(&["operators", "create", "clerk", "--roles", "catalog.admin"])
+        .await
+        .unwrap();
+    let clerk_credential = clerk["credential"].as_str().unwrap().to_owned();
+    let treasurer = sandbox
+        .labctl(&["operators", "create", "treasurer", "--roles", "payments.admin"])
+        .await
+        .unwrap();
+    let treasurer_credential = treasurer["credential"].as_str().unwrap().to_owned();
+    let record = [
+        "payments",
+        "record",
+        "--invoice",
+        &invoice,
+        "--amount-cents",
+        &total,
+        "--bank-reference",
+        "AUDIT-REF-1",
+    ];
+
+    let refused = sandbox.labctl_as(&clerk_credential, &record).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("does not hold payments.admin"),
+        "{refused}"
+    );
+    let unpaid = sandbox.get(&agent.key, &format!("/invoices/{invoice}")).await;
+    assert_eq!(unpaid.body["data"]["invoice"]["status"], "open");
+
+    let recorded = sandbox.labctl_as(&treasurer_credential, &record).await.unwrap();
+    assert_eq!(recorded["invoice"]["status"], "paid");
+    assert_eq!(recorded["recordedBy"], "treasurer");
+    // Recorded again by someone else: still the treasurer's payment.
+    let again = sandbox.labctl(&record).await.unwrap();
+    assert_eq!(again["alreadyRecorded"], true);
+    assert_eq!(again["recordedBy"], "treasurer");
+
+    // The treasurer cannot manage operators or keys either.
+    let escalation = sandbox
+        .labctl_as(
+            &treasurer_credential,
+            &["operators", "create", "mallory", "--roles", "all"],
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        escalation.to_string().contains("does not hold identity.admin"),
+        "{escalation}"
+    );
+}
