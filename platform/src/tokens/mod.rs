@@ -68,8 +68,25 @@ pub struct TokenIssuer {
     inner: Arc<IssuerInner>,
 }
 
-/// (audience, principal) → (token, unix time after which it is minted afresh).
-type MintedTokens = HashMap<(String, Principal), (Arc<str>, u64)>;
+/// A minted token with what it was minted for and the unix time after which it is minted afresh.
+#[derive(Debug)]
+struct Minted {
+    audience: String,
+    principal: Principal,
+    token: Arc<str>,
+    refresh_at: u64,
+}
+
+/// Minted tokens by the hash of (audience, principal), so a lookup allocates nothing.
+type MintedTokens = HashMap<u64, Vec<Minted>>;
+
+fn mint_key(audience: &str, principal: &Principal) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    audience.hash(&mut hasher);
+    principal.hash(&mut hasher);
+    hasher.finish()
+}
 
 #[derive(Debug)]
 struct IssuerInner {
@@ -98,22 +115,34 @@ impl TokenIssuer {
     /// A token carrying `principal` for `audience`, reused while more than half its life remains.
     pub fn token(&self, principal: &Principal, audience: &str) -> Arc<str> {
         let now = unix_now();
-        let cache_key = (audience.to_owned(), principal.clone());
-        if let Some((token, refresh_at)) = lock(&self.inner.cache).get(&cache_key)
-            && now < *refresh_at
+        let key = mint_key(audience, principal);
+        let same = |minted: &Minted| minted.audience == audience && minted.principal == *principal;
+        if let Some(minted) = lock(&self.inner.cache)
+            .get(&key)
+            .and_then(|bucket| bucket.iter().find(|minted| same(minted)))
+            && now < minted.refresh_at
         {
-            return Arc::clone(token);
+            return Arc::clone(&minted.token);
         }
         let token: Arc<str> = self.mint(principal, audience, TOKEN_TTL).into();
         let mut cache = lock(&self.inner.cache);
         if cache.len() >= CACHE_CAPACITY {
-            cache.retain(|_, (_, refresh_at)| now < *refresh_at);
+            cache.retain(|_, bucket| {
+                bucket.retain(|minted| now < minted.refresh_at);
+                !bucket.is_empty()
+            });
             if cache.len() >= CACHE_CAPACITY {
                 cache.clear();
             }
         }
-        let refresh_at = now + TOKEN_TTL.as_secs() / 2;
-        cache.insert(cache_key, (Arc::clone(&token), refresh_at));
+        let bucket = cache.entry(key).or_default();
+        bucket.retain(|minted| !same(minted));
+        bucket.push(Minted {
+            audience: audience.to_owned(),
+            principal: principal.clone(),
+            token: Arc::clone(&token),
+            refresh_at: now + TOKEN_TTL.as_secs() / 2,
+        });
         token
     }
 
