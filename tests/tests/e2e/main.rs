@@ -4,6 +4,7 @@ mod bank_invoice_flow;
 mod errors;
 mod events_resilience;
 mod idempotency;
+mod input_sweep;
 mod support;
 mod tenant_isolation;
 mod webhook_operations;
