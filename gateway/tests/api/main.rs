@@ -7,6 +7,7 @@ mod fakes;
 mod fixtures;
 mod helpers;
 mod identity;
+mod input;
 mod orders;
 mod reads;
 mod webhook_endpoints;

@@ -112,3 +112,64 @@ fn unreadable(error: &(dyn std::error::Error + Send + Sync + 'static)) -> http::
     };
     status.into_http()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A gRPC frame around `message`.
+    fn frame(message: &[u8]) -> Vec<u8> {
+        let mut framed = vec![0];
+        framed.extend((message.len() as u32).to_be_bytes());
+        framed.extend(message);
+        framed
+    }
+
+    async fn call(path: &str, body: Vec<u8>) -> (http::Response<Body>, usize, Vec<u8>) {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (counter, received) = (Arc::clone(&calls), Arc::clone(&seen));
+        let inner = tower::service_fn(move |request: http::Request<Body>| {
+            let (counter, received) = (Arc::clone(&counter), Arc::clone(&received));
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let bytes = request.into_body().collect().await.unwrap().to_bytes();
+                *received.lock().unwrap() = bytes.to_vec();
+                Ok::<_, std::convert::Infallible>(http::Response::new(Body::empty()))
+            }
+        });
+        let request = http::Request::builder()
+            .uri(format!("http://mesh{path}"))
+            .body(Body::new(Full::new(tonic::codegen::Bytes::from(body))))
+            .unwrap();
+        let response = InputLayer.layer(inner).call(request).await.unwrap();
+        let received = seen.lock().unwrap().clone();
+        (response, calls.load(Ordering::SeqCst), received)
+    }
+
+    #[tokio::test]
+    async fn a_refused_message_is_answered_invalid_argument_without_reaching_the_service() {
+        // GetOrderRequest { reference: <0xff 0xfe> } and { reference: "A\0" }.
+        for message in [&[0x0a, 0x02, 0xff, 0xfe][..], &[0x0a, 0x02, b'A', 0x00][..]] {
+            let (response, calls, _) = call("/lab.orders.v1.OrdersService/GetOrder", frame(message)).await;
+            assert_eq!(calls, 0);
+            let status = tonic::Status::from_header_map(response.headers()).expect("a grpc status");
+            assert_eq!(status.code(), tonic::Code::InvalidArgument);
+            let error = ApiError::from_status(&status);
+            assert_eq!(error.code, ErrorCode::InvalidRequest);
+            assert_eq!(error.details.unwrap()["field"], "reference");
+        }
+    }
+
+    #[tokio::test]
+    async fn valid_and_unknown_calls_reach_the_service_with_their_body_intact() {
+        let valid = frame(&[0x0a, 0x03, b'O', b'R', b'D']);
+        let (_, calls, received) = call("/lab.orders.v1.OrdersService/GetOrder", valid.clone()).await;
+        assert_eq!((calls, received), (1, valid));
+        let health = frame(&[0x0a, 0x01, 0x00]);
+        let (_, calls, received) = call("/grpc.health.v1.Health/Check", health.clone()).await;
+        assert_eq!((calls, received), (1, health));
+    }
+}
