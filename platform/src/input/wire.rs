@@ -113,15 +113,23 @@ impl Schema {
 
     /// Checks every string in the encoded `message` of type `type_name`.
     pub fn check(&self, type_name: &str, message: &[u8]) -> Result<(), Problem> {
-        self.walk(type_name, message, "", 0)
+        self.walk(type_name, message, &mut String::new(), 0)
     }
 
-    fn walk(&self, type_name: &str, mut bytes: &[u8], path: &str, depth: usize) -> Result<(), Problem> {
+    /// Walks one message; `path` is the field path of the message (restored on return).
+    fn walk(
+        &self,
+        type_name: &str,
+        mut bytes: &[u8],
+        path: &mut String,
+        depth: usize,
+    ) -> Result<(), Problem> {
         if depth > MAX_DEPTH {
             return Err(Problem::Malformed);
         }
         let fields = self.messages.get(type_name);
-        let mut occurrences: HashMap<u32, usize> = HashMap::new();
+        // Occurrences so far of each repeated field (allocates only for repeated strings and messages).
+        let mut occurrences: Vec<(u32, usize)> = Vec::new();
         while !bytes.is_empty() {
             let key = varint(&mut bytes)?;
             let number = u32::try_from(key >> 3).map_err(|_| Problem::Malformed)?;
@@ -150,25 +158,50 @@ impl Schema {
             if matches!(field.kind, Kind::Other) {
                 continue;
             }
-            let index = occurrences.entry(number).or_default();
-            let name = match (path.is_empty(), field.repeated) {
-                (true, false) => field.json_name.clone(),
-                (true, true) => format!("{}[{index}]", field.json_name),
-                (false, false) => format!("{path}.{}", field.json_name),
-                (false, true) => format!("{path}.{}[{index}]", field.json_name),
-            };
-            *index += 1;
+            let index =
+                field.repeated.then(
+                    || match occurrences.iter_mut().find(|(seen, _)| *seen == number) {
+                        Some((_, count)) => {
+                            *count += 1;
+                            *count - 1
+                        }
+                        None => {
+                            occurrences.push((number, 1));
+                            0
+                        }
+                    },
+                );
+            let length = path.len();
             match &field.kind {
                 Kind::String => {
                     if let Some(flaw) = super::flaw_in_bytes(field.rule, payload) {
-                        return Err(Problem::Refused { field: name, flaw });
+                        push_segment(path, &field.json_name, index);
+                        return Err(Problem::Refused {
+                            field: std::mem::take(path),
+                            flaw,
+                        });
                     }
                 }
-                Kind::Message(nested) => self.walk(nested, payload, &name, depth + 1)?,
+                Kind::Message(nested) => {
+                    push_segment(path, &field.json_name, index);
+                    self.walk(nested, payload, path, depth + 1)?;
+                    path.truncate(length);
+                }
                 Kind::Other => {}
             }
         }
         Ok(())
+    }
+}
+
+/// Appends `.name` (or `name` at the root) and `[index]` for a repeated field.
+fn push_segment(path: &mut String, name: &str, index: Option<usize>) {
+    if !path.is_empty() {
+        path.push('.');
+    }
+    path.push_str(name);
+    if let Some(index) = index {
+        path.push_str(&format!("[{index}]"));
     }
 }
 
