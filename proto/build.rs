@@ -3,6 +3,8 @@
 //! Messages declared in an `events.proto` file are the `data` payloads that customers receive in
 //! webhooks, so they also derive `serde::Serialize` with the proto field names (the spec's
 //! snake_case names). They deliberately use only scalar and string fields.
+//!
+//! The compiled descriptors are also written to `OUT_DIR` for `proto::FILE_DESCRIPTOR_SET`.
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +19,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed={}", file.display());
     }
     let descriptors = protox::compile(&files, [&root])?;
+    // The encoded descriptors, for `proto::FILE_DESCRIPTOR_SET` (platform::input walks incoming
+    // messages with them).
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
+    std::fs::write(
+        out_dir.join("file_descriptor_set.bin"),
+        protox::prost::Message::encode_to_vec(&descriptors),
+    )?;
 
     let mut builder = tonic_prost_build::configure()
         .build_server(true)

@@ -121,9 +121,14 @@ pub fn span_for_request<B>(request: &http::Request<B>) -> tracing::Span {
     span
 }
 
+/// A tonic router built on [`server_builder`] (its requests pass the input rules first).
+pub type MeshRouter = tonic::transport::server::Router<
+    tower::layer::util::Stack<crate::input::layer::InputLayer, tower::layer::util::Identity>,
+>;
+
 /// Serves a tonic router on `listener` until `shutdown` fires, then drains in-flight calls.
 pub async fn serve(
-    router: tonic::transport::server::Router,
+    router: MeshRouter,
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
@@ -134,11 +139,15 @@ pub async fn serve(
     Ok(())
 }
 
-/// Returns a server builder with the mesh's defaults (trace span per request, timeouts).
-pub fn server_builder() -> tonic::transport::Server {
+/// Returns a server builder with the mesh's defaults (trace span per request, timeouts, and
+/// the input rules of `platform::input` applied to every incoming message).
+pub fn server_builder() -> tonic::transport::Server<
+    tower::layer::util::Stack<crate::input::layer::InputLayer, tower::layer::util::Identity>,
+> {
     tonic::transport::Server::builder()
         .timeout(std::time::Duration::from_secs(30))
         .trace_fn(span_for_request)
+        .layer(crate::input::layer::InputLayer)
 }
 
 /// Connects lazily to a peer service; the first call establishes the connection.

@@ -3,7 +3,9 @@
 //! Nothing here knows about orders, quotes or invoices: it holds settings loading, telemetry,
 //! the shutdown token, database connection and migration, the closed error-code table, the
 //! signed principal tokens and the access layer in front of every gRPC service, the gRPC
-//! plumbing, the transactional outbox and its relay, the Redis stream consumer, and the idempotency store.
+//! plumbing, the transactional outbox and its relay, the Redis stream consumer, the idempotency
+//! store, and the input rules (which characters a request may carry) that the gateway and every
+//! gRPC server apply.
 
 #![forbid(unsafe_code)]
 
@@ -16,6 +18,7 @@ pub mod grpc;
 pub mod health;
 pub mod housekeeping;
 pub mod idempotency;
+pub mod input;
 pub mod mesh;
 pub mod money;
 pub mod outbox;

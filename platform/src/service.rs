@@ -95,7 +95,7 @@ impl ServiceBase {
         self,
         grpc_services: Vec<&'static str>,
         workers: Vec<JoinHandle<()>>,
-        add_services: impl FnOnce(tonic::transport::server::Router) -> tonic::transport::server::Router,
+        add_services: impl FnOnce(crate::grpc::MeshRouter) -> crate::grpc::MeshRouter,
         shutdown: CancellationToken,
     ) -> anyhow::Result<()> {
         let identity = self.identity;

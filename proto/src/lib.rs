@@ -55,5 +55,9 @@ pub use lab::results::v1 as results;
 pub use lab::shipping::v1 as shipping;
 pub use lab::webhooks::v1 as webhooks;
 
+/// The encoded `FileDescriptorSet` of every `.proto` file under `lab/`, so that generic code
+/// (`platform::input`'s check of incoming messages) can walk messages by their schema.
+pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/file_descriptor_set.bin"));
+
 pub mod event_data;
 pub mod scopes;

@@ -106,7 +106,8 @@ pub struct ParsedDocument {
     pub sha256: String,
 }
 
-/// Parses a document; `invalid_request` (field `documentJson`) naming the serde error.
+/// Parses a document; `invalid_request` (field `documentJson`) naming the serde error, or
+/// naming the string that breaks the input rules (`documentJson.tests[2].name`).
 pub fn parse(document_json: &str) -> Result<ParsedDocument, ApiError> {
     let invalid = |error: serde_json::Error| {
         ApiError::field(
@@ -116,6 +117,8 @@ pub fn parse(document_json: &str) -> Result<ParsedDocument, ApiError> {
         )
     };
     let value: Value = serde_json::from_str(document_json).map_err(invalid)?;
+    // JSON escapes (`\u0000`) can carry what the message itself could not: check every string.
+    platform::input::check_json("documentJson", &value)?;
     let document: CatalogDocument = serde_json::from_value(value.clone()).map_err(invalid)?;
     let canonical = canonicalize(value);
     let sha256 = hex::encode(Sha256::digest(canonical.to_string().as_bytes()));

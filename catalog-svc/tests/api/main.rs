@@ -3,5 +3,6 @@
 mod consumer;
 mod helpers;
 mod import;
+mod input;
 mod listing;
 mod quotes;

@@ -1,6 +1,7 @@
 //! Extractors whose every refusal is an enveloped 400: JSON bodies (`invalid_body` with
 //! `details.path` and `details.reason`; [`OptionalApiJson`] also takes an empty body), query
-//! strings (`invalid_request` with `details.field`), the `Idempotency-Key` header, the
+//! strings (`invalid_request` with `details.field`), the `Idempotency-Key` header (its errors
+//! name `details.field` = `header.idempotency-key`), the
 //! `{reference}` and `{endpointId}` path segments, and the authenticated caller.
 
 use crate::caller::Caller;
@@ -15,6 +16,8 @@ use uuid::Uuid;
 
 /// Header carrying the idempotency key of a mutating request.
 pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+/// `details.field` of a refused `Idempotency-Key` (the `header.` location of the input rules).
+pub const IDEMPOTENCY_KEY_FIELD: &str = "header.idempotency-key";
 
 /// A JSON body deserialized strictly (the target types refuse unknown fields).
 pub struct ApiJson<T>(pub T);
@@ -55,7 +58,8 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalA
     }
 }
 
-fn is_json(headers: &HeaderMap) -> bool {
+/// True when the `Content-Type` is JSON (`application/json` or `application/*+json`).
+pub fn is_json(headers: &HeaderMap) -> bool {
     let Some(value) = headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
@@ -164,14 +168,17 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
     type Rejection = ErrorResponse;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let field = serde_json::json!({ "field": IDEMPOTENCY_KEY_FIELD });
         let value = parts.headers.get(IDEMPOTENCY_KEY_HEADER).ok_or_else(|| {
             ApiError::new(
                 ErrorCode::IdempotencyKeyMissing,
                 "the Idempotency-Key header is required",
             )
+            .with_details(field.clone())
         })?;
+        // A value that is not visible ASCII (control characters, obs-text) is not text at all.
         let key = value.to_str().unwrap_or("\u{0}");
-        platform::grpc::validate_idempotency_key(key)?;
+        platform::grpc::validate_idempotency_key(key).map_err(|error| error.with_details(field))?;
         Ok(Self(key.to_owned()))
     }
 }

@@ -1,12 +1,14 @@
-//! The REST application: routes grouped per domain and merged here, the auth guard as a route
-//! layer on the agent area, the request-id and trace layers around everything, enveloped 404
-//! and 405 fallbacks, readiness and the OpenAPI document.
+//! The REST application: routes grouped per domain and merged here, the auth guard and then the
+//! input guard (`platform::input`'s character rules) as route layers on the agent area, the
+//! request-id and trace layers around everything, enveloped 404 and 405 fallbacks, readiness and
+//! the OpenAPI document.
 
 pub mod auth;
 pub mod billing;
 pub mod catalog;
 pub mod error;
 pub mod extract;
+pub mod input;
 pub mod layers;
 pub mod openapi;
 pub mod orders;
@@ -88,7 +90,10 @@ pub fn app(state: AppState) -> Router {
             .to_json()
             .unwrap_or_else(|error| format!("{{\"error\":\"{error}\"}}")),
     );
-    let agent = agent.route_layer(from_fn_with_state(state.clone(), auth::guard));
+    // Authentication first (outermost), then the input rules, then the handler.
+    let agent = agent
+        .route_layer(axum::middleware::from_fn(input::guard))
+        .route_layer(from_fn_with_state(state.clone(), auth::guard));
     let openapi_json = move || {
         let document = Arc::clone(&document);
         async move {

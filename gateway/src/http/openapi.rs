@@ -27,7 +27,11 @@ pub const BEARER: &str = "bearerAuth";
             `Authorization: Bearer svc_live_<public-id>_<secret>` holding the scope named in its description. \
             Single resources answer `{ \"data\": { \"<name>\": { … } } }`, lists answer \
             `{ \"data\": [ … ], \"pagination\": { \"nextCursor\": … } }`, errors answer \
-            `{ \"error\": { \"code\", \"message\", \"details\" } }`. Money is integer USD cents."
+            `{ \"error\": { \"code\", \"message\", \"details\" } }`. Money is integer USD cents. \
+            No string may contain a control character (U+0000–U+001F, U+007F, U+0080–U+009F) except \
+            TAB, LF and CR in `notes`, `matrixNotes` and `description`; path and query parameters must be \
+            validly percent-encoded UTF-8. A refusal is 400 `invalid_request` whose `details.field` names \
+            the location, e.g. `path.reference`, `query.query`, `body.sampleMetadata[0].lotNumber`."
     ),
     servers((url = "/api/v1/agent", description = "REST interface, version 1, agent area")),
     components(schemas(ErrorEnvelope, ErrorBody)),

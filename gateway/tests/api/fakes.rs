@@ -84,7 +84,7 @@ impl FakeMesh {
         let (health, health_service) = tonic_health::server::health_reporter();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let router = tonic::transport::Server::builder()
+        let router = platform::grpc::server_builder()
             .add_service(health_service)
             .add_service(access::guarded(
                 CatalogServiceServer::new(fake.clone()),

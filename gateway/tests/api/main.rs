@@ -7,6 +7,7 @@ mod fakes;
 mod fixtures;
 mod helpers;
 mod identity;
+mod input;
 mod operators;
 mod orders;
 mod reads;

@@ -8,6 +8,7 @@ mod data;
 mod fakes;
 mod helpers;
 mod idempotency;
+mod input;
 mod quotes;
 mod reads;
 mod validation;

@@ -2,6 +2,7 @@
 
 mod consumer;
 mod helpers;
+mod input;
 mod invoices;
 mod listing;
 mod payments;

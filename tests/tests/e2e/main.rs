@@ -4,6 +4,7 @@ mod bank_invoice_flow;
 mod errors;
 mod events_resilience;
 mod idempotency;
+mod input_sweep;
 mod staff_identity;
 mod support;
 mod tenant_isolation;

@@ -1,0 +1,226 @@
+//! The one input discipline of the mesh: which characters a request may carry in its strings.
+//!
+//! Two rules, chosen by the name of the field (see `docs/rest.md`, "Input rules"):
+//! - **line** — identifiers, references, names, query values, header values and every string
+//!   field not listed in [`FREE_TEXT_FIELDS`]: no control character at all, that is no C0
+//!   (U+0000–U+001F), no DEL (U+007F) and no C1 (U+0080–U+009F);
+//! - **free text** — the fields of [`FREE_TEXT_FIELDS`] (`notes`, `matrixNotes`, …): the same,
+//!   except that TAB, LF and CR are allowed.
+//!
+//! Bytes that are not UTF-8 are refused everywhere. A refusal is 400 `invalid_request` whose
+//! `details` name the field (`field`) and the flaw (`reason`) and never echo the value.
+//!
+//! The gateway applies these rules to every path and query parameter, every JSON string of a body
+//! ([`check_json`]) and the headers it reads, before any handler runs; every gRPC server built on
+//! `platform::grpc::server_builder` applies them to every string of every incoming message
+//! ([`layer::InputLayer`]), so internal callers that bypass the gateway meet the same rules and
+//! no control character ever reaches PostgreSQL (which refuses NUL in text with an error).
+
+pub mod layer;
+pub mod wire;
+
+use crate::error::{ApiError, ErrorCode};
+use serde_json::Value;
+
+/// Fields (by their camelCase name, the last segment of a field path) that hold free text and
+/// may contain TAB, LF and CR. Every other string is a line. A new multi-line field is added
+/// here; forgetting it only refuses tabs and newlines in it, never lets a NUL through.
+pub const FREE_TEXT_FIELDS: &[&str] = &["notes", "matrixNotes", "description", "note", "documentJson"];
+
+/// Which characters a string may hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextRule {
+    /// No control character at all (identifiers, references, query and header values, names).
+    Line,
+    /// No control character except TAB, LF and CR (notes, descriptions).
+    FreeText,
+}
+
+impl TextRule {
+    /// The rule of a field named `name` (camelCase, without location or index).
+    pub fn for_field(name: &str) -> Self {
+        if FREE_TEXT_FIELDS.contains(&name) {
+            Self::FreeText
+        } else {
+            Self::Line
+        }
+    }
+
+    /// True when `character` may appear in a string under this rule.
+    pub fn allows(self, character: char) -> bool {
+        !character.is_control() || (self == Self::FreeText && matches!(character, '\t' | '\n' | '\r'))
+    }
+}
+
+/// Why a string was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flaw {
+    /// A control character the field's rule does not allow.
+    ControlCharacter,
+    /// Bytes that are not UTF-8 (or a malformed percent-encoding at the gateway).
+    InvalidEncoding,
+}
+
+impl Flaw {
+    /// The reason given to the client.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::ControlCharacter => "contains a control character",
+            Self::InvalidEncoding => "is not valid UTF-8 or not validly percent-encoded",
+        }
+    }
+}
+
+/// The flaw of `value` under `rule`, if any.
+pub fn flaw(rule: TextRule, value: &str) -> Option<Flaw> {
+    (!value.chars().all(|character| rule.allows(character))).then_some(Flaw::ControlCharacter)
+}
+
+/// The flaw of raw `bytes` under `rule`, if any: not UTF-8, or a control character.
+pub fn flaw_in_bytes(rule: TextRule, bytes: &[u8]) -> Option<Flaw> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => flaw(rule, text),
+        Err(_) => Some(Flaw::InvalidEncoding),
+    }
+}
+
+/// The 400 `invalid_request` refusing `field` for `flaw`; the value itself is never echoed.
+pub fn refused(field: &str, flaw: Flaw) -> ApiError {
+    ApiError::field(
+        ErrorCode::InvalidRequest,
+        field,
+        format!("{field} {}", flaw.reason()),
+    )
+    .with_details(serde_json::json!({ "reason": flaw.reason() }))
+}
+
+/// Checks one string `value` of `field` under `rule`.
+pub fn check(field: &str, rule: TextRule, value: &str) -> Result<(), ApiError> {
+    match flaw(rule, value) {
+        Some(flaw) => Err(refused(field, flaw)),
+        None => Ok(()),
+    }
+}
+
+/// Checks every string of a JSON document, property names included. `root` names the document
+/// (`body`); strings are checked under the rule of their nearest property name, and a refusal
+/// names the path of the string, e.g. `body.sampleMetadata[0].lotNumber`. A property name with
+/// a control character names the object that holds it.
+pub fn check_json(root: &str, value: &Value) -> Result<(), ApiError> {
+    walk_json(&mut root.to_owned(), TextRule::Line, value)
+}
+
+fn walk_json(path: &mut String, rule: TextRule, value: &Value) -> Result<(), ApiError> {
+    match value {
+        Value::String(text) => check(path, rule, text),
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                let length = path.len();
+                path.push_str(&format!("[{index}]"));
+                walk_json(path, rule, item)?;
+                path.truncate(length);
+            }
+            Ok(())
+        }
+        Value::Object(members) => {
+            for (name, member) in members {
+                if flaw(TextRule::Line, name).is_some() {
+                    return Err(ApiError::field(
+                        ErrorCode::InvalidRequest,
+                        path,
+                        format!("{path} has a property name that contains a control character"),
+                    )
+                    .with_details(
+                        serde_json::json!({ "reason": "a property name contains a control character" }),
+                    ));
+                }
+                let length = path.len();
+                path.push('.');
+                path.push_str(name);
+                walk_json(path, TextRule::for_field(name), member)?;
+                path.truncate(length);
+            }
+            Ok(())
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const REFUSED_EVERYWHERE: [char; 8] = [
+        '\u{0}', '\u{1}', '\u{8}', '\u{b}', '\u{1f}', '\u{7f}', '\u{80}', '\u{9f}',
+    ];
+
+    #[test]
+    fn lines_refuse_every_control_character_and_free_text_keeps_tab_lf_and_cr() {
+        for character in REFUSED_EVERYWHERE {
+            let value = format!("ORD-{character}1");
+            assert_eq!(flaw(TextRule::Line, &value), Some(Flaw::ControlCharacter));
+            assert_eq!(flaw(TextRule::FreeText, &value), Some(Flaw::ControlCharacter));
+        }
+        for character in ['\t', '\n', '\r'] {
+            let value = format!("line one{character}line two");
+            assert_eq!(flaw(TextRule::Line, &value), Some(Flaw::ControlCharacter));
+            assert_eq!(flaw(TextRule::FreeText, &value), None);
+        }
+        for fine in ["ORD-2026-000001", "Säure ½ µg — 東京", "\u{a0}", "\u{200b}", ""] {
+            assert_eq!(flaw(TextRule::Line, fine), None, "{fine:?}");
+        }
+        assert_eq!(flaw_in_bytes(TextRule::Line, b"ok"), None);
+        assert_eq!(
+            flaw_in_bytes(TextRule::Line, b"\xff"),
+            Some(Flaw::InvalidEncoding)
+        );
+        assert_eq!(
+            flaw_in_bytes(TextRule::Line, b"\xc2\x85"),
+            Some(Flaw::ControlCharacter)
+        );
+    }
+
+    #[test]
+    fn the_rule_of_a_field_is_chosen_by_its_name() {
+        assert_eq!(TextRule::for_field("notes"), TextRule::FreeText);
+        assert_eq!(TextRule::for_field("matrixNotes"), TextRule::FreeText);
+        assert_eq!(TextRule::for_field("lotNumber"), TextRule::Line);
+        assert_eq!(TextRule::for_field("reference"), TextRule::Line);
+    }
+
+    #[test]
+    fn a_refusal_names_the_field_and_never_echoes_the_value() {
+        let error = check("path.reference", TextRule::Line, "ORD-\u{0}secret").unwrap_err();
+        assert_eq!(error.code, ErrorCode::InvalidRequest);
+        assert_eq!(error.details.as_ref().unwrap()["field"], "path.reference");
+        let rendered = serde_json::to_string(&error).unwrap();
+        assert!(
+            !rendered.contains("secret") && !rendered.contains("\\u0000"),
+            "{rendered}"
+        );
+    }
+
+    #[test]
+    fn json_documents_are_walked_with_the_rule_of_the_nearest_property() {
+        let field =
+            |document: Value| check_json("body", &document).unwrap_err().details.unwrap()["field"].clone();
+        let notes = json!({ "notes": "two\nlines\tand\r\n", "compoundNames": ["a", "b"] });
+        assert!(check_json("body", &notes).is_ok());
+        assert_eq!(field(json!({ "notes": "nul \u{0}" })), "body.notes");
+        assert_eq!(
+            field(json!({ "compoundNames": ["a", "b\tc"] })),
+            "body.compoundNames[1]"
+        );
+        assert_eq!(
+            field(json!({ "sampleMetadata": [{ "compoundName": "a", "lotNumber": "L\u{85}1" }] })),
+            "body.sampleMetadata[0].lotNumber"
+        );
+        assert_eq!(
+            field(json!({ "sampleMetadata": [{ "matrixNotes": "x\u{7f}" }] })),
+            "body.sampleMetadata[0].matrixNotes"
+        );
+        assert_eq!(field(json!({ "a": { "b\u{0}c": 1 } })), "body.a");
+        assert_eq!(field(json!("\u{1}")), "body");
+    }
+}
