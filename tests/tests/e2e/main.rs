@@ -2,7 +2,11 @@
 
 mod bank_invoice_flow;
 mod errors;
+mod events_caps;
+mod events_reclaim;
 mod events_resilience;
+mod events_support;
+mod events_trust;
 mod idempotency;
 mod support;
 mod tenant_isolation;
