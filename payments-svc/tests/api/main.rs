@@ -2,6 +2,7 @@
 
 mod consumer;
 mod helpers;
+mod housekeeping;
 mod invoices;
 mod listing;
 mod payments;

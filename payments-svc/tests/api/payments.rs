@@ -131,14 +131,16 @@ async fn recording_the_same_bank_reference_twice_records_one_payment_and_one_set
         .record(&invoice.invoice_number, invoice.total_cents, "WIRE-42")
         .await
         .unwrap();
-    let elsewhere = app.create_invoice(Uuid::now_v7(), invoice_request()).await;
-    let other_invoice = app.record(&elsewhere.id, 1, "  WIRE-42 ").await.unwrap();
+    let by_id = app
+        .record(&invoice.id, invoice.total_cents, "  WIRE-42 ")
+        .await
+        .unwrap();
 
     assert!(!first.already_recorded);
-    assert!(again.already_recorded && other_invoice.already_recorded);
+    assert!(again.already_recorded && by_id.already_recorded);
     assert_eq!(again.payment, first.payment);
     assert_eq!(again.invoice, first.invoice);
-    assert_eq!(other_invoice.payment, first.payment);
+    assert_eq!(by_id.payment, first.payment);
     let payments: i64 = sqlx::query_scalar("SELECT count(*) FROM payments.payments")
         .fetch_one(&app.pool)
         .await
@@ -146,13 +148,75 @@ async fn recording_the_same_bank_reference_twice_records_one_payment_and_one_set
     assert_eq!(payments, 1);
     assert_eq!(app.events_of("invoice.updated").await.len(), 1);
     assert_eq!(app.events_of("payment.confirmed").await.len(), 1);
-    assert_eq!(
-        app.get_invoice(elsewhere.customer_id.parse().unwrap(), &elsewhere.id)
-            .await
-            .unwrap()
-            .amount_paid_cents,
+}
+
+#[tokio::test]
+async fn a_bank_reference_recorded_again_with_another_invoice_or_amount_is_a_conflict_that_changes_nothing() {
+    let app = spawn_app().await;
+    let invoice = app
+        .create_invoice(Uuid::now_v7(), invoice_request_for(Uuid::now_v7(), 20_000))
+        .await;
+    let first = app.record(&invoice.id, 5_000, "WIRE-77").await.unwrap();
+    assert!(!first.already_recorded);
+    let elsewhere = app.create_invoice(Uuid::now_v7(), invoice_request()).await;
+
+    for (reference, amount) in [
+        (elsewhere.id.as_str(), 5_000),
+        (elsewhere.invoice_number.as_str(), 5_000),
+        (invoice.id.as_str(), 5_001),
+        (invoice.invoice_number.as_str(), 4_999),
+    ] {
+        let status = app.record(reference, amount, "WIRE-77").await.unwrap_err();
+        assert_eq!(
+            (code_of(&status), status.code()),
+            ("bank_reference_conflict", tonic::Code::AlreadyExists),
+            "{reference} {amount}"
+        );
+        let details = platform::error::ApiError::from_status(&status).details.unwrap();
+        assert_eq!(details["invoiceNumber"], invoice.invoice_number.as_str());
+        assert_eq!(details["amountCents"], 5_000);
+        assert_eq!(details["field"], "bankReference");
+    }
+    // Concurrent conflicting recordings: one of each kind, none applied twice.
+    let calls = (0..6).map(|index| {
+        let (reference, amount) = if index % 2 == 0 {
+            (elsewhere.id.clone(), 100)
+        } else {
+            (invoice.id.clone(), 5_000)
+        };
+        let app = &app;
+        async move { app.record(&reference, amount, "WIRE-78").await }
+    });
+    let outcomes = futures::future::join_all(calls).await;
+    let recorded = outcomes
+        .iter()
+        .filter(|outcome| outcome.as_ref().is_ok_and(|outcome| !outcome.already_recorded))
+        .count();
+    assert_eq!(recorded, 1, "{outcomes:?}");
+    assert!(outcomes.iter().all(|outcome| match outcome {
+        Ok(_) => true,
+        Err(status) => code_of(status) == "bank_reference_conflict",
+    }));
+
+    let payments: i64 = sqlx::query_scalar("SELECT count(*) FROM payments.payments")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(payments, 2, "WIRE-77 once and WIRE-78 once");
+    let untouched = app
+        .get_invoice(elsewhere.customer_id.parse().unwrap(), &elsewhere.id)
+        .await
+        .unwrap();
+    let expected_elsewhere = if outcomes.iter().any(|outcome| {
+        outcome
+            .as_ref()
+            .is_ok_and(|outcome| outcome.invoice.as_ref().unwrap().id == elsewhere.id)
+    }) {
+        100
+    } else {
         0
-    );
+    };
+    assert_eq!(untouched.amount_paid_cents, expected_elsewhere);
 }
 
 #[tokio::test]
