@@ -5,6 +5,7 @@ mod envelopes;
 mod fanout;
 mod helpers;
 mod idempotency;
+mod limits;
 mod restart;
 mod retries;
 mod rotation;
