@@ -8,6 +8,7 @@ mod events_resilience;
 mod events_support;
 mod events_trust;
 mod idempotency;
+mod redis_acl;
 mod support;
 mod tenant_isolation;
 mod webhook_operations;
