@@ -1,5 +1,6 @@
 //! Integration tests of payments-svc against a real PostgreSQL and Redis.
 
+mod bank_reference;
 mod consumer;
 mod helpers;
 mod housekeeping;
