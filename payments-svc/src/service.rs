@@ -173,14 +173,17 @@ impl PaymentsService {
 
     /// Staff: records a bank transfer against an open invoice, once per bank reference. The
     /// payment that reaches the total marks the invoice paid and emits `invoice.updated` then
-    /// `payment.confirmed`; a partial payment changes only the amounts and emits nothing.
+    /// `payment.confirmed`; a partial payment changes only the amounts and emits nothing. The
+    /// same reference again with the same invoice and amount answers the first record
+    /// (`already_recorded`); with another invoice or amount it is 409 `bank_reference_conflict`.
+    /// The payment records `operator`, who recorded it.
     pub async fn record_bank_payment(
         &self,
         operator: &str,
         command: BankPayment,
     ) -> Result<RecordedPayment, ApiError> {
         let mut tx = self.pool.begin().await?;
-        if let Some(recorded) = self.recorded(&mut tx, &command.bank_reference).await? {
+        if let Some(recorded) = self.recorded(&mut tx, &command).await? {
             return Ok(recorded);
         }
         // The lock serialises payments of one invoice, so their amounts add up.
@@ -188,7 +191,7 @@ impl PaymentsService {
             .await?
             .ok_or_else(invoice_not_found)?;
         // Re-checked under the lock: a concurrent call with this reference may have just committed.
-        if let Some(recorded) = self.recorded(&mut tx, &command.bank_reference).await? {
+        if let Some(recorded) = self.recorded(&mut tx, &command).await? {
             return Ok(recorded);
         }
         let balance = Balance {
@@ -220,7 +223,7 @@ impl PaymentsService {
             tx.rollback().await?;
             let mut conn = self.pool.acquire().await?;
             return self
-                .recorded(&mut conn, &command.bank_reference)
+                .recorded(&mut conn, &command)
                 .await?
                 .ok_or_else(|| ApiError::internal("bank reference conflict without a payment"));
         }
@@ -242,17 +245,27 @@ impl PaymentsService {
         })
     }
 
-    /// The earlier recording of a bank reference, with its invoice as it stands.
+    /// The earlier recording of the command's bank reference, with its invoice as it stands;
+    /// 409 `bank_reference_conflict` when it was recorded for another invoice or amount.
     async fn recorded(
         &self,
         conn: &mut PgConnection,
-        bank_reference: &str,
+        command: &BankPayment,
     ) -> Result<Option<RecordedPayment>, ApiError> {
         let Some(payment) =
-            repo::payments::by_external_reference(conn, PaymentMethod::BankInvoice, bank_reference).await?
+            repo::payments::by_external_reference(conn, PaymentMethod::BankInvoice, &command.bank_reference)
+                .await?
         else {
             return Ok(None);
         };
+        if !command.is_recorded_as(&payment) {
+            tracing::warn!(
+                payment.id = %payment.id,
+                invoice = %payment.invoice_number,
+                "a bank reference was recorded again with another invoice or amount"
+            );
+            return Err(command.conflict_with(&payment));
+        }
         let invoice = self.reload(conn, payment.customer_id, payment.invoice_id).await?;
         Ok(Some(RecordedPayment {
             payment,

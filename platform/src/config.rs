@@ -34,8 +34,23 @@ pub fn socket_addr(name: &str, value: &str) -> anyhow::Result<SocketAddr> {
         .map_err(|error| anyhow::anyhow!("setting {name}={value:?} is not a socket address: {error}"))
 }
 
-/// Settings every domain service needs: where it listens and what it connects to.
-#[derive(Clone, Debug)]
+/// Returns `url` with the password of its user info replaced by `***` (for logs and `Debug`):
+/// `redis://payments-svc:secret@redis:6379` → `redis://payments-svc:***@redis:6379`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_owned();
+    };
+    let user = rest[..at].split_once(':').map_or(&rest[..at], |(user, _)| user);
+    format!("{scheme}://{user}:***{}", &rest[at..])
+}
+
+/// Settings every domain service needs: where it listens and what it connects to. `Debug` shows
+/// no secret: the Redis URL's password is redacted and secrets are left out.
+#[derive(Clone)]
 pub struct CommonSettings {
     /// gRPC listen address; port 0 picks a free port (tests).
     pub grpc_addr: SocketAddr,
@@ -53,6 +68,17 @@ pub struct CommonSettings {
     pub token_trusted_keys: Option<String>,
     /// Largest database pool of this process.
     pub database_max_connections: u32,
+}
+
+impl std::fmt::Debug for CommonSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommonSettings")
+            .field("grpc_addr", &self.grpc_addr)
+            .field("redis_url", &redact_url(&self.redis_url))
+            .field("stream_prefix", &self.stream_prefix)
+            .field("database_max_connections", &self.database_max_connections)
+            .finish_non_exhaustive()
+    }
 }
 
 impl CommonSettings {
@@ -161,5 +187,19 @@ mod tests {
         assert_eq!(accepted.expose_secret(), "a-real-one");
         let fallback = refuse_development_secret(true, "PEPPER", None, dev).unwrap();
         assert_eq!(fallback.expose_secret(), dev);
+    }
+
+    #[test]
+    fn a_redis_url_password_never_reaches_debug_output() {
+        assert_eq!(
+            redact_url("redis://payments-svc:s3cr%40t@redis:6379/0"),
+            "redis://payments-svc:***@redis:6379/0"
+        );
+        assert_eq!(redact_url("redis://:only-pass@redis"), "redis://:***@redis");
+        assert_eq!(redact_url("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+        let settings = CommonSettings::local("postgres://db", "redis://gateway:hunter2@redis:6379", "lab");
+        let shown = format!("{settings:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("redis://gateway:***@redis:6379"), "{shown}");
     }
 }

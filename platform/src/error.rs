@@ -78,6 +78,8 @@ error_codes! {
     IdempotencyKeyReused => ("idempotency_key_reused", 409, AlreadyExists, "the Idempotency-Key was used before with a different request"),
     IdempotencyRequestInProgress => ("idempotency_request_in_progress", 409, Aborted, "a request with this Idempotency-Key is still running; retry after Retry-After seconds"),
     Conflict => ("conflict", 409, FailedPrecondition, "the resource is not in a state that allows the operation"),
+    BankReferenceConflict => ("bank_reference_conflict", 409, AlreadyExists, "the bank reference was already recorded for another invoice or amount; details name the recorded payment"),
+    WebhookEndpointLimitReached => ("webhook_endpoint_limit_reached", 409, FailedPrecondition, "the customer has the most webhook endpoints allowed (details.limit); delete one first"),
     RateLimited => ("rate_limited", 429, ResourceExhausted, "too many requests; retry after Retry-After seconds"),
     CatalogUnavailable => ("catalog_unavailable", 503, Unavailable, "no catalog has been imported yet"),
     ServiceUnavailable => ("service_unavailable", 503, Unavailable, "a dependency is unavailable; retry with the same Idempotency-Key"),

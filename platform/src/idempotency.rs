@@ -13,6 +13,8 @@
 //!   over, with the recovery point the first worker saved, so a retry never doubles work.
 //!
 //! Each service's schema has the table `idempotency_keys` (see the services' first migration).
+//! Housekeeping (`crate::housekeeping`) deletes completed records 24 hours after the first
+//! request, and claims abandoned without an outcome 24 hours after their lease ended.
 
 use crate::error::{ApiError, ErrorCode};
 use sha2::{Digest, Sha256};

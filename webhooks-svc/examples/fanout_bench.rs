@@ -221,7 +221,9 @@ fn order_created(customer: Uuid) -> EventEnvelope {
         r#type: "order.created".into(),
         occurred_at: platform::time::rfc3339(platform::time::now()),
         customer_id: customer.to_string(),
-        source: "bench".into(),
+        source: platform::streams::owner_of_domain(platform::streams::ORDERS)
+            .unwrap_or_default()
+            .to_owned(),
         subject_id: id.to_string(),
         traceparent: String::new(),
         tracestate: String::new(),

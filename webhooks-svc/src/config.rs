@@ -91,6 +91,8 @@ pub struct Settings {
     /// Entries one consumer reads at a time; a read is fanned out in one transaction.
     pub consumer_batch: usize,
     pub idempotency: IdempotencyTiming,
+    /// How many endpoints (active or disabled, not deleted) one customer may have.
+    pub max_endpoints_per_customer: u32,
 }
 
 impl Settings {
@@ -113,6 +115,7 @@ impl Settings {
                 lease: Duration::from_secs(30),
                 wait: Duration::from_secs(10),
             },
+            max_endpoints_per_customer: crate::domain::endpoint::DEFAULT_MAX_ENDPOINTS_PER_CUSTOMER,
         }
     }
 
@@ -159,6 +162,9 @@ impl Settings {
         millis("CONSUMER_BLOCK_MS", &mut settings.consumer.block)?;
         millis("IDEMPOTENCY_LEASE_MS", &mut settings.idempotency.lease)?;
         millis("IDEMPOTENCY_WAIT_MS", &mut settings.idempotency.wait)?;
+        if let Some(count) = integer("MAX_ENDPOINTS_PER_CUSTOMER")? {
+            settings.max_endpoints_per_customer = u32::try_from(count.clamp(1, 10_000)).unwrap_or(20);
+        }
         Ok(settings)
     }
 }

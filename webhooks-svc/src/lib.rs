@@ -111,7 +111,8 @@ impl Application {
             guard,
             Arc::clone(&dispatcher),
             settings.idempotency,
-        );
+        )
+        .with_endpoint_limit(settings.max_endpoints_per_customer);
         Ok(Self {
             settings,
             base,

@@ -22,9 +22,12 @@ use http::{HeaderValue, StatusCode, header};
 /// (`coa.published` → `results:read` when `events` is absent), else 403 `insufficient_scope` with
 /// `details.required` and `details.missing`. An unknown event type is 400 `unknown_event` with
 /// `details.field` = `events[i]`; an address that is not public HTTPS is 400
-/// `invalid_webhook_url`. The secret is shown here only; replaying the identical request with the
-/// same `Idempotency-Key` (same API key) answers the same 201 with the same secret and
-/// `Idempotent-Replayed: true` while the replay record is retained.
+/// `invalid_webhook_url`. A customer has at most 20 endpoints (deleted ones do not count): the
+/// next registration is 409 `webhook_endpoint_limit_reached` with `details.limit` (not stored for
+/// replay: retried after a deletion, the same request runs again). The secret is shown here
+/// only; replaying the identical request with the same `Idempotency-Key` (same API key) answers
+/// the same 201 with the same secret and `Idempotent-Replayed: true` while the replay record is
+/// retained.
 #[utoipa::path(post, path = "/webhooks", tag = "webhooks", operation_id = "createWebhookEndpoint",
     request_body = CreateWebhookRequest,
     responses((status = 201, description = "the endpoint and its signing secret (also for a replay, with Idempotent-Replayed: true)",

@@ -57,6 +57,37 @@ impl BankPayment {
     }
 }
 
+impl BankPayment {
+    /// True when `recorded`, the payment that already holds this bank reference, is this same
+    /// transfer recorded again: against the same invoice (named by id or number) for the same
+    /// amount. The arrival time is not compared: a correction of it is not another transfer.
+    pub fn is_recorded_as(&self, recorded: &Payment) -> bool {
+        let same_invoice = match &self.invoice {
+            InvoiceReference::Id(id) => *id == recorded.invoice_id,
+            InvoiceReference::Number(number) => *number == recorded.invoice_number,
+        };
+        same_invoice && self.amount == recorded.amount
+    }
+
+    /// The 409 for a bank reference already recorded against another invoice or amount, naming
+    /// the recorded payment (staff only see this answer).
+    pub fn conflict_with(&self, recorded: &Payment) -> ApiError {
+        ApiError::new(
+            ErrorCode::BankReferenceConflict,
+            format!(
+                "bank reference {:?} was already recorded for invoice {} with {} cents",
+                self.bank_reference, recorded.invoice_number, recorded.amount.0
+            ),
+        )
+        .with_details(serde_json::json!({
+            "field": "bankReference",
+            "paymentId": recorded.id,
+            "invoiceNumber": recorded.invoice_number,
+            "amountCents": recorded.amount.0,
+        }))
+    }
+}
+
 /// A recorded payment, with the invoice and order it settles.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Payment {
@@ -177,6 +208,40 @@ mod tests {
                 ErrorCode::Conflict
             );
         }
+    }
+
+    fn recorded(invoice_id: Uuid, amount: i64) -> Payment {
+        Payment {
+            id: Uuid::now_v7(),
+            customer_id: Uuid::now_v7(),
+            invoice_id,
+            invoice_number: "INV-2026-000007".into(),
+            order_id: Uuid::now_v7(),
+            order_number: "ORD-2026-000007".into(),
+            rail: PaymentMethod::BankInvoice,
+            status: STATUS_SUCCEEDED.into(),
+            amount: Cents(amount),
+            currency: "USD".into(),
+            external_reference: "WIRE-1".into(),
+            received_at: chrono::Utc::now(),
+            created_at: chrono::Utc::now(),
+            recorded_by: Some("dana".into()),
+        }
+    }
+
+    #[test]
+    fn a_bank_reference_is_the_same_transfer_only_with_the_same_invoice_and_amount() {
+        let invoice_id = Uuid::now_v7();
+        let earlier = recorded(invoice_id, 500);
+        let again = |reference: &str, amount| BankPayment::parse(reference, amount, "WIRE-1", None).unwrap();
+        assert!(again(&invoice_id.to_string(), 500).is_recorded_as(&earlier));
+        assert!(again("INV-2026-000007", 500).is_recorded_as(&earlier));
+        assert!(!again("INV-2026-000007", 501).is_recorded_as(&earlier));
+        assert!(!again("INV-2026-000008", 500).is_recorded_as(&earlier));
+        assert!(!again(&Uuid::now_v7().to_string(), 500).is_recorded_as(&earlier));
+        let conflict = again("INV-2026-000008", 500).conflict_with(&earlier);
+        assert_eq!(conflict.code, ErrorCode::BankReferenceConflict);
+        assert_eq!(conflict.details.unwrap()["invoiceNumber"], "INV-2026-000007");
     }
 
     #[test]

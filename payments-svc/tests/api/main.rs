@@ -1,7 +1,9 @@
 //! Integration tests of payments-svc against a real PostgreSQL and Redis.
 
+mod bank_reference;
 mod consumer;
 mod helpers;
+mod housekeeping;
 mod input;
 mod invoices;
 mod listing;

@@ -103,7 +103,7 @@ async fn outbox_rows_written_while_redis_is_down_reach_the_stream_once_it_is_bac
     let port = free_port();
     let redis_url = format!("redis://127.0.0.1:{port}");
     let prefix = unique_stream_prefix();
-    let outbox = Outbox::new(SCHEMA, "test-svc");
+    let outbox = Outbox::new(SCHEMA, "orders-svc");
     let shutdown = CancellationToken::new();
     let relay = OutboxRelay::new(pool.clone(), outbox, &redis_url, &prefix, "orders");
     let relay = tokio::spawn(relay.run(shutdown.clone()));
@@ -151,7 +151,7 @@ async fn outbox_rows_written_while_redis_is_down_reach_the_stream_once_it_is_bac
     assert!(
         entries
             .iter()
-            .all(|envelope| envelope.r#type == "order.status_changed" && envelope.source == "test-svc")
+            .all(|envelope| envelope.r#type == "order.status_changed" && envelope.source == "orders-svc")
     );
     wait_for("rows marked published", Duration::from_secs(5), || async {
         (unpublished(&pool).await == 0).then_some(())
@@ -204,6 +204,7 @@ async fn a_consumer_that_dies_after_its_commit_but_before_xack_does_not_apply_th
     let stream = platform::streams::stream_name(&unique_stream_prefix(), "orders");
     let event_id = Uuid::now_v7();
     let envelope = EventEnvelope {
+        source: "orders-svc".into(),
         id: event_id.to_string(),
         r#type: "order.status_changed".into(),
         ..Default::default()
@@ -276,6 +277,7 @@ async fn an_undecodable_entry_or_an_event_without_a_uuid_goes_to_the_dead_letter
         .await
         .unwrap();
     let bad_id = EventEnvelope {
+        source: "orders-svc".into(),
         id: "not-a-uuid".into(),
         r#type: "order.created".into(),
         ..Default::default()
@@ -381,6 +383,7 @@ async fn a_batch_handler_gets_a_whole_read_and_each_entry_is_acknowledged_retrie
     let redis_url = platform::testing::redis_url();
     let stream = platform::streams::stream_name(&unique_stream_prefix(), "orders");
     let event = |event_type: &str| EventEnvelope {
+        source: "orders-svc".into(),
         id: Uuid::now_v7().to_string(),
         r#type: event_type.into(),
         ..Default::default()
@@ -479,6 +482,7 @@ async fn an_entry_that_exhausts_its_deliveries_is_dead_lettered_once_even_with_s
     let redis_url = platform::testing::redis_url();
     let stream = platform::streams::stream_name(&unique_stream_prefix(), "orders");
     let envelope = EventEnvelope {
+        source: "orders-svc".into(),
         id: Uuid::now_v7().to_string(),
         r#type: "order.created".into(),
         ..Default::default()

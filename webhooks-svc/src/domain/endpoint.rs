@@ -7,6 +7,8 @@ use uuid::Uuid;
 
 /// Longest endpoint description, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 500;
+/// Default of how many endpoints (active or disabled, not deleted) one customer may have.
+pub const DEFAULT_MAX_ENDPOINTS_PER_CUSTOMER: u32 = 20;
 
 /// Lifecycle of an endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +83,15 @@ impl NewEndpoint {
             description: description.map(str::to_owned),
         })
     }
+}
+
+/// 409 `webhook_endpoint_limit_reached`: the customer already has `limit` endpoints.
+pub fn endpoint_limit_reached(limit: u32) -> ApiError {
+    ApiError::new(
+        ErrorCode::WebhookEndpointLimitReached,
+        format!("a customer may have at most {limit} webhook endpoints; delete one first"),
+    )
+    .with_details(serde_json::json!({ "limit": limit }))
 }
 
 /// 400 `invalid_webhook_url` on the `url` field, saying why.

@@ -69,6 +69,26 @@ pub async fn insert(
     Ok(())
 }
 
+/// Serialises registrations of one customer until the transaction ends, so that counting and
+/// inserting cannot interleave (two registrations at the limit never both pass).
+pub async fn lock_customer(conn: &mut PgConnection, customer_id: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('webhooks.endpoints:' || $1::text, 0))")
+        .bind(customer_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// How many endpoints the customer has (active or disabled; deleted ones do not count).
+pub async fn count_live(conn: &mut PgConnection, customer_id: Uuid) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM webhooks.endpoints WHERE customer_id = $1 AND status <> 'deleted'",
+    )
+    .bind(customer_id)
+    .fetch_one(conn)
+    .await
+}
+
 /// The customer's endpoint unless deleted.
 pub async fn find(
     conn: &mut PgConnection,

@@ -2,7 +2,7 @@
 
 use super::idempotent::{Binding, EndpointRun, Outcome, Started};
 use super::{WebhooksService, endpoint_not_found};
-use crate::domain::endpoint::invalid_url;
+use crate::domain::endpoint::{endpoint_limit_reached, invalid_url};
 use crate::domain::event::missing_read_scopes;
 use crate::domain::signing::generate_secret;
 use crate::domain::{Endpoint, EndpointStatus, NewEndpoint};
@@ -113,6 +113,11 @@ impl WebhooksService {
             signing_secret: secret.expose_secret().to_owned(),
         };
         let mut tx = self.pool.begin().await?;
+        repo::endpoints::lock_customer(&mut tx, customer_id).await?;
+        let limit = self.max_endpoints_per_customer;
+        if repo::endpoints::count_live(&mut tx, customer_id).await? >= i64::from(limit) {
+            return Err(endpoint_limit_reached(limit));
+        }
         repo::endpoints::insert(&mut tx, &endpoint, &sealed).await?;
         self.complete(&mut tx, ticket, OPERATION_CREATE, customer_id, &response)
             .await?;

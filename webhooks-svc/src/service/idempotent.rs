@@ -5,7 +5,8 @@
 //! same `Idempotency-Key` from another key of the customer is 409 `idempotency_key_reused`.
 //! Stored answers are sealed with the keyring (context: operation and customer) and opened on
 //! replay. Client errors about the request are stored and replay identically; transient
-//! failures release the claim.
+//! failures, and refusals that depend on the customer's other resources (the endpoint limit),
+//! release the claim, so a retry after a change runs again.
 
 use super::WebhooksService;
 use platform::error::{ApiError, ErrorCode};
@@ -136,8 +137,8 @@ impl WebhooksService {
     }
 }
 
-/// Client errors about the request itself replay identically; server-side, idempotency and
-/// authorization errors do not.
+/// Client errors about the request itself replay identically; server-side, idempotency,
+/// authorization and endpoint-limit errors do not (the limit passes once an endpoint is deleted).
 fn replays_identically(error: &ApiError) -> bool {
     let status = error.code.http_status();
     (400..500).contains(&status)
@@ -149,6 +150,7 @@ fn replays_identically(error: &ApiError) -> bool {
                 | ErrorCode::Unauthenticated
                 | ErrorCode::Forbidden
                 | ErrorCode::InsufficientScope
+                | ErrorCode::WebhookEndpointLimitReached
         )
 }
 

@@ -34,6 +34,8 @@ pub struct WebhooksService {
     dispatcher: Arc<Dispatcher>,
     idempotency: IdempotencyStore,
     delivery: DeliverySettings,
+    /// How many endpoints (not deleted) one customer may have.
+    max_endpoints_per_customer: u32,
 }
 
 impl WebhooksService {
@@ -53,7 +55,14 @@ impl WebhooksService {
             idempotency: IdempotencyStore::new(crate::SCHEMA)
                 .with_timing(idempotency.lease, idempotency.wait),
             delivery,
+            max_endpoints_per_customer: crate::domain::endpoint::DEFAULT_MAX_ENDPOINTS_PER_CUSTOMER,
         }
+    }
+
+    /// Sets how many endpoints (not deleted) one customer may have.
+    pub fn with_endpoint_limit(mut self, max_endpoints_per_customer: u32) -> Self {
+        self.max_endpoints_per_customer = max_endpoints_per_customer;
+        self
     }
 }
 

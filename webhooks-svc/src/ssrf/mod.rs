@@ -126,7 +126,7 @@ impl AddressGuard {
 
     /// Checks a literal address.
     pub fn check_literal(&self, address: IpAddr) -> Result<(), RefusedAddress> {
-        check_ip(address, self.allow_loopback)
+        check_ip(address, self.allow_loopback).inspect_err(|refused| refused.log(&address.to_string()))
     }
 
     /// Resolves `host` and returns its addresses when every one of them is acceptable.
@@ -146,7 +146,7 @@ impl AddressGuard {
             return Err(GuardError::NoAddress(host.to_owned()));
         }
         for address in &addresses {
-            check_ip(*address, self.allow_loopback)?;
+            check_ip(*address, self.allow_loopback).inspect_err(|refused| refused.log(host))?;
         }
         Ok(addresses)
     }

@@ -1,15 +1,27 @@
 //! Which IP addresses a webhook may never reach: every address that is not globally routable
 //! unicast, judged on the address itself and, for IPv6 forms that embed an IPv4 address
 //! (IPv4-mapped, IPv4-compatible, NAT64, 6to4), on the embedded address too.
+//!
+//! A refusal's message never names the address or its range: a customer registering a name
+//! must not learn what it resolves to inside our network. The address and the reason are kept
+//! on [`RefusedAddress`] for debug logs.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-/// Why an address is refused, for the attempt log and the registration error.
+/// An address refused by the guard. Its message (for the registration error and the attempt
+/// log, both shown to the customer) names neither; log them with [`RefusedAddress::log`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("refused address {address}: {reason}")]
+#[error("the host resolves to a non-public address")]
 pub struct RefusedAddress {
     pub address: IpAddr,
     pub reason: &'static str,
+}
+
+impl RefusedAddress {
+    /// Logs the refused address and its range at debug level, for operators.
+    pub fn log(&self, host: &str) {
+        tracing::debug!(host, address = %self.address, reason = self.reason, "webhook target address refused");
+    }
 }
 
 /// Checks one address. `allow_loopback` (development and tests only) admits plain 127.0.0.0/8
@@ -45,6 +57,8 @@ fn v4_refusal(address: Ipv4Addr) -> Option<&'static str> {
         [169, 254, ..] => "link-local address (169.254.0.0/16)",
         [172, second, ..] if (16..=31).contains(&second) => "private address (172.16.0.0/12)",
         [192, 0, 0, _] => "IETF protocol assignment (192.0.0.0/24)",
+        [192, 88, 99, _] => "6to4 relay anycast address (192.88.99.0/24)",
+        [168, 63, 129, 16] => "cloud platform host address (168.63.129.16)",
         [192, 0, 2, _] | [198, 51, 100, _] | [203, 0, 113, _] => "documentation address",
         [192, 168, ..] => "private address (192.168.0.0/16)",
         [198, 18 | 19, ..] => "benchmarking address (198.18.0.0/15)",
@@ -83,7 +97,9 @@ fn v6_refusal(address: Ipv6Addr) -> Option<&'static str> {
         [0x64, 0xff9b, 1, ..] => "local-use NAT64 address (64:ff9b:1::/48)",
         [0x100, 0, 0, 0, ..] => "discard-only address (100::/64)",
         [0x2001, 0, ..] => "Teredo address (2001::/32)",
+        [0x2001, second, ..] if second < 0x200 => "IETF protocol assignment (2001::/23)",
         [0x2001, 0xdb8, ..] => "documentation address (2001:db8::/32)",
+        [0x3fff, second, ..] if second < 0x1000 => "documentation address (3fff::/20)",
         [first, ..] if first & 0xfe00 == 0xfc00 => "unique local address (fc00::/7)",
         [first, ..] if first & 0xffc0 == 0xfe80 => "link-local address (fe80::/10)",
         [first, ..] if first & 0xffc0 == 0xfec0 => "site-local address (fec0::/10)",
@@ -132,6 +148,10 @@ mod tests {
             "198.19.255.255",
             "198.51.100.7",
             "203.0.113.9",
+            "192.88.99.0",
+            "192.88.99.1",
+            "192.88.99.255",
+            "168.63.129.16",
             "224.0.0.1",
             "239.255.255.255",
             "240.0.0.1",
@@ -161,6 +181,10 @@ mod tests {
             "198.17.255.255",
             "198.20.0.0",
             "223.255.255.255",
+            "192.88.98.255",
+            "192.88.100.0",
+            "168.63.129.15",
+            "168.63.129.17",
         ] {
             assert!(!refused(address), "{address} must pass");
         }
@@ -192,6 +216,19 @@ mod tests {
             "2002:7f00:1::",
             "2001:db8::1",
             "2001::1",
+            "2001:1::1",
+            "2001:2::1",
+            "2001:3::1",
+            "2001:4:112::1",
+            "2001:10::1",
+            "2001:20::1",
+            "2001:30::1",
+            "2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff",
+            "3fff::1",
+            "3fff:fff:ffff::1",
+            "2002:c058:6301::1",
+            "::ffff:192.88.99.1",
+            "::ffff:168.63.129.16",
             "100::1",
             "4000::1",
             "::2",
@@ -205,6 +242,9 @@ mod tests {
         for address in [
             "2606:4700:4700::1111",
             "2a00:1450:4001:80b::200e",
+            "2001:200::1",
+            "2001:4860:4860::8888",
+            "3fff:1000::1",
             "::ffff:8.8.8.8",
             "64:ff9b::808:808",
             "2002:808:808::1",
@@ -233,11 +273,17 @@ mod tests {
     }
 
     #[test]
-    fn the_refusal_names_the_address_and_the_range() {
-        let error = check_ip("169.254.169.254".parse().unwrap(), false).unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "refused address 169.254.169.254: link-local address (169.254.0.0/16)"
-        );
+    fn the_refusal_message_names_neither_the_address_nor_its_range_which_stay_for_the_log() {
+        for (text, range) in [
+            ("169.254.169.254", "169.254.0.0/16"),
+            ("10.1.2.3", "10.0.0.0/8"),
+            ("fd00:ec2::254", "fc00::/7"),
+            ("168.63.129.16", "168.63.129.16"),
+        ] {
+            let error = check_ip(text.parse().unwrap(), false).unwrap_err();
+            assert_eq!(error.to_string(), "the host resolves to a non-public address");
+            assert_eq!(error.address, text.parse::<IpAddr>().unwrap());
+            assert!(error.reason.contains(range), "{}", error.reason);
+        }
     }
 }

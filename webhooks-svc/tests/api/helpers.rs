@@ -281,14 +281,20 @@ impl TestApp {
     }
 
     /// Publishes `envelopes` to the stream of `domain` in one atomic `MULTI`, so that a
-    /// consumer's next read returns them together (one batch).
+    /// consumer's next read returns them together (one batch). Like the domain's relay, it
+    /// stamps each envelope with the domain's owner as `source`.
     pub async fn publish_together(&self, domain: &str, envelopes: &[&EventEnvelope]) {
         let client = redis::Client::open(self.redis_url.as_str()).unwrap();
         let mut connection = client.get_multiplexed_async_connection().await.unwrap();
         let stream = platform::streams::stream_name(&self.stream_prefix, domain);
+        let owner = platform::streams::owner_of_domain(domain).expect("a domain of the mesh");
         let mut pipeline = redis::pipe();
         pipeline.atomic();
         for envelope in envelopes {
+            let envelope = EventEnvelope {
+                source: owner.to_owned(),
+                ..(*envelope).clone()
+            };
             let fields: Vec<(&str, Vec<u8>)> = vec![
                 (platform::streams::ENVELOPE_FIELD, envelope.encode_to_vec()),
                 (platform::streams::TYPE_FIELD, envelope.r#type.as_bytes().to_vec()),

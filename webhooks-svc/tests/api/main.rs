@@ -6,6 +6,7 @@ mod fanout;
 mod helpers;
 mod idempotency;
 mod input;
+mod limits;
 mod restart;
 mod retries;
 mod rotation;

@@ -8,18 +8,28 @@
 //! wakes on `pg_notify` and polls as a fallback; several replicas share the work with
 //! `FOR UPDATE SKIP LOCKED`, which means events of one stream are ordered per relay batch only.
 //!
+//! The stream is capped ([`StreamCaps::domain_max_len`]): near its cap the relay first trims
+//! the entries every consumer group acknowledged, then publishes only what fits, and at the cap
+//! it pauses, leaving the rows in the outbox, until consumers catch up; nothing is dropped. The length is read from the reply of each batch's pipeline (no extra round trip),
+//! and from the warning share of the cap on the relay logs a warning at most once a minute.
+//! With several replicas the cap is soft by at most one batch per replica.
+//!
 //! Each service's schema has the table:
 //! `outbox(id bigserial, event_id uuid unique, event_type text, envelope bytea,
 //! created_at timestamptz, published_at timestamptz)`.
 
-use crate::streams;
+use crate::streams::{self, StreamCaps};
 use prost::Message;
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
+
+mod cap;
 
 /// Version of the data payload schemas carried in envelopes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -29,6 +39,8 @@ const BATCH_SIZE: i64 = 200;
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// How long published rows are kept (for audits and replays), then pruned.
 const RETENTION_DAYS: i32 = 7;
+/// Least time between two warnings about the stream's length.
+const WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// An event about to be written to the outbox.
 #[derive(Clone, Debug)]
@@ -51,7 +63,8 @@ pub struct Outbox {
 }
 
 impl Outbox {
-    /// The outbox table of `schema`, stamping envelopes with `source` (the service name).
+    /// The outbox table of `schema`, stamping envelopes with `source` (the service name, which
+    /// must own the stream it is relayed to: see [`streams::owner_of_domain`]).
     pub const fn new(schema: &'static str, source: &'static str) -> Self {
         Self { schema, source }
     }
@@ -102,17 +115,46 @@ pub struct OutboxRelay {
     outbox: Outbox,
     redis_url: String,
     stream: String,
+    caps: StreamCaps,
+    /// The stream's length after this relay's last write (or check).
+    known_length: AtomicU64,
+    /// When the relay last warned about the stream's length, and whether it is paused.
+    watch: Mutex<CapWatch>,
+}
+
+/// The relay's memory of the cap: when it last warned and whether it is paused at the cap.
+#[derive(Debug, Default)]
+struct CapWatch {
+    last_warning: Option<Instant>,
+    paused: bool,
 }
 
 impl OutboxRelay {
-    /// A relay from `outbox` to the stream of `domain` under `stream_prefix`.
+    /// A relay from `outbox` to the stream of `domain` under `stream_prefix`, with the caps of
+    /// the environment ([`StreamCaps::from_env`]).
     pub fn new(pool: PgPool, outbox: Outbox, redis_url: &str, stream_prefix: &str, domain: &str) -> Self {
+        if streams::owner_of_domain(domain) != Some(outbox.source) {
+            tracing::error!(
+                source = outbox.source,
+                domain,
+                "this outbox's source does not own the stream; consumers will dead-letter its events"
+            );
+        }
         Self {
             pool,
             outbox,
             redis_url: redis_url.to_owned(),
             stream: streams::stream_name(stream_prefix, domain),
+            caps: StreamCaps::from_env(),
+            known_length: AtomicU64::new(0),
+            watch: Mutex::new(CapWatch::default()),
         }
+    }
+
+    /// Replaces the caps (tests use small ones).
+    pub fn with_caps(mut self, caps: StreamCaps) -> Self {
+        self.caps = caps;
+        self
     }
 
     /// Relays until `shutdown` fires.
@@ -197,9 +239,16 @@ impl OutboxRelay {
         if rows.is_empty() {
             return Ok(0);
         }
+        // Rows beyond the stream's room stay unpublished (locked until this transaction ends)
+        // and go out once consumers catch up.
+        let room = self.room_for(redis, rows.len() as u64).await?;
+        let rows = &rows[..usize::try_from(room).unwrap_or(usize::MAX).min(rows.len())];
+        if rows.is_empty() {
+            return Ok(0);
+        }
         let mut pipeline = redis::pipe();
         let mut ids = Vec::with_capacity(rows.len());
-        for row in &rows {
+        for row in rows {
             let id: i64 = row.try_get("id")?;
             let event_type: String = row.try_get("event_type")?;
             let envelope: Vec<u8> = row.try_get("envelope")?;
@@ -214,9 +263,11 @@ impl OutboxRelay {
                 .ignore();
             ids.push(id);
         }
-        tokio::time::timeout(Duration::from_secs(5), pipeline.query_async::<()>(redis))
+        pipeline.cmd("XLEN").arg(&self.stream);
+        let (length,): (u64,) = tokio::time::timeout(Duration::from_secs(5), pipeline.query_async(redis))
             .await
             .map_err(|_| anyhow::anyhow!("XADD timed out"))??;
+        self.observe_length(length);
         let update = format!(
             "UPDATE {}.outbox SET published_at = now() WHERE id = ANY($1)",
             self.outbox.schema

@@ -4,8 +4,12 @@
 //! transaction committed. Handlers make their effect idempotent with [`first_delivery`], which
 //! records the event id in the service's `processed_events` table in that same transaction, so
 //! a redelivered event changes nothing. Entries left pending by a consumer that died are claimed
-//! by a live one after `reclaim_idle`; an entry delivered `max_deliveries` times, or one that
-//! cannot be decoded, moves to the dead-letter stream `<stream>:dead` and is acknowledged.
+//! by a live one after `reclaim_idle` (every pending entry, page by page); an entry delivered
+//! `max_deliveries` times, one that cannot be decoded, or one whose `source` is not the service
+//! that owns the stream ([`streams::owner_of_stream`]) moves to the dead-letter stream
+//! `<stream>:dead` and is acknowledged, never applied. A consumer reads only domain streams with
+//! a known owner. While a dead-letter stream is at its cap, entries bound for it stay pending
+//! (still unapplied) and are retried at each reclaim (see `settle.rs`).
 //!
 //! Each read (up to `batch` entries of one stream) reaches the handler as one batch
 //! ([`EventHandler::handle_batch`]); by default its events are applied one by one, but a handler
@@ -18,14 +22,21 @@ use prost::Message;
 use proto::events::EventEnvelope;
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
-use redis::streams::{
-    StreamClaimReply, StreamId, StreamPendingCountReply, StreamReadOptions, StreamReadReply,
-};
+use redis::streams::{StreamId, StreamReadOptions, StreamReadReply};
+use settle::envelope_bytes;
 use sqlx::{AssertSqlSafe, PgConnection};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
+
+mod settings;
+mod settle;
+
+pub use settings::{ConsumerSettings, connect_redis};
+
+/// Longest claimed `source` quoted in logs and dead-letter reasons (it is sender-controlled).
+const MAX_QUOTED_SOURCE_CHARS: usize = 64;
 
 /// Why a handler did not apply an event.
 #[derive(Debug, thiserror::Error)]
@@ -104,62 +115,6 @@ pub async fn first_delivery(
     Ok(result.rows_affected() == 1)
 }
 
-/// Connects to Redis with timeouts suited to blocking stream reads.
-pub async fn connect_redis(url: &str) -> anyhow::Result<MultiplexedConnection> {
-    let client = redis::Client::open(url)?;
-    let config = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(Duration::from_secs(2)))
-        .set_response_timeout(Some(Duration::from_secs(10)));
-    Ok(client
-        .get_multiplexed_async_connection_with_config(&config)
-        .await?)
-}
-
-/// How a consumer reads.
-#[derive(Clone, Debug)]
-pub struct ConsumerSettings {
-    /// Consumer group (one per subscribing service).
-    pub group: String,
-    /// This process's name inside the group.
-    pub consumer_name: String,
-    /// Streams read by the group.
-    pub streams: Vec<String>,
-    /// How long one XREADGROUP blocks.
-    pub block: Duration,
-    /// Pending entries idle this long are claimed from their (presumably dead) consumer.
-    pub reclaim_idle: Duration,
-    /// Deliveries after which an entry is dead-lettered.
-    pub max_deliveries: usize,
-    /// Entries per read.
-    pub batch: usize,
-    /// Acknowledge after handling. Only tests turn this off, to act as a consumer that dies
-    /// after its transaction committed but before `XACK`.
-    pub acknowledge: bool,
-}
-
-impl ConsumerSettings {
-    /// Defaults for `group` reading `streams`, with a unique consumer name.
-    pub fn new(group: &str, streams: Vec<String>) -> Self {
-        Self {
-            group: group.to_owned(),
-            consumer_name: format!("{group}-{}", Uuid::new_v4().simple()),
-            streams,
-            block: Duration::from_secs(2),
-            reclaim_idle: Duration::from_secs(30),
-            max_deliveries: 10,
-            batch: 64,
-            acknowledge: true,
-        }
-    }
-
-    /// Sets how long pending entries idle before reclaim and how long a read blocks.
-    pub fn with_timing(mut self, reclaim_idle: Duration, block: Duration) -> Self {
-        self.reclaim_idle = reclaim_idle;
-        self.block = block;
-        self
-    }
-}
-
 /// A consumer of one group over one or more streams.
 pub struct StreamConsumer<H> {
     redis_url: String,
@@ -195,6 +150,15 @@ impl<H: EventHandler> StreamConsumer<H> {
     }
 
     async fn session(&self, shutdown: &CancellationToken) -> anyhow::Result<()> {
+        // Fail closed: a stream without a known owner has no trusted source.
+        if let Some(stream) = self
+            .settings
+            .streams
+            .iter()
+            .find(|stream| streams::owner_of_stream(stream).is_none())
+        {
+            anyhow::bail!("{stream} is not a domain stream with a known owner; refusing to consume it");
+        }
         let mut redis = connect_redis(&self.redis_url).await?;
         for stream in &self.settings.streams {
             let created: redis::RedisResult<()> = redis
@@ -234,54 +198,6 @@ impl<H: EventHandler> StreamConsumer<H> {
         }
     }
 
-    /// Claims entries idle longer than `reclaim_idle`, dead-lettering those delivered too often.
-    /// Both go through `XCLAIM` first: when several consumers reclaim at once, only the one
-    /// whose claim succeeds (the claim resets the idle time) processes or dead-letters an entry.
-    async fn reclaim(&self, redis: &mut MultiplexedConnection) -> anyhow::Result<()> {
-        let min_idle = self.settings.reclaim_idle.as_millis() as usize;
-        for stream in &self.settings.streams {
-            let pending: StreamPendingCountReply = redis
-                .xpending_count(stream, &self.settings.group, "-", "+", self.settings.batch)
-                .await?;
-            let idle: Vec<_> = pending
-                .ids
-                .into_iter()
-                .filter(|entry| entry.last_delivered_ms >= min_idle)
-                .collect();
-            if idle.is_empty() {
-                continue;
-            }
-            let ids: Vec<&str> = idle.iter().map(|entry| entry.id.as_str()).collect();
-            let claimed: StreamClaimReply = redis
-                .xclaim(
-                    stream,
-                    &self.settings.group,
-                    &self.settings.consumer_name,
-                    min_idle,
-                    &ids,
-                )
-                .await?;
-            let exhausted = |id: &str| {
-                idle.iter()
-                    .any(|entry| entry.id == id && entry.times_delivered >= self.settings.max_deliveries)
-            };
-            let mut live = Vec::with_capacity(claimed.ids.len());
-            for entry in claimed.ids {
-                if exhausted(&entry.id) {
-                    let envelope = envelope_bytes(&entry);
-                    self.dead_letter(redis, stream, &entry.id, envelope, "too many deliveries")
-                        .await?;
-                } else {
-                    live.push(entry);
-                }
-            }
-            if !live.is_empty() {
-                self.process(redis, stream, live).await?;
-            }
-        }
-        Ok(())
-    }
-
     /// Decodes the entries of one read of `stream`, dead-letters the unusable ones, hands the
     /// rest to the handler as one batch and acknowledges the applied ones with one `XACK`.
     async fn process(
@@ -310,6 +226,11 @@ impl<H: EventHandler> StreamConsumer<H> {
             if Uuid::parse_str(&envelope.id).is_err() {
                 // Deduplication keys on the event id; an envelope without a valid one is unusable.
                 self.dead_letter(redis, stream, &entry.id, Some(bytes), "event id is not a UUID")
+                    .await?;
+                continue;
+            }
+            if let Some(reason) = untrusted_source(stream, &entry.id, &envelope) {
+                self.dead_letter(redis, stream, &entry.id, Some(bytes), &reason)
                     .await?;
                 continue;
             }
@@ -346,45 +267,26 @@ impl<H: EventHandler> StreamConsumer<H> {
         }
         self.acknowledge(redis, stream, &applied).await
     }
-
-    async fn acknowledge(
-        &self,
-        redis: &mut MultiplexedConnection,
-        stream: &str,
-        ids: &[&str],
-    ) -> anyhow::Result<()> {
-        if self.settings.acknowledge && !ids.is_empty() {
-            let _: i64 = redis.xack(stream, &self.settings.group, ids).await?;
-        }
-        Ok(())
-    }
-
-    async fn dead_letter(
-        &self,
-        redis: &mut MultiplexedConnection,
-        stream: &str,
-        id: &str,
-        envelope: Option<Vec<u8>>,
-        reason: &str,
-    ) -> anyhow::Result<()> {
-        tracing::error!(stream, id, reason, group = %self.settings.group, "event moved to dead letter");
-        let dead = streams::dead_letter_stream(stream);
-        let mut fields: Vec<(&str, Vec<u8>)> = vec![
-            ("original_id", id.as_bytes().to_vec()),
-            ("group", self.settings.group.as_bytes().to_vec()),
-            ("reason", reason.as_bytes().to_vec()),
-        ];
-        if let Some(envelope) = envelope {
-            fields.push((streams::ENVELOPE_FIELD, envelope));
-        }
-        let _: String = redis.xadd(&dead, "*", &fields).await?;
-        self.acknowledge(redis, stream, &[id]).await
-    }
 }
 
-fn envelope_bytes(entry: &StreamId) -> Option<Vec<u8>> {
-    match entry.map.get(streams::ENVELOPE_FIELD)? {
-        redis::Value::BulkString(bytes) => Some(bytes.clone()),
-        _ => None,
+/// Why an envelope read from `stream` is not trusted, when its `source` is not the service that
+/// owns the stream; logs a warning naming the stream, the entry and the claimed source.
+fn untrusted_source(stream: &str, entry_id: &str, envelope: &EventEnvelope) -> Option<String> {
+    let owner = streams::owner_of_stream(stream)?;
+    if envelope.source == owner {
+        return None;
     }
+    let claimed: String = envelope.source.chars().take(MAX_QUOTED_SOURCE_CHARS).collect();
+    tracing::warn!(
+        stream,
+        entry.id = entry_id,
+        claimed_source = %claimed,
+        owner,
+        event.id = %envelope.id,
+        event.type = %envelope.r#type,
+        "event claims a source that does not own the stream; dead-lettering it unapplied"
+    );
+    Some(format!(
+        "source {claimed:?} does not own the stream (owner {owner})"
+    ))
 }
