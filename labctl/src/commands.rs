@@ -1,6 +1,7 @@
 //! Execution of labctl commands: each asks the identity API for a staff token addressed to the
 //! one service it calls with the one role it needs, then makes its call.
 
+use crate::client::{identity, request, staff_token, status_error, timestamp};
 use crate::{
     CatalogCommand, Cli, Command, Connection, CustomersCommand, KeysCommand, PaymentsCommand, TokensCommand,
     WebhooksCommand,
@@ -9,7 +10,6 @@ use anyhow::Context;
 use platform::mesh;
 use platform::principal::roles;
 use proto::catalog::catalog_service_client::CatalogServiceClient;
-use proto::identity::identity_service_client::IdentityServiceClient;
 use proto::payments::payments_service_client::PaymentsServiceClient;
 use proto::webhooks::webhooks_service_client::WebhooksServiceClient;
 use serde_json::{Value, json};
@@ -46,29 +46,6 @@ pub async fn execute(cli: Cli) -> anyhow::Result<Value> {
     }
 }
 
-/// Exchanges the operator's credential for a staff token for `audience` carrying `role`.
-pub(crate) async fn staff_token(
-    connection: &Connection,
-    audience: &str,
-    role: &str,
-) -> anyhow::Result<String> {
-    anyhow::ensure!(
-        !connection.credential.trim().is_empty(),
-        "no operator credential: set LABCTL_CREDENTIAL (or --credential) to your lab_op_… credential"
-    );
-    let message = proto::identity::IssueStaffTokenRequest {
-        credential: connection.credential.trim().to_owned(),
-        audience: audience.to_owned(),
-        roles: vec![role.to_owned()],
-    };
-    let response = identity(connection)
-        .await?
-        .issue_staff_token(tonic::Request::new(message))
-        .await
-        .map_err(status_error)?;
-    Ok(response.into_inner().token)
-}
-
 /// Generates a signing key (local; nothing is sent anywhere).
 fn tokens(command: TokensCommand) -> Value {
     let TokensCommand::GenerateKey { issuer, kid } = command;
@@ -77,34 +54,6 @@ fn tokens(command: TokensCommand) -> Value {
     let private: Value =
         serde_json::from_str(secrecy::ExposeSecret::expose_secret(&private)).unwrap_or_default();
     json!({ "signingKey": private, "trustedKey": key.public_jwk(&issuer) })
-}
-
-pub(crate) fn request<T>(message: T, token: &str) -> tonic::Request<T> {
-    platform::grpc::outgoing(message, token)
-}
-
-pub(crate) fn status_error(status: tonic::Status) -> anyhow::Error {
-    let error = platform::error::ApiError::from_status(&status);
-    anyhow::anyhow!("{}: {}", error.code.as_str(), error.message)
-}
-
-pub(crate) async fn identity(
-    connection: &Connection,
-) -> anyhow::Result<IdentityServiceClient<tonic::transport::Channel>> {
-    IdentityServiceClient::connect(connection.identity_addr.clone())
-        .await
-        .with_context(|| {
-            format!(
-                "cannot reach the gateway's identity API at {}",
-                connection.identity_addr
-            )
-        })
-}
-
-pub(crate) fn timestamp(value: Option<&prost_types::Timestamp>) -> Value {
-    platform::time::timestamp_rfc3339(value)
-        .map(Value::String)
-        .unwrap_or(Value::Null)
 }
 
 fn customer_json(customer: &proto::identity::Customer) -> Value {

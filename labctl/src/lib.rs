@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+mod client;
 mod commands;
 mod operators;
 

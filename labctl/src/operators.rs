@@ -2,7 +2,7 @@
 
 use crate::Connection;
 use crate::OperatorsCommand;
-use crate::commands::{identity, request, status_error, timestamp};
+use crate::client::{identity, request, status_error, timestamp};
 use anyhow::Context;
 use serde_json::{Value, json};
 
