@@ -68,12 +68,14 @@ async fn the_relay_pauses_at_the_stream_cap_and_publishes_the_waiting_rows_once_
     .with_caps(caps);
     let token = CancellationToken::new();
     let relay = tokio::spawn(relay.run(token.clone()));
+    // The relay marks rows published after its XADD: wait for both before watching them hold.
     wait_for(
-        "the stream filled to its cap",
+        "the stream filled to its cap with three rows waiting",
         Duration::from_secs(10),
         || async {
             let mut redis = redis_connection().await;
-            (stream_ids(&mut redis, &stream).await.len() == 5).then_some(())
+            let full = stream_ids(&mut redis, &stream).await.len() == 5;
+            (full && unpublished(&pool).await == 3).then_some(())
         },
     )
     .await;
