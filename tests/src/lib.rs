@@ -15,6 +15,9 @@ pub struct Sandbox {
     pub database_url: String,
     pub redis_url: String,
     pub stream_prefix: String,
+    /// The operator credential labctl uses (the development operator unless the sandbox runs
+    /// outside development mode).
+    pub credential: String,
 }
 
 /// A customer with one API key.
@@ -55,8 +58,55 @@ impl Sandbox {
         Self::start_with(|_| {}).await
     }
 
+    /// Starts a mesh as a deployment runs it, outside development mode: a signing key of its own
+    /// for the gateway and orders-svc, a trust set of their public keys, a real pepper and
+    /// sealing key, and a first operator registered with `gateway bootstrap-operator`.
+    pub async fn start_outside_development_mode() -> Self {
+        use platform::tokens::SigningKey;
+        let (gateway_key, gateway_private) = SigningKey::generate("gateway-test-1");
+        let (orders_key, orders_private) = SigningKey::generate("orders-svc-test-1");
+        let trusted = serde_json::json!({
+            "keys": [gateway_key.public_jwk("gateway"), orders_key.public_jwk("orders-svc")]
+        })
+        .to_string();
+        let sealing: [u8; 32] = rand::random();
+        let keyring = format!(
+            "prod1:{}",
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, sealing)
+        );
+        Self::start_configured(
+            |settings| {
+                for common in [
+                    &mut settings.gateway.common,
+                    &mut settings.catalog.common,
+                    &mut settings.orders.common,
+                    &mut settings.payments.common,
+                    &mut settings.shipping.common,
+                    &mut settings.results.common,
+                    &mut settings.webhooks.common,
+                ] {
+                    common.dev_mode = false;
+                    common.token_trusted_keys = Some(trusted.clone());
+                }
+                settings.gateway.common.token_signing_key = Some(gateway_private);
+                settings.orders.common.token_signing_key = Some(orders_private);
+                settings.gateway.api_key_pepper = "a-pepper-of-this-test-deployment".to_owned().into();
+                settings.webhooks.secret_keys =
+                    webhooks_svc::keyring::Keyring::parse(&keyring).expect("a keyring");
+            },
+            true,
+        )
+        .await
+    }
+
     /// Starts a mesh after `adjust` changed its settings, and imports the shipped catalog.
     pub async fn start_with(adjust: impl FnOnce(&mut MeshSettings)) -> Self {
+        Self::start_configured(adjust, false).await
+    }
+
+    /// Starts a mesh after `adjust`; with `bootstrap` (outside development mode) it registers the
+    /// first operator before the mesh starts and labctl acts as them.
+    async fn start_configured(adjust: impl FnOnce(&mut MeshSettings), bootstrap: bool) -> Self {
         // Installs the trace-context propagator and tracing layers, as labd's main does, so trace
         // context flows through the sandbox exactly as in a deployment. Later calls are no-ops.
         std::mem::forget(platform::telemetry::init_for_tests("sandbox"));
@@ -65,6 +115,13 @@ impl Sandbox {
         let stream_prefix = platform::testing::unique_stream_prefix();
         let mut settings = MeshSettings::sandbox(&database_url, &redis_url, &stream_prefix);
         adjust(&mut settings);
+        let mut credential = gateway::domain::operator::DEV_OPERATOR_CREDENTIAL.to_owned();
+        if bootstrap {
+            let all = ["all".to_owned()];
+            credential = gateway::bootstrap_operator(&settings.gateway, "root", &all)
+                .await
+                .expect("the first operator registers");
+        }
         let mesh = labd::start(settings).await.expect("the mesh starts");
         let base_url = format!("http://{}", mesh.http_addr);
         let http = reqwest::Client::builder()
@@ -78,6 +135,7 @@ impl Sandbox {
             database_url,
             redis_url,
             stream_prefix,
+            credential,
         };
         sandbox
             .labctl(&["catalog", "import", &catalog_document()])
@@ -102,11 +160,10 @@ impl Sandbox {
         .await;
     }
 
-    /// Runs a labctl command against this mesh as the development operator (every role) and
+    /// Runs a labctl command against this mesh as the sandbox's operator (every role) and
     /// returns its JSON result.
     pub async fn labctl(&self, args: &[&str]) -> anyhow::Result<Value> {
-        self.labctl_as(gateway::domain::operator::DEV_OPERATOR_CREDENTIAL, args)
-            .await
+        self.labctl_as(&self.credential, args).await
     }
 
     /// Runs a labctl command as the operator whose credential is `credential`.

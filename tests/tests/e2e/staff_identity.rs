@@ -78,3 +78,71 @@ async fn an_operator_without_payments_admin_cannot_record_a_payment_and_the_reco
         "{escalation}"
     );
 }
+
+#[tokio::test]
+async fn a_mesh_outside_development_mode_runs_the_order_flow_on_its_own_keys_and_refuses_development_ones() {
+    let sandbox = Sandbox::start_outside_development_mode().await;
+    let agent = sandbox.customer("Production Labs", "all").await;
+    let quote = quote(&sandbox, &agent, &["BPC-157"]).await;
+    let placed = place_order(
+        &sandbox,
+        &agent,
+        &order_body(quote["id"].as_str().unwrap()),
+        "prod-order-1",
+    )
+    .await;
+    assert_eq!(placed.status, 201, "{:?}", placed.body);
+    let invoice = placed.body["data"]["order"]["payment"]["invoiceNumber"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let total = placed.body["data"]["order"]["totalCents"]
+        .as_i64()
+        .unwrap()
+        .to_string();
+    let recorded = sandbox
+        .labctl(&[
+            "payments",
+            "record",
+            "--invoice",
+            &invoice,
+            "--amount-cents",
+            &total,
+            "--bank-reference",
+            "PROD-1",
+        ])
+        .await
+        .unwrap();
+    assert_eq!(recorded["recordedBy"], "root");
+
+    // The published development operator and development-signed tokens get nowhere here.
+    let development = sandbox
+        .labctl_as(
+            gateway::domain::operator::DEV_OPERATOR_CREDENTIAL,
+            &["customers", "list"],
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        development.to_string().contains("unauthenticated"),
+        "{development}"
+    );
+    let forged =
+        platform::tokens::testing::DevTokens::new("payments-svc").staff("mallory", &["payments.admin"]);
+    let mut payments = proto::payments::payments_service_client::PaymentsServiceClient::connect(
+        sandbox.mesh.payments_uri.clone(),
+    )
+    .await
+    .unwrap();
+    let request = platform::grpc::outgoing(
+        proto::payments::RecordBankPaymentRequest {
+            invoice_reference: invoice,
+            amount_cents: 1,
+            bank_reference: "FORGED-1".into(),
+            received_at: None,
+        },
+        &forged,
+    );
+    let refused = payments.record_bank_payment(request).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+}
