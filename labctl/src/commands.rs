@@ -21,6 +21,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<Value> {
         Command::Catalog(command) => catalog(connection, &token, command).await,
         Command::Payments(command) => payments(connection, &token, command).await,
         Command::Webhooks(command) => webhooks(connection, &token, command).await,
+        Command::Health => crate::health::health(connection, &token).await,
     }
 }
 
@@ -37,11 +38,11 @@ fn staff_token(connection: &Connection) -> String {
     })
 }
 
-fn request<T>(message: T, token: &str) -> tonic::Request<T> {
+pub(crate) fn request<T>(message: T, token: &str) -> tonic::Request<T> {
     platform::grpc::outgoing(message, token)
 }
 
-fn status_error(status: tonic::Status) -> anyhow::Error {
+pub(crate) fn status_error(status: tonic::Status) -> anyhow::Error {
     let error = platform::error::ApiError::from_status(&status);
     anyhow::anyhow!("{}: {}", error.code.as_str(), error.message)
 }

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod commands;
+mod health;
 
 pub use commands::execute;
 
@@ -86,6 +87,8 @@ pub enum Command {
     /// Webhook deliveries.
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
+    /// The gateway's database and Redis and every peer service's health, as the gateway sees them.
+    Health,
 }
 
 #[derive(Debug, Subcommand)]

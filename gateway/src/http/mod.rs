@@ -1,6 +1,7 @@
-//! The REST application: routes grouped per domain and merged here, the auth guard as a route
-//! layer on the agent area, the request-id and trace layers around everything, enveloped 404
-//! and 405 fallbacks, readiness and the OpenAPI document.
+//! The REST application: routes grouped per domain and merged here, the front door (limits and
+//! authentication, [`auth`]) around every route and the 404 / 405 fallbacks, the request-id,
+//! trace, concurrency-limit and time-limit layers around everything, readiness and the OpenAPI
+//! document.
 
 pub mod auth;
 pub mod billing;
@@ -17,16 +18,18 @@ pub mod webhooks;
 use crate::authenticator::Authenticator;
 use crate::operations::Replayable;
 use crate::peers::Peers;
+use axum::error_handling::HandleErrorLayer;
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use http::{HeaderValue, StatusCode};
 use platform::principal::TokenKeys;
-use rate_limit::RateLimiter;
 use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceBuilder;
+use tower::limit::GlobalConcurrencyLimitLayer;
+use tower::load_shed::LoadShedLayer;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::{DefaultOnFailure, DefaultOnResponse, TraceLayer};
 use utoipa_axum::router::OpenApiRouter;
@@ -38,10 +41,12 @@ pub struct AppState {
     pub peers: Peers,
     pub authenticator: Authenticator,
     pub token_keys: Arc<TokenKeys>,
-    pub rate_limiter: RateLimiter,
-    pub pool: sqlx::PgPool,
-    pub redis: redis::Client,
-    pub peer_health_timeout: Duration,
+    pub front_door: Arc<auth::FrontDoor>,
+    pub readiness: Arc<ready::Readiness>,
+    /// Longest time a request may take (504 `timeout` beyond).
+    pub request_timeout: Duration,
+    /// Requests in flight at once (503 `overloaded` beyond).
+    pub max_concurrent_requests: usize,
 }
 
 /// Response header set when the answer is the stored result of an earlier identical request.
@@ -87,7 +92,6 @@ pub fn app(state: AppState) -> Router {
             .to_json()
             .unwrap_or_else(|error| format!("{{\"error\":\"{error}\"}}")),
     );
-    let agent = agent.route_layer(from_fn_with_state(state.clone(), auth::guard));
     let openapi_json = move || {
         let document = Arc::clone(&document);
         async move {
@@ -109,13 +113,19 @@ pub fn app(state: AppState) -> Router {
                 // Internal errors are logged with their cause where they arise; a 503 is a warning.
                 .on_failure(DefaultOnFailure::new().level(tracing::Level::WARN)),
         )
-        .layer(CatchPanicLayer::custom(error::panic_response));
+        .layer(CatchPanicLayer::custom(error::panic_response))
+        .layer(HandleErrorLayer::new(layers::overloaded))
+        .layer(LoadShedLayer::new())
+        .layer(GlobalConcurrencyLimitLayer::new(state.max_concurrent_requests))
+        .layer(from_fn_with_state(state.request_timeout, layers::time_limit));
     Router::new()
         .nest(auth::AGENT_PREFIX, agent)
         .route("/api/ready", get(ready::ready))
         .route("/api/v1/openapi.json", get(openapi_json))
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
+        // Around the fallbacks too: an anonymous caller meets 401 before it learns what exists.
+        .layer(from_fn_with_state(state.clone(), auth::guard))
         .layer(layers)
         .with_state(state)
 }
