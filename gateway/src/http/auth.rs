@@ -71,7 +71,11 @@ pub async fn guard(
             "too many requests from this address",
         );
     }
-    let target = target(request.method(), matched.as_ref().map(MatchedPath::as_str));
+    let target = target(
+        request.method(),
+        matched.as_ref().map(MatchedPath::as_str),
+        request.uri().path(),
+    );
     let required = match target {
         Target::Public => return next.run(request).await,
         Target::Operation(required) => Some(required),
@@ -131,9 +135,15 @@ fn client_of(state: &AppState, request: &Request) -> IpAddr {
     state.front_door.trusted_proxies.client(peer, request.headers())
 }
 
-fn target(method: &Method, matched: Option<&str>) -> Target {
+/// What `method` on the route `matched` (none: the fallback) at `path` asks for. A public
+/// operation of the scope table that is not routed yet stays public (its answer is a 404).
+fn target(method: &Method, matched: Option<&str>, path: &str) -> Target {
     let Some(template) = matched else {
-        return Target::Unknown;
+        let public = path
+            .strip_prefix(AGENT_PREFIX)
+            .and_then(|relative| scopes::operation(method, relative))
+            .is_some_and(|operation| operation.access == Access::Public);
+        return if public { Target::Public } else { Target::Unknown };
     };
     if PUBLIC_PATHS.contains(&template) {
         return Target::Public;

@@ -73,6 +73,15 @@ pub fn request_span(request: &Request) -> tracing::Span {
     span
 }
 
+/// Drops the `Allow` header axum adds on known paths unless the answer is a 405, so that a
+/// refusal (401) does not reveal which methods a path has.
+pub async fn allow_only_on_405(mut response: Response) -> Response {
+    if response.status() != http::StatusCode::METHOD_NOT_ALLOWED {
+        response.headers_mut().remove(http::header::ALLOW);
+    }
+    response
+}
+
 /// Answers a request that exceeds the time limit with 504 `timeout` (the work it started is
 /// abandoned; an idempotent retry with the same key is safe).
 pub async fn time_limit(State(limit): State<Duration>, request: Request, next: Next) -> Response {

@@ -118,7 +118,7 @@ pub fn app(state: AppState) -> Router {
         .layer(LoadShedLayer::new())
         .layer(GlobalConcurrencyLimitLayer::new(state.max_concurrent_requests))
         .layer(from_fn_with_state(state.request_timeout, layers::time_limit));
-    Router::new()
+    let routed = Router::new()
         .nest(auth::AGENT_PREFIX, agent)
         .route("/api/ready", get(ready::ready))
         .route("/api/v1/openapi.json", get(openapi_json))
@@ -127,7 +127,12 @@ pub fn app(state: AppState) -> Router {
         // Around the fallbacks too: an anonymous caller meets 401 before it learns what exists.
         .layer(from_fn_with_state(state.clone(), auth::guard))
         .layer(layers)
-        .with_state(state)
+        .with_state(state);
+    // axum adds `Allow` to every answer of a known path called with another method, even a 401:
+    // only a 405 (authenticated callers) keeps it.
+    Router::new()
+        .fallback_service(routed)
+        .layer(axum::middleware::map_response(layers::allow_only_on_405))
 }
 
 #[cfg(test)]
