@@ -137,6 +137,13 @@ impl Application {
         })
     }
 
+    /// The state the REST application is built from (the front-door benchmark builds its two
+    /// variants of the router from it).
+    #[doc(hidden)]
+    pub fn state(&self) -> AppState {
+        self.state.clone()
+    }
+
     /// The key authenticator (its lookup counter and cache sizes are what tests observe).
     pub fn authenticator(&self) -> Authenticator {
         self.state.authenticator.clone()

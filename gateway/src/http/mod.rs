@@ -19,17 +19,20 @@ use crate::authenticator::Authenticator;
 use crate::operations::Replayable;
 use crate::peers::Peers;
 use axum::error_handling::HandleErrorLayer;
+use axum::extract::Request;
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{Route, get};
 use axum::{Json, Router};
 use http::{HeaderValue, StatusCode};
 use platform::principal::TokenKeys;
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceBuilder;
 use tower::limit::GlobalConcurrencyLimitLayer;
 use tower::load_shed::LoadShedLayer;
+use tower::util::BoxCloneSyncServiceLayer;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::{DefaultOnFailure, DefaultOnResponse, TraceLayer};
 use utoipa_axum::router::OpenApiRouter;
@@ -84,8 +87,25 @@ pub fn agent_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     (router, openapi::finish(document))
 }
 
+/// The layer in the place of the front door (see [`app_without_front_door_for_benchmarks`]).
+type FrontDoorLayer = BoxCloneSyncServiceLayer<Route, Request, Response, Infallible>;
+
 /// Builds the REST application.
 pub fn app(state: AppState) -> Router {
+    let guard = BoxCloneSyncServiceLayer::new(from_fn_with_state(state.clone(), auth::guard));
+    assemble(state, guard)
+}
+
+/// The same application with neither authentication nor limits: every request acts as
+/// `caller`. Only the front-door benchmark (`examples/front_door_bench.rs`) uses it, to measure
+/// what the front door costs; no setting leads here.
+#[doc(hidden)]
+pub fn app_without_front_door_for_benchmarks(state: AppState, caller: crate::caller::Caller) -> Router {
+    let fixed = BoxCloneSyncServiceLayer::new(from_fn_with_state(caller, auth::fixed_caller));
+    assemble(state, fixed)
+}
+
+fn assemble(state: AppState, front_door: FrontDoorLayer) -> Router {
     let (agent, document) = agent_routes();
     let document = Arc::new(
         document
@@ -125,7 +145,7 @@ pub fn app(state: AppState) -> Router {
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         // Around the fallbacks too: an anonymous caller meets 401 before it learns what exists.
-        .layer(from_fn_with_state(state.clone(), auth::guard))
+        .layer(front_door)
         .layer(layers)
         .with_state(state);
     // axum adds `Allow` to every answer of a known path called with another method, even a 401:
