@@ -1,7 +1,7 @@
 //! Front-door benchmark: what authentication and the shared per-key rate limiter cost.
 //!
 //! ```sh
-//! cargo run --release -p gateway --example front_door_bench [-- --iterations 200000 --seconds 3]
+//! cargo run --release -p gateway --example front_door_bench [-- --iterations 200000 --seconds 3 --rounds 3]
 //! ```
 //!
 //! Uses the PostgreSQL and Redis of the tests (`TEST_DATABASE_URL`, `TEST_REDIS_URL`; a fresh
@@ -50,6 +50,7 @@ fn main() -> anyhow::Result<()> {
     };
     let iterations = option("--iterations", 200_000);
     let seconds = option("--seconds", 3);
+    let rounds = option("--rounds", 3);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let (setup, key) = runtime.block_on(setup())?;
     let database_url = setup.database_url.clone();
@@ -58,7 +59,7 @@ fn main() -> anyhow::Result<()> {
         .join()
         .map_err(|_| anyhow::anyhow!("the CPU benchmark panicked"))??;
     println!("{cpu}");
-    let throughput = runtime.block_on(throughput(setup, seconds))?;
+    let throughput = runtime.block_on(throughput(setup, seconds, rounds))?;
     println!("{throughput}");
     Ok(())
 }
@@ -218,7 +219,7 @@ where
 }
 
 /// Part 2: the same route with the front door on and off, rounds alternating.
-async fn throughput(setup: Setup, seconds: u64) -> anyhow::Result<String> {
+async fn throughput(setup: Setup, seconds: u64, rounds: u64) -> anyhow::Result<String> {
     let state = setup.application.state();
     let guarded = serve(gateway::app(state.clone())).await?;
     let open = serve(gateway::http::app_without_front_door_for_benchmarks(
@@ -229,16 +230,18 @@ async fn throughput(setup: Setup, seconds: u64) -> anyhow::Result<String> {
     let client = reqwest::Client::builder().pool_max_idle_per_host(16).build()?;
     let round = Duration::from_secs(seconds);
     let mut totals = [0_u64; 2];
-    for variant in [0, 1, 0, 1] {
-        // Warm-up of each variant's connections happens in its first round's first requests.
-        let base = if variant == 0 { guarded } else { open };
-        totals[variant] += load(&client, base, &setup.plaintext, round).await?;
+    // A short warm-up of both, then rounds alternating on, off, on, off, …
+    load(&client, guarded, &setup.plaintext, Duration::from_millis(500)).await?;
+    load(&client, open, &setup.plaintext, Duration::from_millis(500)).await?;
+    for _ in 0..rounds {
+        totals[0] += load(&client, guarded, &setup.plaintext, round).await?;
+        totals[1] += load(&client, open, &setup.plaintext, round).await?;
     }
     drop(setup.application);
-    let rate = |count: u64| count as f64 / (2.0 * round.as_secs_f64());
+    let rate = |count: u64| count as f64 / (rounds as f64 * round.as_secs_f64());
     let (on, off) = (rate(totals[0]), rate(totals[1]));
     Ok(format!(
-        "| GET /orders/{{reference}} through the router, 16 connections, front door on | {on:.0} requests/s |\n\
+        "| GET /orders/{{reference}} through the router, 16 connections, front door on ({rounds} × {seconds} s) | {on:.0} requests/s |\n\
          | … the same with the front door off | {off:.0} requests/s |\n\
          | … throughput cost of the front door | {:.1} % |",
         (1.0 - on / off) * 100.0

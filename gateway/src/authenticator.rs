@@ -3,8 +3,9 @@
 //! verifier in constant time, and returns the key's record with the principal that services
 //! receive. Records `last_used_at` at most once a minute per key, off the request path.
 //!
-//! The key store is protected from floods of made-up keys: a miss is a key-store lookup charged
-//! to the client's address (`key-lookups` limit, refused with 429 before the store is asked),
+//! The key store is protected from floods of made-up keys: a lookup of a public id the cache does
+//! not know is charged to the client's address (`key-lookups` limit, refused with 429 before the
+//! store is asked; refreshing a known key's expired entry is not charged),
 //! lookups in flight are capped at half the database pool, and unknown public ids are
 //! remembered in the bounded negative cache.
 
@@ -111,8 +112,12 @@ impl Authenticator {
         let record = match self.inner.cache.get(&presented.public_id) {
             Cached::Known(record) => record,
             Cached::Unknown => return Err(AuthError::Refused(Refusal::Invalid)),
+            Cached::Stale => self
+                .lookup(&presented.public_id, None)
+                .await?
+                .ok_or(AuthError::Refused(Refusal::Invalid))?,
             Cached::Miss => self
-                .lookup(&presented.public_id, client)
+                .lookup(&presented.public_id, Some(client))
                 .await?
                 .ok_or(AuthError::Refused(Refusal::Invalid))?,
         };
@@ -148,10 +153,17 @@ impl Authenticator {
         self.inner.cache.clear();
     }
 
-    async fn lookup(&self, public_id: &str, client: IpAddr) -> Result<Option<Arc<KeyRecord>>, AuthError> {
-        let budget = self.inner.lookup_budget.check(limit_key(client));
-        if !budget.is_allowed() {
-            return Err(AuthError::Limited(budget));
+    /// Reads a key from the store; a lookup for an unknown public id is charged to `charged_to`.
+    async fn lookup(
+        &self,
+        public_id: &str,
+        charged_to: Option<IpAddr>,
+    ) -> Result<Option<Arc<KeyRecord>>, AuthError> {
+        if let Some(client) = charged_to {
+            let budget = self.inner.lookup_budget.check(limit_key(client));
+            if !budget.is_allowed() {
+                return Err(AuthError::Limited(budget));
+            }
         }
         let slot = tokio::time::timeout(LOOKUP_SLOT_WAIT, self.inner.lookup_slots.acquire())
             .await

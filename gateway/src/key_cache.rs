@@ -29,7 +29,10 @@ pub enum Cached {
     Known(Arc<KeyRecord>),
     /// No key has this public id (as of a recent lookup).
     Unknown,
-    /// Not in the cache, or too old: read the key store.
+    /// A known key whose entry is older than the TTL: read the key store again (not charged to
+    /// the client's lookup budget: only a real key's holder can cause it, once per TTL).
+    Stale,
+    /// Not in the cache: read the key store.
     Miss,
 }
 
@@ -69,10 +72,11 @@ impl KeyCache {
     pub fn get(&self, public_id: &str) -> Cached {
         let now = Instant::now();
         let mut entries = self.lock();
-        if let Some((fetched_at, record)) = entries.known.get(public_id)
-            && now.duration_since(*fetched_at) < self.ttl
-        {
-            return Cached::Known(Arc::clone(record));
+        if let Some((fetched_at, record)) = entries.known.get(public_id) {
+            if now.duration_since(*fetched_at) < self.ttl {
+                return Cached::Known(Arc::clone(record));
+            }
+            return Cached::Stale;
         }
         if let Some(fetched_at) = entries.unknown.get(public_id)
             && now.duration_since(*fetched_at) < self.ttl
@@ -191,7 +195,7 @@ mod tests {
         let cache = KeyCache::new(Duration::ZERO, 10, 10);
         cache.store("k", Some(record()), cache.epoch());
         cache.store("u", None, cache.epoch());
-        assert!(matches!(cache.get("k"), Cached::Miss));
+        assert!(matches!(cache.get("k"), Cached::Stale));
         assert!(matches!(cache.get("u"), Cached::Miss));
     }
 }

@@ -243,3 +243,26 @@ async fn answers_carry_the_keys_rate_limit_and_a_429_says_when_to_retry() {
     assert_eq!(body["error"]["details"]["policy"], "per-key");
     assert_eq!(body["error"]["details"]["retryAfterSeconds"], 1);
 }
+
+#[tokio::test]
+async fn refreshing_a_known_keys_expired_cache_entry_is_not_charged_to_the_lookup_budget() {
+    let app = spawn_app_with(|settings| {
+        settings.key_cache_ttl = Duration::from_millis(100);
+        settings.front_door.key_lookups_per_address = RateLimitSettings {
+            per_second: 1,
+            burst: 1,
+        };
+    })
+    .await;
+    let customer = app.keyed_customer(&["orders:read"]).await;
+    json_with_status(app.get("/orders", &customer.plaintext).await, 200).await;
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        json_with_status(app.get("/orders", &customer.plaintext).await, 200).await;
+    }
+    assert_eq!(app.authenticator.lookups(), 4);
+    // A public id the gateway does not know is charged: the budget (1) is spent.
+    let refused = app.get("/orders", &random_key()).await;
+    assert_eq!(refused.headers()["ratelimit-policy"], "\"key-lookups\";q=1;w=1");
+    error_envelope(refused, 429, "rate_limited").await;
+}

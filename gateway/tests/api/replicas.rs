@@ -1,5 +1,6 @@
 //! Several gateway replicas on one database and Redis: one per-key limit between them, and a
-//! revocation that every replica honours within a second.
+//! revocation that every replica honours within a second; without Redis, each replica limits a
+//! key on its own (fail open to the per-process limit).
 
 use crate::helpers::{TestApp, error_envelope, json_with_status, spawn_app, spawn_app_with};
 use gateway::RateLimitSettings;
@@ -76,5 +77,33 @@ async fn a_revoked_key_stops_working_on_every_replica_within_a_second() {
         revoked_at.elapsed() < Duration::from_secs(1),
         "took {:?}",
         revoked_at.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn without_redis_each_replica_limits_a_key_on_its_own_and_keeps_serving() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let app = spawn_app_with(|settings| {
+        settings.common.redis_url = format!("redis://{closed}");
+        settings.rate_limit = RateLimitSettings {
+            per_second: 1,
+            burst: 2,
+        };
+    })
+    .await;
+    let customer = app.keyed_customer(&["orders:read"]).await;
+    let started = Instant::now();
+    json_with_status(app.get("/orders", &customer.plaintext).await, 200).await;
+    json_with_status(app.get("/orders", &customer.plaintext).await, 200).await;
+    let refused = app.get("/orders", &customer.plaintext).await;
+    assert_eq!(refused.headers()["ratelimit-policy"], "\"per-key\";q=2;w=2");
+    error_envelope(refused, 429, "rate_limited").await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
     );
 }
