@@ -235,7 +235,11 @@ mod tests {
             assert!(names.insert(code.as_str()), "duplicate code {}", code.as_str());
             let server_side = matches!(
                 code,
-                ErrorCode::Internal | ErrorCode::ServiceUnavailable | ErrorCode::CatalogUnavailable
+                ErrorCode::Internal
+                    | ErrorCode::ServiceUnavailable
+                    | ErrorCode::CatalogUnavailable
+                    | ErrorCode::Overloaded
+                    | ErrorCode::Timeout
             );
             assert_eq!(code.http_status() >= 500, server_side, "{}", code.as_str());
         }
