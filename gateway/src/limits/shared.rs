@@ -2,8 +2,9 @@
 //! which each replica *leases* small batches of tokens and spends them locally.
 //!
 //! * Request path: a mutex and a counter while the replica holds tokens of the key; a Redis
-//!   round trip (one `EVAL`, Redis's own clock) only when its lease is used up or expired, one
-//!   at a time per key (the other requests of that key wait for it).
+//!   round trip (one `EVAL` under `<prefix>:gateway:ratelimit:<key id>`, on Redis's own clock
+//!   when the ACL allows `TIME`, else the replicas' clocks) only when its lease is used up or
+//!   expired, one at a time per key (the other requests of that key wait for it).
 //! * Lease size: what the replica spent of the key in the last [`LEASE_LIFETIME`], between 1 and
 //!   a quarter of the burst; a lease expires after [`LEASE_LIFETIME`] and unused tokens are
 //!   dropped. So, while Redis answers, the replicas together never admit more than the GCRA
@@ -34,11 +35,17 @@ pub const REDIS_RETRY_AFTER: Duration = Duration::from_secs(1);
 const KEY_CAPACITY: usize = 100_000;
 
 /// Leases up to ARGV[3] tokens of the bucket KEYS[1] (theoretical arrival time in µs of Redis's
-/// clock) with emission interval ARGV[1] µs and tolerance ARGV[2] µs. Returns {granted,
-/// remaining after the grant, µs until full} or {0, µs until one token, µs until full}.
+/// clock, or of the caller's clock ARGV[4] when the Redis user may not run `TIME`) with emission
+/// interval ARGV[1] µs and tolerance ARGV[2] µs. Returns {granted, remaining after the grant, µs
+/// until full} or {0, µs until one token, µs until full}.
 const LEASE_SCRIPT: &str = r"
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+local clock = redis.pcall('TIME')
+local now
+if type(clock) == 'table' and clock[1] then
+  now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+else
+  now = tonumber(ARGV[4])
+end
 local interval = tonumber(ARGV[1])
 local tolerance = tonumber(ARGV[2])
 local wanted = tonumber(ARGV[3])
@@ -120,7 +127,8 @@ pub struct SharedLimiter {
 struct Inner {
     policy: Policy,
     redis: redis::aio::ConnectionManager,
-    /// Redis key prefix: `<stream prefix>:ratelimit:`.
+    /// Redis key prefix: `<stream prefix>:gateway:ratelimit:` (the gateway's Redis user may touch
+    /// only `<stream prefix>:gateway:*`).
     prefix: String,
     keys: Mutex<LruCache<Uuid, KeyState>>,
     /// Used while Redis is unavailable.
@@ -131,14 +139,14 @@ struct Inner {
 }
 
 impl SharedLimiter {
-    /// A limiter with `policy`, keeping its buckets in Redis under `<stream_prefix>:ratelimit:`.
+    /// A limiter with `policy`, keeping its buckets in Redis under `<stream_prefix>:gateway:ratelimit:`.
     pub fn new(policy: Policy, redis: redis::aio::ConnectionManager, stream_prefix: &str) -> Self {
         let fallback = LocalLimiter::new(policy.clone(), KEY_CAPACITY);
         Self {
             inner: Arc::new(Inner {
                 policy,
                 redis,
-                prefix: format!("{stream_prefix}:ratelimit:"),
+                prefix: format!("{stream_prefix}:gateway:ratelimit:"),
                 keys: Mutex::new(LruCache::new(KEY_CAPACITY)),
                 fallback,
                 degraded_until: Mutex::new(None),
@@ -243,6 +251,9 @@ impl SharedLimiter {
     async fn ask_redis(&self, key: Uuid, wanted: u32) -> Lease {
         self.inner.redis_calls.fetch_add(1, Ordering::Relaxed);
         let micros = |duration: Duration| u64::try_from(duration.as_micros()).unwrap_or(u64::MAX).max(1);
+        let wall_clock = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
         let mut command = redis::cmd("EVAL");
         command
             .arg(LEASE_SCRIPT)
@@ -250,7 +261,8 @@ impl SharedLimiter {
             .arg(format!("{}{key}", self.inner.prefix))
             .arg(micros(self.inner.policy.interval))
             .arg(micros(self.inner.policy.tolerance))
-            .arg(wanted);
+            .arg(wanted)
+            .arg(micros(wall_clock));
         let mut redis = self.inner.redis.clone();
         let answer =
             tokio::time::timeout(REDIS_TIMEOUT, command.query_async::<(u64, u64, u64)>(&mut redis)).await;
