@@ -34,32 +34,8 @@ pub const REDIS_RETRY_AFTER: Duration = Duration::from_secs(1);
 /// Keys whose lease state a replica remembers at most.
 const KEY_CAPACITY: usize = 100_000;
 
-/// Leases up to ARGV[3] tokens of the bucket KEYS[1] (theoretical arrival time in µs of Redis's
-/// clock, or of the caller's clock ARGV[4] when the Redis user may not run `TIME`) with emission
-/// interval ARGV[1] µs and tolerance ARGV[2] µs. Returns {granted, remaining after the grant, µs
-/// until full} or {0, µs until one token, µs until full}.
-const LEASE_SCRIPT: &str = r"
-local clock = redis.pcall('TIME')
-local now
-if type(clock) == 'table' and clock[1] then
-  now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-else
-  now = tonumber(ARGV[4])
-end
-local interval = tonumber(ARGV[1])
-local tolerance = tonumber(ARGV[2])
-local wanted = tonumber(ARGV[3])
-local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
-if tat < now then tat = now end
-local room = math.floor((tolerance - (tat - now)) / interval)
-if room < 1 then
-  return {0, tat - now + interval - tolerance, tat - now}
-end
-local granted = math.min(wanted, room)
-local charged = tat + granted * interval
-redis.call('SET', KEYS[1], string.format('%d', charged), 'PX', math.ceil((charged - now) / 1000) + 1000)
-return {granted, room - granted, charged - now}
-";
+/// The lease script (its arguments and answer are described at its top).
+const LEASE_SCRIPT: &str = include_str!("lease.lua");
 
 /// What a replica knows of one key.
 struct KeyState {
@@ -312,4 +288,25 @@ impl SharedLimiter {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_is_what_was_spent_in_the_last_lifetime_between_one_and_the_cap() {
+        let now = Instant::now();
+        let mut state = KeyState::new(now);
+        assert_eq!(state.wanted(now, 10), 1);
+        // 4 tokens spent in 100 ms: 10 per 250 ms, within the cap.
+        state.last_size = 5;
+        state.tokens = 1;
+        state.last_at = now;
+        assert_eq!(state.wanted(now + Duration::from_millis(100), 20), 10);
+        assert_eq!(state.wanted(now + Duration::from_millis(100), 6), 6);
+        // Nothing spent for a long time: one token at a time.
+        state.tokens = 5;
+        assert_eq!(state.wanted(now + Duration::from_secs(5), 20), 1);
+    }
 }
