@@ -1,24 +1,41 @@
-//! Authenticates API keys: parses the presented key, finds its record (cached in memory for at
-//! most the configured TTL, so a revocation takes effect within seconds), checks the secret
-//! against the peppered verifier in constant time, and turns the key into the principal that
-//! services receive. Records `last_used_at` at most once a minute per key, off the request path.
+//! Authenticates API keys: parses the presented key, finds its record in the bounded
+//! [`KeyCache`] or, on a miss, in the key store, checks the secret against the peppered
+//! verifier in constant time, and returns the key's record with the principal that services
+//! receive. Records `last_used_at` at most once a minute per key, off the request path.
+//!
+//! The key store is protected from floods of made-up keys: a lookup of a public id the cache does
+//! not know is charged to the client's address (`key-lookups` limit, refused with 429 before the
+//! store is asked; refreshing a known key's expired entry is not charged),
+//! lookups in flight are capped at half the database pool, and unknown public ids are
+//! remembered in the bounded negative cache.
 
+use crate::client_addr::limit_key;
 use crate::domain::api_key::PresentedKey;
 use crate::domain::customer::ApiKey;
+use crate::key_cache::{CacheSizes, Cached, KeyCache, KeyRecord};
+use crate::limits::local::LocalLimiter;
+use crate::limits::{Decision, Policy};
 use crate::repo;
 use platform::error::ApiError;
 use platform::principal::{Principal, PrincipalKind};
 use secrecy::SecretString;
 use sqlx::PgPool;
 use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
 use uuid::Uuid;
 
 /// How often `last_used_at` is written per key at most.
 const LAST_USED_INTERVAL: Duration = Duration::from_secs(60);
-/// Cache size beyond which expired entries are swept on insert.
+/// Size beyond which old `last_used` marks are swept.
 const SWEEP_ABOVE: usize = 10_000;
+/// Longest wait for a lookup slot before answering 503.
+const LOOKUP_SLOT_WAIT: Duration = Duration::from_secs(1);
+/// Client addresses whose lookup budget is remembered at most.
+const ADDRESS_CAPACITY: usize = 100_000;
 
 /// Why a presented credential was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,20 +46,29 @@ pub enum Refusal {
     Invalid,
 }
 
-/// Outcome of authentication: a principal, a refusal, or an unavailable database.
-pub type AuthResult = Result<Principal, AuthError>;
+/// Outcome of authentication: the key's record, a refusal, a limited client, or an
+/// unavailable key store.
+pub type AuthResult = Result<Arc<KeyRecord>, AuthError>;
 
 /// An authentication failure.
 #[derive(Debug)]
 pub enum AuthError {
     Refused(Refusal),
+    /// The client used up its key-lookup budget; the key store was not asked.
+    Limited(Decision),
     Unavailable(ApiError),
 }
 
-struct Cached {
-    fetched_at: Instant,
-    /// `None`: no key has this public id.
-    credentials: Option<Arc<repo::KeyCredentials>>,
+/// How the authenticator is sized.
+#[derive(Clone, Debug)]
+pub struct AuthenticatorSettings {
+    pub ttl: Duration,
+    pub known_capacity: usize,
+    pub unknown_capacity: usize,
+    /// Key-store lookups per client address.
+    pub lookups: Policy,
+    /// Lookups in flight at once.
+    pub max_concurrent_lookups: usize,
 }
 
 /// The key authenticator shared by every request.
@@ -54,19 +80,23 @@ pub struct Authenticator {
 struct Inner {
     pool: PgPool,
     pepper: SecretString,
-    ttl: Duration,
-    cache: Mutex<HashMap<String, Cached>>,
+    cache: KeyCache,
+    lookup_budget: LocalLimiter<IpAddr>,
+    lookup_slots: Semaphore,
+    lookups: AtomicU64,
     last_used: Mutex<HashMap<Uuid, Instant>>,
 }
 
 impl Authenticator {
-    /// Builds an authenticator reading keys from `pool`, caching records for `ttl`.
-    pub fn new(pool: PgPool, pepper: SecretString, ttl: Duration) -> Self {
+    /// Builds an authenticator reading keys from `pool`.
+    pub fn new(pool: PgPool, pepper: SecretString, settings: AuthenticatorSettings) -> Self {
         let inner = Inner {
             pool,
             pepper,
-            ttl,
-            cache: Mutex::default(),
+            cache: KeyCache::new(settings.ttl, settings.known_capacity, settings.unknown_capacity),
+            lookup_budget: LocalLimiter::new(settings.lookups, ADDRESS_CAPACITY),
+            lookup_slots: Semaphore::new(settings.max_concurrent_lookups.max(1)),
+            lookups: AtomicU64::new(0),
             last_used: Mutex::default(),
         };
         Self {
@@ -74,55 +104,93 @@ impl Authenticator {
         }
     }
 
-    /// Authenticates the value of an `Authorization` header.
-    pub async fn authenticate(&self, authorization: Option<&str>) -> AuthResult {
+    /// Authenticates the value of an `Authorization` header sent by `client`.
+    pub async fn authenticate(&self, authorization: Option<&str>, client: IpAddr) -> AuthResult {
         let header = authorization.ok_or(AuthError::Refused(Refusal::Missing))?;
         let token = bearer_token(header).ok_or(AuthError::Refused(Refusal::Invalid))?;
         let presented = PresentedKey::parse(token).ok_or(AuthError::Refused(Refusal::Invalid))?;
-        let credentials = self
-            .credentials(&presented.public_id)
-            .await?
-            .ok_or(AuthError::Refused(Refusal::Invalid))?;
-        if !presented.matches(&self.inner.pepper, &credentials.verifier)
-            || credentials.key.revoked_at.is_some()
-        {
+        let record = match self.inner.cache.get(&presented.public_id) {
+            Cached::Known(record) => record,
+            Cached::Unknown => return Err(AuthError::Refused(Refusal::Invalid)),
+            Cached::Stale => self
+                .lookup(&presented.public_id, None)
+                .await?
+                .ok_or(AuthError::Refused(Refusal::Invalid))?,
+            Cached::Miss => self
+                .lookup(&presented.public_id, Some(client))
+                .await?
+                .ok_or(AuthError::Refused(Refusal::Invalid))?,
+        };
+        if !presented.matches(&self.inner.pepper, &record.verifier) || record.key.revoked_at.is_some() {
             return Err(AuthError::Refused(Refusal::Invalid));
         }
-        self.note_use(credentials.key.id);
-        Ok(principal_of(&credentials.key))
+        self.note_use(record.key.id);
+        Ok(record)
     }
 
-    async fn credentials(&self, public_id: &str) -> Result<Option<Arc<repo::KeyCredentials>>, AuthError> {
-        let now = Instant::now();
-        if let Some(cached) = self.lock_cache().get(public_id)
-            && now.duration_since(cached.fetched_at) < self.inner.ttl
-        {
-            return Ok(cached.credentials.clone());
+    /// The policy of the key-lookup budget (for the 429 headers).
+    pub fn lookup_policy(&self) -> &Policy {
+        self.inner.lookup_budget.policy()
+    }
+
+    /// Key-store lookups made so far.
+    pub fn lookups(&self) -> u64 {
+        self.inner.lookups.load(Ordering::Relaxed)
+    }
+
+    /// How many known keys and unknown public ids are cached.
+    pub fn cache_sizes(&self) -> CacheSizes {
+        self.inner.cache.sizes()
+    }
+
+    /// Forgets a key at once (it was revoked).
+    pub fn evict(&self, public_id: &str) {
+        self.inner.cache.evict(public_id);
+    }
+
+    /// Forgets every cached key (revocation messages may have been missed).
+    pub fn forget_all(&self) {
+        self.inner.cache.clear();
+    }
+
+    /// Reads a key from the store; a lookup for an unknown public id is charged to `charged_to`.
+    async fn lookup(
+        &self,
+        public_id: &str,
+        charged_to: Option<IpAddr>,
+    ) -> Result<Option<Arc<KeyRecord>>, AuthError> {
+        if let Some(client) = charged_to {
+            let budget = self.inner.lookup_budget.check(limit_key(client));
+            if !budget.is_allowed() {
+                return Err(AuthError::Limited(budget));
+            }
         }
+        let slot = tokio::time::timeout(LOOKUP_SLOT_WAIT, self.inner.lookup_slots.acquire())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .ok_or_else(|| {
+                AuthError::Unavailable(ApiError::unavailable(
+                    "the key store",
+                    "every lookup slot is busy",
+                ))
+            })?;
+        let epoch = self.inner.cache.epoch();
+        self.inner.lookups.fetch_add(1, Ordering::Relaxed);
         let loaded = repo::key_credentials(&self.inner.pool, public_id)
             .await
-            .map_err(|error| AuthError::Unavailable(ApiError::unavailable("the key store", error)))?
-            .map(Arc::new);
-        let mut cache = self.lock_cache();
-        if cache.len() > SWEEP_ABOVE {
-            let ttl = self.inner.ttl;
-            cache.retain(|_, entry| now.duration_since(entry.fetched_at) < ttl);
-        }
-        cache.insert(
-            public_id.to_owned(),
-            Cached {
-                fetched_at: now,
-                credentials: loaded.clone(),
-            },
-        );
-        Ok(loaded)
-    }
-
-    fn lock_cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, Cached>> {
-        self.inner
-            .cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .map_err(|error| AuthError::Unavailable(ApiError::unavailable("the key store", error)))?;
+        drop(slot);
+        let record = loaded.map(|credentials| {
+            let principal = principal_of(&credentials.key);
+            Arc::new(KeyRecord {
+                key: credentials.key,
+                verifier: credentials.verifier,
+                principal,
+            })
+        });
+        self.inner.cache.store(public_id, record.clone(), epoch);
+        Ok(record)
     }
 
     /// Writes `last_used_at` in the background when the last write is a minute old.

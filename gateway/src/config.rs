@@ -1,15 +1,17 @@
 //! Settings of the gateway: its two listeners, the API-key pepper, the peer services, the
-//! per-key rate limit and the key cache, on top of the common settings of every process.
+//! front door (limits, timeout, concurrency, drain) and the key cache, on top of the common
+//! settings of every process.
 //!
 //! Environment variables (defaults in brackets): `GATEWAY_HTTP_ADDR` [127.0.0.1:8080],
 //! `GATEWAY_GRPC_ADDR` [127.0.0.1:50050], `LAB_API_KEY_PEPPER` [a development value],
 //! `CATALOG_SVC_ADDR` [http://127.0.0.1:50051], `ORDERS_SVC_ADDR` [http://127.0.0.1:50052],
 //! `PAYMENTS_SVC_ADDR` [http://127.0.0.1:50053], `WEBHOOKS_SVC_ADDR` [http://127.0.0.1:50056],
-//! `GATEWAY_RATE_LIMIT_PER_SECOND` [20], `GATEWAY_RATE_LIMIT_BURST` [40],
-//! `GATEWAY_KEY_CACHE_TTL_MS` [5000, at most 5000], plus the common `DATABASE_URL`,
-//! `REDIS_URL`, `STREAM_PREFIX`, `LAB_TOKEN_TRUSTED_KEYS`, `GATEWAY_TOKEN_SIGNING_KEY`, `LAB_DEV_MODE`,
+//! `GATEWAY_KEY_CACHE_TTL_MS` [5000, at most 5000], the front-door settings of
+//! [`FrontDoorSettings::from_env`], plus the common `DATABASE_URL`, `REDIS_URL`,
+//! `STREAM_PREFIX`, `LAB_TOKEN_TRUSTED_KEYS`, `GATEWAY_TOKEN_SIGNING_KEY`, `LAB_DEV_MODE`,
 //! `DATABASE_MAX_CONNECTIONS` (each also readable as `GATEWAY_<NAME>`).
 
+use crate::client_addr::TrustedProxies;
 use platform::config::{CommonSettings, prefixed_or_common, socket_addr};
 use secrecy::SecretString;
 use std::net::SocketAddr;
@@ -19,8 +21,8 @@ use std::time::Duration;
 pub const PREFIX: &str = "GATEWAY";
 /// Development default of the pepper of API-key verifiers; production sets `LAB_API_KEY_PEPPER`.
 pub const DEV_API_KEY_PEPPER: &str = "dev-api-key-pepper-change-me";
-/// Longest time a verified key record is trusted without a database read, so that a
-/// revocation takes effect within seconds.
+/// Longest time a verified key record is trusted without a database read: the backstop of
+/// revocation when the Redis revocation channel is down (it normally bites within a second).
 pub const MAX_KEY_CACHE_TTL: Duration = Duration::from_secs(5);
 
 /// gRPC addresses (URIs) of the domain services the gateway calls.
@@ -44,7 +46,8 @@ impl PeerAddrs {
     }
 }
 
-/// Per-key token bucket: `per_second` tokens refill each second, up to `burst`.
+/// A GCRA limit: `per_second` requests a second on average, up to `burst` at once. Clients see
+/// it as the quota policy `q=burst` per `w=burst/per_second` seconds (rounded up).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RateLimitSettings {
     pub per_second: u32,
@@ -52,10 +55,107 @@ pub struct RateLimitSettings {
 }
 
 impl Default for RateLimitSettings {
+    /// The per-key default: 20 requests a second, bursts of 40.
     fn default() -> Self {
         Self {
             per_second: 20,
             burst: 40,
+        }
+    }
+}
+
+/// What protects the gateway before and around authentication.
+#[derive(Clone, Debug)]
+pub struct FrontDoorSettings {
+    /// Every request of one client address (per replica), before anything else.
+    pub per_address: RateLimitSettings,
+    /// Key-store lookups (key-cache misses) caused by one client address (per replica).
+    pub key_lookups_per_address: RateLimitSettings,
+    /// Proxies whose `X-Forwarded-For` names the client; empty: the peer address is the client.
+    pub trusted_proxies: TrustedProxies,
+    /// Unknown public ids remembered (least recently used first out).
+    pub negative_cache_capacity: usize,
+    /// Known key records remembered (least recently used first out).
+    pub key_cache_capacity: usize,
+    /// Longest time a request may take before the gateway answers 504 `timeout`.
+    pub request_timeout: Duration,
+    /// Requests in flight at once; beyond it the gateway answers 503 `overloaded`.
+    pub max_concurrent_requests: usize,
+    /// How long in-flight requests may finish after the shutdown signal.
+    pub drain_grace: Duration,
+}
+
+impl Default for FrontDoorSettings {
+    fn default() -> Self {
+        Self {
+            per_address: RateLimitSettings {
+                per_second: 300,
+                burst: 600,
+            },
+            key_lookups_per_address: RateLimitSettings {
+                per_second: 2,
+                burst: 20,
+            },
+            trusted_proxies: TrustedProxies::default(),
+            negative_cache_capacity: 10_000,
+            key_cache_capacity: 100_000,
+            request_timeout: Duration::from_secs(10),
+            max_concurrent_requests: 1_024,
+            drain_grace: platform::shutdown::GRACE_PERIOD,
+        }
+    }
+}
+
+impl FrontDoorSettings {
+    /// Reads `GATEWAY_ADDRESS_RATE_LIMIT_PER_SECOND` [300], `GATEWAY_ADDRESS_RATE_LIMIT_BURST`
+    /// [600], `GATEWAY_KEY_LOOKUPS_PER_SECOND` [2], `GATEWAY_KEY_LOOKUPS_BURST` [20],
+    /// `GATEWAY_TRUSTED_PROXIES` [none; comma-separated addresses or CIDR ranges],
+    /// `GATEWAY_NEGATIVE_KEY_CACHE_CAPACITY` [10000], `GATEWAY_KEY_CACHE_CAPACITY` [100000],
+    /// `GATEWAY_REQUEST_TIMEOUT_MS` [10000], `GATEWAY_MAX_CONCURRENT_REQUESTS` [1024] and
+    /// `GATEWAY_DRAIN_GRACE_MS` [10000].
+    pub fn from_env() -> anyhow::Result<Self> {
+        let defaults = Self::default();
+        let limit = |name: &str, default: RateLimitSettings| -> anyhow::Result<RateLimitSettings> {
+            Ok(RateLimitSettings {
+                per_second: number(&format!("{name}_PER_SECOND"), default.per_second)?.max(1),
+                burst: number(&format!("{name}_BURST"), default.burst)?.max(1),
+            })
+        };
+        let millis = |name: &str, default: Duration| -> anyhow::Result<Duration> {
+            let default = u32::try_from(default.as_millis()).unwrap_or(u32::MAX);
+            Ok(Duration::from_millis(u64::from(number(name, default)?.max(1))))
+        };
+        let count = |name: &str, default: usize| -> anyhow::Result<usize> {
+            let default = u32::try_from(default).unwrap_or(u32::MAX);
+            Ok(usize::try_from(number(name, default)?.max(1)).unwrap_or(usize::MAX))
+        };
+        let proxies = prefixed_or_common(PREFIX, "TRUSTED_PROXIES", "");
+        Ok(Self {
+            per_address: limit("ADDRESS_RATE_LIMIT", defaults.per_address)?,
+            key_lookups_per_address: limit("KEY_LOOKUPS", defaults.key_lookups_per_address)?,
+            trusted_proxies: TrustedProxies::parse(&proxies)
+                .map_err(|error| anyhow::anyhow!("setting {PREFIX}_TRUSTED_PROXIES: {error}"))?,
+            negative_cache_capacity: count("NEGATIVE_KEY_CACHE_CAPACITY", defaults.negative_cache_capacity)?,
+            key_cache_capacity: count("KEY_CACHE_CAPACITY", defaults.key_cache_capacity)?,
+            request_timeout: millis("REQUEST_TIMEOUT_MS", defaults.request_timeout)?,
+            max_concurrent_requests: count("MAX_CONCURRENT_REQUESTS", defaults.max_concurrent_requests)?,
+            drain_grace: millis("DRAIN_GRACE_MS", defaults.drain_grace)?,
+        })
+    }
+
+    /// Limits for tests and labd, where every client is 127.0.0.1: per-address limits high
+    /// enough not to matter; everything else as in production.
+    pub fn local() -> Self {
+        Self {
+            per_address: RateLimitSettings {
+                per_second: 100_000,
+                burst: 100_000,
+            },
+            key_lookups_per_address: RateLimitSettings {
+                per_second: 1_000,
+                burst: 1_000,
+            },
+            ..Self::default()
         }
     }
 }
@@ -70,15 +170,18 @@ pub struct Settings {
     /// Pepper of the API-key verifiers (HMAC-SHA256 key).
     pub api_key_pepper: SecretString,
     pub peers: PeerAddrs,
+    /// Per-key limit, shared by every replica through Redis.
     pub rate_limit: RateLimitSettings,
+    pub front_door: FrontDoorSettings,
     /// How long a verified key record is cached (at most [`MAX_KEY_CACHE_TTL`]).
     pub key_cache_ttl: Duration,
-    /// How long `/api/ready` waits for each peer's health answer.
+    /// How long the internal peer-health check waits for each peer's answer.
     pub peer_health_timeout: Duration,
 }
 
 impl Settings {
-    /// Reads the settings from the environment (see the module documentation).
+    /// Reads the settings from the environment (see the module documentation); the per-key
+    /// limit from `GATEWAY_RATE_LIMIT_PER_SECOND` [20] and `GATEWAY_RATE_LIMIT_BURST` [40].
     pub fn from_env() -> anyhow::Result<Self> {
         let common = CommonSettings::from_env(PREFIX, "127.0.0.1:50050")?;
         let http_addr = prefixed_or_common(PREFIX, "HTTP_ADDR", "127.0.0.1:8080");
@@ -94,13 +197,14 @@ impl Settings {
                 per_second: per_second.max(1),
                 burst: burst.max(1),
             },
+            front_door: FrontDoorSettings::from_env()?,
             key_cache_ttl: Duration::from_millis(u64::from(cache_ms)).min(MAX_KEY_CACHE_TTL),
             peer_health_timeout: Duration::from_secs(1),
         })
     }
 
     /// Settings for a gateway on loopback with free ports, for tests and labd: development
-    /// secrets and pepper, default rate limit, the given peers.
+    /// secrets and pepper, default per-key limit, [`FrontDoorSettings::local`], the given peers.
     pub fn local(database_url: &str, redis_url: &str, stream_prefix: &str, peers: PeerAddrs) -> Self {
         Self {
             common: CommonSettings::local(database_url, redis_url, stream_prefix),
@@ -108,6 +212,7 @@ impl Settings {
             api_key_pepper: DEV_API_KEY_PEPPER.to_owned().into(),
             peers,
             rate_limit: RateLimitSettings::default(),
+            front_door: FrontDoorSettings::local(),
             key_cache_ttl: MAX_KEY_CACHE_TTL,
             peer_health_timeout: Duration::from_secs(1),
         }

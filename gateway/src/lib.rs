@@ -7,27 +7,40 @@
 
 pub mod authenticator;
 pub mod caller;
+pub mod client_addr;
 pub mod config;
 pub mod domain;
 pub mod dto;
 pub mod grpc;
 pub mod http;
+pub mod key_cache;
+pub mod limits;
 pub mod operations;
+pub mod operations_api;
 pub mod peers;
 pub mod repo;
+pub mod revocations;
 pub mod scopes;
 pub mod service;
 pub mod staff;
 
-pub use config::{PeerAddrs, RateLimitSettings, Settings};
+pub use config::{FrontDoorSettings, PeerAddrs, RateLimitSettings, Settings};
 pub use http::{AppState, app};
 
-use authenticator::Authenticator;
-use http::rate_limit::RateLimiter;
+use authenticator::{Authenticator, AuthenticatorSettings};
+use http::auth::FrontDoor;
+use http::ready::Readiness;
+use limits::Policy;
+use limits::local::LocalLimiter;
+use limits::shared::SharedLimiter;
 use peers::Peers;
 use platform::tokens::ProcessTokens;
+use proto::gateway::operations_service_server::OperationsServiceServer;
 use proto::identity::identity_service_server::IdentityServiceServer;
+use revocations::{Revocations, Subscriber};
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -54,20 +67,28 @@ pub async fn bootstrap_operator(settings: &Settings, name: &str, roles: &[String
     staff::bootstrap_operator(&pool, &pepper, name, roles).await
 }
 
-/// A built gateway: migrated database, both listeners bound, state ready.
+/// Client addresses whose per-address budget a replica remembers at most.
+const ADDRESS_CAPACITY: usize = 100_000;
+
+/// A built gateway: migrated database, both listeners bound, revocations subscribed, state ready.
 pub struct Application {
     settings: Settings,
     state: AppState,
+    revocations: Revocations,
+    subscriber: Subscriber,
+    redis: redis::Client,
+    pool: sqlx::PgPool,
     http_listener: TcpListener,
     grpc_listener: TcpListener,
     staff: staff::StaffService,
-    /// Verifies the staff tokens of the identity API.
+    /// Verifies the staff tokens of the internal APIs.
     verifier: platform::tokens::TokenVerifier,
 }
 
 impl Application {
-    /// Connects and migrates the database, prepares the peer channels and binds the REST and
-    /// the internal gRPC listeners.
+    /// Connects and migrates the database, prepares the peer channels and the Redis connections
+    /// (shared rate limits, revocations), subscribes to revocations and binds the REST and the
+    /// internal gRPC listeners.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let mut settings = settings;
         let common = &settings.common;
@@ -93,29 +114,76 @@ impl Application {
         if common.dev_mode {
             staff.ensure_development_operator().await?;
         }
+        let redis = redis::Client::open(common.redis_url.as_str())?;
+        let manager_config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_millis(500)))
+            .set_response_timeout(Some(Duration::from_millis(500)))
+            .set_number_of_retries(1);
+        let manager = redis::aio::ConnectionManager::new_lazy_with_config(redis.clone(), manager_config)?;
+        let front_door = &settings.front_door;
+        let authenticator = Authenticator::new(
+            pool.clone(),
+            settings.api_key_pepper.clone(),
+            AuthenticatorSettings {
+                ttl: settings.key_cache_ttl,
+                known_capacity: front_door.key_cache_capacity,
+                unknown_capacity: front_door.negative_cache_capacity,
+                lookups: Policy::new("key-lookups", front_door.key_lookups_per_address),
+                // Key lookups never take more than half the pool.
+                max_concurrent_lookups: usize::try_from(common.database_max_connections / 2)
+                    .unwrap_or(1)
+                    .max(1),
+            },
+        );
+        let revocations = Revocations::new(authenticator.clone(), manager.clone(), &common.stream_prefix);
+        let subscriber =
+            Subscriber::connect(redis.clone(), &common.stream_prefix, authenticator.clone()).await;
         let state = AppState {
             peers: Peers::connect(&settings.peers)?,
-            authenticator: Authenticator::new(
-                pool.clone(),
-                settings.api_key_pepper.clone(),
-                settings.key_cache_ttl,
-            ),
+            authenticator,
             tokens: issuer,
-            rate_limiter: RateLimiter::new(settings.rate_limit),
-            redis: redis::Client::open(common.redis_url.as_str())?,
-            pool,
-            peer_health_timeout: settings.peer_health_timeout,
+            front_door: Arc::new(FrontDoor {
+                trusted_proxies: front_door.trusted_proxies.clone(),
+                per_address: LocalLimiter::new(
+                    Policy::new("per-address", front_door.per_address),
+                    ADDRESS_CAPACITY,
+                ),
+                per_key: SharedLimiter::new(
+                    Policy::new("per-key", settings.rate_limit),
+                    manager,
+                    &common.stream_prefix,
+                ),
+            }),
+            readiness: Arc::new(Readiness::new(pool.clone(), redis.clone())),
+            request_timeout: front_door.request_timeout,
+            max_concurrent_requests: front_door.max_concurrent_requests,
         };
         let http_listener = TcpListener::bind(settings.http_addr).await?;
         let grpc_listener = TcpListener::bind(common.grpc_addr).await?;
         Ok(Self {
             settings,
             state,
+            revocations,
+            subscriber,
+            redis,
+            pool,
             http_listener,
             grpc_listener,
             staff,
             verifier: tokens.verifier,
         })
+    }
+
+    /// The state the REST application is built from (the front-door benchmark builds its two
+    /// variants of the router from it).
+    #[doc(hidden)]
+    pub fn state(&self) -> AppState {
+        self.state.clone()
+    }
+
+    /// The key authenticator (its lookup counter and cache sizes are what tests observe).
+    pub fn authenticator(&self) -> Authenticator {
+        self.state.authenticator.clone()
     }
 
     /// The bound REST address.
@@ -132,33 +200,54 @@ impl Application {
             .expect("a bound listener has an address")
     }
 
-    /// Serves REST and gRPC until `shutdown` fires (or either server fails), then drains.
+    /// Serves REST and gRPC until `shutdown` fires (or either server fails), then drains: stops
+    /// accepting, reports not ready, and lets requests in flight finish within the drain grace.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let (http_addr, grpc_addr) = (self.http_addr(), self.grpc_addr());
         let state = self.state;
-        let identity =
-            service::IdentityService::new(state.pool.clone(), self.settings.api_key_pepper.clone());
+        let identity = service::IdentityService::new(
+            self.pool.clone(),
+            self.settings.api_key_pepper.clone(),
+            self.revocations,
+        );
         let identity = platform::access::guarded(
             IdentityServiceServer::new(grpc::IdentityAdapter::new(identity, self.staff)),
-            self.verifier,
+            self.verifier.clone(),
             grpc::ACCESS,
+        );
+        let operations = platform::access::guarded(
+            OperationsServiceServer::new(operations_api::OperationsAdapter::new(
+                state.peers.clone(),
+                self.pool.clone(),
+                self.redis.clone(),
+                self.settings.peer_health_timeout,
+            )),
+            self.verifier,
+            operations_api::ACCESS,
         );
         let (reporter, health) = tonic_health::server::health_reporter();
         let probe = platform::health::spawn_health_probe(
             reporter,
             vec![<IdentityServiceServer<grpc::IdentityAdapter> as tonic::server::NamedService>::NAME],
-            state.pool.clone(),
-            state.redis.clone(),
+            self.pool.clone(),
+            self.redis.clone(),
             shutdown.clone(),
         );
+        let subscriber = tokio::spawn(self.subscriber.run(shutdown.clone()));
         let grpc_router = platform::grpc::server_builder()
             .add_service(health)
-            .add_service(identity);
+            .add_service(identity)
+            .add_service(operations);
         let grpc = platform::grpc::serve(grpc_router, self.grpc_listener, shutdown.clone());
 
+        let readiness = Arc::clone(&state.readiness);
+        let draining = shutdown.clone();
+        let stop_accepting = async move {
+            draining.cancelled().await;
+            readiness.start_draining();
+        };
         let service = app(state).into_make_service_with_connect_info::<SocketAddr>();
-        let rest = axum::serve(self.http_listener, service)
-            .with_graceful_shutdown(shutdown.clone().cancelled_owned());
+        let rest = axum::serve(self.http_listener, service).with_graceful_shutdown(stop_accepting);
         tracing::info!(%http_addr, %grpc_addr, "{SERVICE_NAME} serving");
 
         // Either server ending stops the other; both then drain within the grace period.
@@ -175,19 +264,21 @@ impl Application {
             outcome
         };
         let servers = async { tokio::join!(rest, grpc) };
+        let drain_grace = self.settings.front_door.drain_grace;
         let grace = async {
             shutdown.cancelled().await;
-            tokio::time::sleep(platform::shutdown::GRACE_PERIOD).await;
+            tokio::time::sleep(drain_grace).await;
         };
         let outcome = tokio::select! {
             (rest, grpc) = servers => rest.and(grpc),
             () = grace => {
-                tracing::warn!("grace period ran out before the servers drained");
+                tracing::warn!(?drain_grace, "grace period ran out before the servers drained");
                 Ok(())
             }
         };
         platform::shutdown::drain(SERVICE_NAME, async {
             let _ = probe.await;
+            let _ = subscriber.await;
         })
         .await;
         outcome

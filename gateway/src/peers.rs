@@ -1,12 +1,13 @@
 //! gRPC clients of the domain services the gateway calls, over lazy channels (a peer that is
-//! down makes its calls fail with 503, not the gateway's start), and their health probes.
+//! down makes its calls fail with 503, not the gateway's start), and their health probes (for
+//! the internal `CheckPeers` rpc, never for `/api/ready`).
 
 use crate::config::PeerAddrs;
 use proto::catalog::catalog_service_client::CatalogServiceClient;
 use proto::orders::orders_service_client::OrdersServiceClient;
 use proto::payments::payments_service_client::PaymentsServiceClient;
 use proto::webhooks::webhooks_service_client::WebhooksServiceClient;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -15,16 +16,39 @@ use tonic_health::pb::health_client::HealthClient;
 /// Clients of every peer; cloning is cheap (channels are shared).
 #[derive(Clone, Debug)]
 pub struct Peers {
+    addrs: PeerAddrs,
     catalog: Channel,
     orders: Channel,
     payments: Channel,
     webhooks: Channel,
 }
 
+/// A peer's gRPC health as the gateway sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerHealth {
+    pub name: &'static str,
+    pub address: String,
+    pub status: PeerStatus,
+    pub latency: Duration,
+    /// Why the peer is not serving; empty when it is.
+    pub detail: String,
+}
+
+/// The answer of a peer's health service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeerStatus {
+    Serving,
+    /// It answered, but not SERVING (its database or Redis is down, or it is draining).
+    NotServing,
+    /// No answer within the timeout, or no connection.
+    Unreachable,
+}
+
 impl Peers {
     /// Prepares lazy channels to the peers; fails only on a malformed address.
     pub fn connect(addrs: &PeerAddrs) -> anyhow::Result<Self> {
         Ok(Self {
+            addrs: addrs.clone(),
             catalog: platform::grpc::lazy_channel(&addrs.catalog)?,
             orders: platform::grpc::lazy_channel(&addrs.orders)?,
             payments: platform::grpc::lazy_channel(&addrs.payments)?,
@@ -48,32 +72,48 @@ impl Peers {
         WebhooksServiceClient::new(self.webhooks.clone())
     }
 
-    /// Asks every peer's gRPC health service (overall status) in parallel; returns the names of
-    /// the peers that did not answer SERVING within `timeout`.
-    pub async fn unhealthy(&self, timeout: Duration) -> Vec<&'static str> {
+    /// Asks every peer's gRPC health service (overall status) in parallel, each within `timeout`.
+    pub async fn health(&self, timeout: Duration) -> Vec<PeerHealth> {
         let probes = [
-            ("catalog-svc", &self.catalog),
-            ("orders-svc", &self.orders),
-            ("payments-svc", &self.payments),
-            ("webhooks-svc", &self.webhooks),
+            ("catalog-svc", &self.addrs.catalog, &self.catalog),
+            ("orders-svc", &self.addrs.orders, &self.orders),
+            ("payments-svc", &self.addrs.payments, &self.payments),
+            ("webhooks-svc", &self.addrs.webhooks, &self.webhooks),
         ]
-        .map(|(name, channel)| async move { (name, serving(channel.clone(), timeout).await) });
-        futures::future::join_all(probes)
-            .await
-            .into_iter()
-            .filter(|(_, serving)| !serving)
-            .map(|(name, _)| name)
-            .collect()
+        .map(|(name, address, channel)| async move {
+            let started = Instant::now();
+            let (status, detail) = probe(channel.clone(), timeout).await;
+            PeerHealth {
+                name,
+                address: address.clone(),
+                status,
+                latency: started.elapsed(),
+                detail,
+            }
+        });
+        futures::future::join_all(probes).await
     }
 }
 
-async fn serving(channel: Channel, timeout: Duration) -> bool {
+async fn probe(channel: Channel, timeout: Duration) -> (PeerStatus, String) {
     let mut client = HealthClient::new(channel);
     let check = client.check(HealthCheckRequest {
         service: String::new(),
     });
     match tokio::time::timeout(timeout, check).await {
-        Ok(Ok(response)) => response.into_inner().status == ServingStatus::Serving as i32,
-        _ => false,
+        Ok(Ok(response)) => {
+            let status = response.into_inner().status;
+            if status == ServingStatus::Serving as i32 {
+                (PeerStatus::Serving, String::new())
+            } else {
+                let name = ServingStatus::try_from(status).map_or("UNKNOWN", |status| status.as_str_name());
+                (PeerStatus::NotServing, format!("health status {name}"))
+            }
+        }
+        Ok(Err(status)) => (PeerStatus::Unreachable, status.message().to_owned()),
+        Err(_) => (
+            PeerStatus::Unreachable,
+            format!("no answer within {} ms", timeout.as_millis()),
+        ),
     }
 }

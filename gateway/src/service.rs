@@ -1,9 +1,11 @@
-//! Identity use cases (staff only): create and list customers, create, list and revoke API keys;
-//! the operator who acts is recorded with each change.
+//! Identity use cases (staff only): create and list customers, create, list and revoke API keys
+//! (a revocation is announced to every gateway replica, see [`crate::revocations`]); the operator
+//! who acts is recorded with each change.
 
 use crate::domain::api_key;
 use crate::domain::customer::{ApiKey, Customer, KeyRef, NewApiKey, NewCustomer};
 use crate::repo;
+use crate::revocations::Revocations;
 use platform::error::{ApiError, ErrorCode, unique_violation};
 use secrecy::SecretString;
 use sqlx::PgPool;
@@ -14,6 +16,7 @@ use uuid::Uuid;
 pub struct IdentityService {
     pool: PgPool,
     pepper: SecretString,
+    revocations: Revocations,
 }
 
 /// A created key with its plaintext, which is returned once and never stored.
@@ -23,9 +26,14 @@ pub struct CreatedKey {
 }
 
 impl IdentityService {
-    /// Builds the service over `pool`, deriving verifiers with `pepper`.
-    pub fn new(pool: PgPool, pepper: SecretString) -> Self {
-        Self { pool, pepper }
+    /// Builds the service over `pool`, deriving verifiers with `pepper` and announcing
+    /// revocations through `revocations`.
+    pub fn new(pool: PgPool, pepper: SecretString, revocations: Revocations) -> Self {
+        Self {
+            pool,
+            pepper,
+            revocations,
+        }
     }
 
     /// Creates a customer, or returns the existing one with the same email (`false`).
@@ -93,6 +101,7 @@ impl IdentityService {
             .await?
             .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "no such api key"))?;
         tracing::info!(key_id = %revoked.id, operator, "api key revoked");
+        self.revocations.revoked(&revoked.public_id).await;
         Ok(revoked)
     }
 

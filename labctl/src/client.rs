@@ -6,7 +6,8 @@ use anyhow::Context;
 use proto::identity::identity_service_client::IdentityServiceClient;
 use serde_json::Value;
 
-/// Exchanges the operator's credential for a staff token for `audience` carrying `role`.
+/// Exchanges the operator's credential for a staff token for `audience` carrying `role` (no role
+/// when empty: the operator's identity only, for what any operator may do).
 pub(crate) async fn staff_token(
     connection: &Connection,
     audience: &str,
@@ -19,7 +20,11 @@ pub(crate) async fn staff_token(
     let message = proto::identity::IssueStaffTokenRequest {
         credential: connection.credential.trim().to_owned(),
         audience: audience.to_owned(),
-        roles: vec![role.to_owned()],
+        roles: if role.is_empty() {
+            Vec::new()
+        } else {
+            vec![role.to_owned()]
+        },
     };
     let response = identity(connection)
         .await?

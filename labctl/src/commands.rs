@@ -43,6 +43,11 @@ pub async fn execute(cli: Cli) -> anyhow::Result<Value> {
             let token = staff_token(connection, mesh::WEBHOOKS_SVC, roles::WEBHOOKS_ADMIN).await?;
             webhooks(connection, &token, command).await
         }
+        Command::Health => {
+            // Any operator may look; the token carries no role.
+            let token = staff_token(connection, mesh::GATEWAY, "").await?;
+            crate::health::health(connection, &token).await
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 
 mod client;
 mod commands;
+mod health;
 mod operators;
 
 pub use commands::execute;
@@ -99,6 +100,8 @@ pub enum Command {
     /// Principal-token signing keys.
     #[command(subcommand)]
     Tokens(TokensCommand),
+    /// The gateway's database and Redis and every peer service's health, as the gateway sees them.
+    Health,
 }
 
 #[derive(Debug, Subcommand)]

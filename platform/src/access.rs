@@ -25,6 +25,8 @@ pub struct Rule {
     pub role: Option<&'static str>,
     /// Services of the mesh (by name) that may call, acting for a customer.
     pub services: &'static [&'static str],
+    /// Any operator, whatever roles their token carries.
+    pub any_operator: bool,
     /// Anyone, without a token (the handler authenticates by other means).
     pub public: bool,
 }
@@ -35,6 +37,7 @@ pub const fn customer(scopes: &'static [&'static str]) -> Rule {
         scopes,
         role: None,
         services: &[],
+        any_operator: false,
         public: false,
     }
 }
@@ -45,6 +48,7 @@ pub const fn staff(role: &'static str) -> Rule {
         scopes: &[],
         role: Some(role),
         services: &[],
+        any_operator: false,
         public: false,
     }
 }
@@ -55,15 +59,26 @@ pub const fn services(names: &'static [&'static str]) -> Rule {
         scopes: &[],
         role: None,
         services: names,
+        any_operator: false,
         public: false,
     }
 }
+
+/// An rpc for any authenticated operator (read-only operational views).
+pub const ANY_OPERATOR: Rule = Rule {
+    scopes: &[],
+    role: None,
+    services: &[],
+    any_operator: true,
+    public: false,
+};
 
 /// An rpc without a token (its handler authenticates the caller itself).
 pub const PUBLIC: Rule = Rule {
     scopes: &[],
     role: None,
     services: &[],
+    any_operator: false,
     public: true,
 };
 
@@ -103,6 +118,7 @@ impl Rule {
                 )
                 .with_details(serde_json::json!({ "required": self.scopes, "missing": missing })))
             }
+            PrincipalKind::Staff if self.any_operator => Ok(()),
             PrincipalKind::Staff => match self.role {
                 Some(role) if principal.roles.iter().any(|held| held == role) => Ok(()),
                 Some(role) => Err(ApiError::new(

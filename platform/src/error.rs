@@ -83,6 +83,8 @@ error_codes! {
     RateLimited => ("rate_limited", 429, ResourceExhausted, "too many requests; retry after Retry-After seconds"),
     CatalogUnavailable => ("catalog_unavailable", 503, Unavailable, "no catalog has been imported yet"),
     ServiceUnavailable => ("service_unavailable", 503, Unavailable, "a dependency is unavailable; retry with the same Idempotency-Key"),
+    Overloaded => ("overloaded", 503, Unavailable, "the gateway has as many requests in flight as it takes; retry after Retry-After seconds"),
+    Timeout => ("timeout", 504, DeadlineExceeded, "the request took longer than the gateway's time limit; it may still complete: retry with the same Idempotency-Key"),
     Internal => ("internal_error", 500, Internal, "an unexpected error; it was logged with the request id"),
 }
 
@@ -235,7 +237,11 @@ mod tests {
             assert!(names.insert(code.as_str()), "duplicate code {}", code.as_str());
             let server_side = matches!(
                 code,
-                ErrorCode::Internal | ErrorCode::ServiceUnavailable | ErrorCode::CatalogUnavailable
+                ErrorCode::Internal
+                    | ErrorCode::ServiceUnavailable
+                    | ErrorCode::CatalogUnavailable
+                    | ErrorCode::Overloaded
+                    | ErrorCode::Timeout
             );
             assert_eq!(code.http_status() >= 500, server_side, "{}", code.as_str());
         }

@@ -44,10 +44,16 @@ pub mod lab {
             tonic::include_proto!("lab.identity.v1");
         }
     }
+    pub mod gateway {
+        pub mod v1 {
+            tonic::include_proto!("lab.gateway.v1");
+        }
+    }
 }
 
 pub use lab::catalog::v1 as catalog;
 pub use lab::events::v1 as events;
+pub use lab::gateway::v1 as gateway;
 pub use lab::identity::v1 as identity;
 pub use lab::orders::v1 as orders;
 pub use lab::payments::v1 as payments;

@@ -158,6 +158,12 @@ impl Sandbox {
             }
         })
         .await;
+        // `/api/ready` is the gateway's own; the peers are ready when `labctl health` says so.
+        platform::testing::wait_for("every peer to serve", Duration::from_secs(30), || async {
+            let report = self.labctl(&["health"]).await.ok()?;
+            (report["healthy"] == true).then_some(())
+        })
+        .await;
     }
 
     /// Runs a labctl command against this mesh as the sandbox's operator (every role) and

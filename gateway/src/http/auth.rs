@@ -1,82 +1,167 @@
-//! The guard of every `/api/v1/agent` route, in this order: find the route in the scope table
-//! (an unlisted route is an internal error, never an open door), authenticate the bearer key
-//! (401 `unauthenticated` with `WWW-Authenticate`), take a rate-limit token (429), check the
-//! scopes (403 `insufficient_scope`), then hand the handler a [`Caller`] with a minted
-//! principal token. All of it happens before any service is called.
+//! The front door: a layer around every route *and* the fallbacks, so it runs before a request
+//! reaches a handler, a 404 or a 405. In this order:
+//!
+//! 1. the client address (peer, or `X-Forwarded-For` from a trusted proxy) takes a token of its
+//!    `per-address` limit (429);
+//! 2. public addresses pass: `/api/ready`, `/api/v1/openapi.json` and the operations the scope
+//!    table marks public (`/verify`);
+//! 3. everything else needs a valid key, whether or not the path exists — so an anonymous caller
+//!    cannot map the API (401 `unauthenticated` with `WWW-Authenticate`); a key-store lookup is
+//!    charged to the address's `key-lookups` budget (429 before the store is asked);
+//! 4. the key takes a token of its `per-key` limit, shared by every replica (429);
+//! 5. a routed operation checks its scopes (403 `insufficient_scope`) and hands the handler a
+//!    [`Caller`] with a minted principal token; an unknown path or method of an authenticated
+//!    caller goes on to the 404 / 405 fallback.
+//!
+//! Answers to authenticated requests carry `RateLimit-Policy` and `RateLimit` of their key.
 
 use crate::authenticator::{AuthError, Refusal};
 use crate::caller::Caller;
+use crate::client_addr::{TrustedProxies, limit_key};
 use crate::http::AppState;
 use crate::http::error::ErrorResponse;
+use crate::http::rate_limit;
+use crate::limits::local::LocalLimiter;
+use crate::limits::shared::SharedLimiter;
 use crate::scopes::{self, Access};
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, header};
+use http::{HeaderValue, Method, header};
 use platform::error::{ApiError, ErrorCode};
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 /// Path prefix of the agent REST area.
 pub const AGENT_PREFIX: &str = "/api/v1/agent";
+/// Routes outside the agent area that need no key.
+pub const PUBLIC_PATHS: &[&str] = &["/api/ready", "/api/v1/openapi.json"];
 
-/// The middleware; install with `route_layer` so that the matched path is known.
+/// The limits of the front door.
+pub struct FrontDoor {
+    pub trusted_proxies: TrustedProxies,
+    /// Every request, per client address (this replica).
+    pub per_address: LocalLimiter<IpAddr>,
+    /// Every authenticated request, per key (all replicas).
+    pub per_key: SharedLimiter,
+}
+
+/// What a request asks for, as far as the front door is concerned.
+enum Target {
+    Public,
+    /// A routed operation that needs these scopes.
+    Operation(&'static [&'static str]),
+    /// No operation: an unknown path or method (404 / 405 for an authenticated caller).
+    Unknown,
+}
+
+/// The middleware; install with `Router::layer` after the routes and fallbacks.
 pub async fn guard(
     State(state): State<AppState>,
     matched: Option<MatchedPath>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let template = matched.as_ref().map(MatchedPath::as_str).unwrap_or_default();
-    let relative = template.strip_prefix(AGENT_PREFIX).unwrap_or(template);
-    let Some(operation) = scopes::operation(request.method(), relative) else {
-        let cause = format!(
-            "route {} {template} is missing from the scope table",
-            request.method()
+    let client = client_of(&state, &request);
+    let front_door = &state.front_door;
+    let per_address = front_door.per_address.check(limit_key(client));
+    if !per_address.is_allowed() {
+        return rate_limit::limited(
+            front_door.per_address.policy(),
+            per_address,
+            "too many requests from this address",
         );
-        return ErrorResponse(ApiError::internal(cause)).into_response();
-    };
-    let required = match operation.access {
-        Access::Scopes(required) => required,
-        Access::Public => return public(&state, request, next).await,
+    }
+    let target = target(
+        request.method(),
+        matched.as_ref().map(MatchedPath::as_str),
+        request.uri().path(),
+    );
+    let required = match target {
+        Target::Public => return next.run(request).await,
+        Target::Operation(required) => Some(required),
+        Target::Unknown => None,
     };
     let authorization = request
         .headers()
         .get(header::AUTHORIZATION)
         .map(|value| value.to_str().unwrap_or_default());
-    let principal = match state.authenticator.authenticate(authorization).await {
-        Ok(principal) => principal,
+    let record = match state.authenticator.authenticate(authorization, client).await {
+        Ok(record) => record,
         Err(AuthError::Refused(refusal)) => return unauthenticated(refusal),
+        Err(AuthError::Limited(decision)) => {
+            return rate_limit::limited(
+                state.authenticator.lookup_policy(),
+                decision,
+                "too many unknown API keys from this address",
+            );
+        }
         Err(AuthError::Unavailable(error)) => return ErrorResponse(error).into_response(),
     };
     let span = tracing::Span::current();
-    span.record("key_id", principal.subject.as_str());
-    if let Some(customer_id) = principal.customer_id {
+    span.record("key_id", record.principal.subject.as_str());
+    if let Some(customer_id) = record.principal.customer_id {
         span.record("customer_id", customer_id.to_string());
     }
-    if let Err(error) = state.rate_limiter.check(&principal.subject) {
-        return ErrorResponse(error).into_response();
+    let per_key = front_door.per_key.check(record.key.id).await;
+    if !per_key.is_allowed() {
+        return rate_limit::limited(
+            front_door.per_key.policy(),
+            per_key,
+            "too many requests for this API key",
+        );
     }
-    if let Err(error) = scopes::check(required, &principal.scopes) {
-        // The error response adds the insufficient_scope challenge naming `required`.
-        return ErrorResponse(error).into_response();
+    if let Some(required) = required {
+        if let Err(error) = scopes::check(required, &record.principal.scopes) {
+            // The error response adds the insufficient_scope challenge naming `required`.
+            let mut response = ErrorResponse(error).into_response();
+            rate_limit::set_headers(response.headers_mut(), front_door.per_key.policy(), per_key);
+            return response;
+        }
+        request
+            .extensions_mut()
+            .insert(Caller::new(record.principal.clone(), state.tokens.clone()));
     }
-    request
-        .extensions_mut()
-        .insert(Caller::new(principal, state.tokens.clone()));
+    let mut response = next.run(request).await;
+    rate_limit::set_headers(response.headers_mut(), front_door.per_key.policy(), per_key);
+    response
+}
+
+/// In place of [`guard`] in the front-door benchmark only: every request acts as `caller`.
+pub async fn fixed_caller(State(caller): State<Caller>, mut request: Request, next: Next) -> Response {
+    request.extensions_mut().insert(caller);
     next.run(request).await
 }
 
-/// A public operation: no key, rate-limited per client IP.
-async fn public(state: &AppState, request: Request, next: Next) -> Response {
-    let client = request
+/// The client address of a request (unspecified when the server gave no peer address).
+fn client_of(state: &AppState, request: &Request) -> IpAddr {
+    let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
-        .map(|info| info.0.ip());
-    let bucket = format!("ip:{}", client.map(|ip| ip.to_string()).unwrap_or_default());
-    if let Err(error) = state.rate_limiter.check(&bucket) {
-        return ErrorResponse(error).into_response();
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip());
+    state.front_door.trusted_proxies.client(peer, request.headers())
+}
+
+/// What `method` on the route `matched` (none: the fallback) at `path` asks for. A public
+/// operation of the scope table that is not routed yet stays public (its answer is a 404).
+fn target(method: &Method, matched: Option<&str>, path: &str) -> Target {
+    let Some(template) = matched else {
+        let public = path
+            .strip_prefix(AGENT_PREFIX)
+            .and_then(|relative| scopes::operation(method, relative))
+            .is_some_and(|operation| operation.access == Access::Public);
+        return if public { Target::Public } else { Target::Unknown };
+    };
+    if PUBLIC_PATHS.contains(&template) {
+        return Target::Public;
     }
-    next.run(request).await
+    let Some(relative) = template.strip_prefix(AGENT_PREFIX) else {
+        return Target::Unknown;
+    };
+    match scopes::operation(method, relative).map(|operation| operation.access) {
+        Some(Access::Public) => Target::Public,
+        Some(Access::Scopes(required)) => Target::Operation(required),
+        None => Target::Unknown,
+    }
 }
 
 /// 401 `unauthenticated`; the challenge names `invalid_token` unless no credential was sent.
@@ -91,15 +176,9 @@ fn unauthenticated(refusal: Refusal) -> Response {
             "Bearer realm=\"lab\", error=\"invalid_token\"",
         ),
     };
-    with_challenge(
-        ErrorResponse(ApiError::new(ErrorCode::Unauthenticated, message)).into_response(),
-        challenge,
-    )
-}
-
-fn with_challenge(mut response: Response, challenge: &str) -> Response {
-    if let Ok(value) = HeaderValue::from_str(challenge) {
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
-    }
+    let mut response = ErrorResponse(ApiError::new(ErrorCode::Unauthenticated, message)).into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
     response
 }

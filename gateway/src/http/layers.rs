@@ -1,9 +1,16 @@
 //! Layers around every response: the request id (the caller's `X-Request-Id` when it is a sane
 //! token of at most 128 characters, else a new UUID, echoed on every response), a trace span
-//! per request that continues an incoming W3C `traceparent`, and a panic catcher.
+//! per request that continues an incoming W3C `traceparent`, a panic catcher, the concurrency
+//! limit (beyond it 503 `overloaded` at once, never a queue) and the request time limit (504
+//! `timeout`), both in the error envelope.
 
-use axum::extract::Request;
+use crate::http::error::ErrorResponse;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use http::header::HeaderName;
+use platform::error::{ApiError, ErrorCode};
+use std::time::Duration;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
@@ -64,6 +71,41 @@ pub fn request_span(request: &Request) -> tracing::Span {
     });
     let _ = span.set_parent(parent);
     span
+}
+
+/// Drops the `Allow` header axum adds on known paths unless the answer is a 405, so that a
+/// refusal (401) does not reveal which methods a path has.
+pub async fn allow_only_on_405(mut response: Response) -> Response {
+    if response.status() != http::StatusCode::METHOD_NOT_ALLOWED {
+        response.headers_mut().remove(http::header::ALLOW);
+    }
+    response
+}
+
+/// Answers a request that exceeds the time limit with 504 `timeout` (the work it started is
+/// abandoned; an idempotent retry with the same key is safe).
+pub async fn time_limit(State(limit): State<Duration>, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            tracing::warn!(?limit, "request timed out");
+            let message = format!(
+                "the request took longer than {} ms; it may still complete: retry with the same Idempotency-Key",
+                limit.as_millis()
+            );
+            ErrorResponse(ApiError::new(ErrorCode::Timeout, message)).into_response()
+        }
+    }
+}
+
+/// Answer of a request shed by the concurrency limit: 503 `overloaded` with `Retry-After: 1`.
+pub async fn overloaded(_: tower::BoxError) -> Response {
+    let error = ApiError::new(
+        ErrorCode::Overloaded,
+        "the gateway has as many requests in flight as it takes; retry shortly",
+    )
+    .with_details(serde_json::json!({ "retryAfterSeconds": 1 }));
+    ErrorResponse(error).into_response()
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
-//! The REST application: routes grouped per domain and merged here, the auth guard and then the
-//! input guard (`platform::input`'s character rules) as route layers on the agent area, the
-//! request-id and trace layers around everything, enveloped 404 and 405 fallbacks, readiness and
-//! the OpenAPI document.
+//! The REST application: routes grouped per domain and merged here, the front door (limits and
+//! authentication, [`auth`]) around every route and the 404 / 405 fallbacks, the input guard
+//! (`platform::input`'s character rules) on the agent routes inside it, the request-id, trace,
+//! concurrency-limit and time-limit layers around everything, readiness and the OpenAPI document.
 
 pub mod auth;
 pub mod billing;
@@ -19,16 +19,21 @@ pub mod webhooks;
 use crate::authenticator::Authenticator;
 use crate::operations::Replayable;
 use crate::peers::Peers;
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::Request;
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{Route, get};
 use axum::{Json, Router};
 use http::{HeaderValue, StatusCode};
 use platform::tokens::TokenIssuer;
-use rate_limit::RateLimiter;
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceBuilder;
+use tower::limit::GlobalConcurrencyLimitLayer;
+use tower::load_shed::LoadShedLayer;
+use tower::util::BoxCloneSyncServiceLayer;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::{DefaultOnFailure, DefaultOnResponse, TraceLayer};
 use utoipa_axum::router::OpenApiRouter;
@@ -41,10 +46,12 @@ pub struct AppState {
     pub authenticator: Authenticator,
     /// Mints the principal tokens of outgoing calls (the gateway's own key).
     pub tokens: TokenIssuer,
-    pub rate_limiter: RateLimiter,
-    pub pool: sqlx::PgPool,
-    pub redis: redis::Client,
-    pub peer_health_timeout: Duration,
+    pub front_door: Arc<auth::FrontDoor>,
+    pub readiness: Arc<ready::Readiness>,
+    /// Longest time a request may take (504 `timeout` beyond).
+    pub request_timeout: Duration,
+    /// Requests in flight at once (503 `overloaded` beyond).
+    pub max_concurrent_requests: usize,
 }
 
 /// Response header set when the answer is the stored result of an earlier identical request.
@@ -82,18 +89,33 @@ pub fn agent_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     (router, openapi::finish(document))
 }
 
+/// The layer in the place of the front door (see [`app_without_front_door_for_benchmarks`]).
+type FrontDoorLayer = BoxCloneSyncServiceLayer<Route, Request, Response, Infallible>;
+
 /// Builds the REST application.
 pub fn app(state: AppState) -> Router {
+    let guard = BoxCloneSyncServiceLayer::new(from_fn_with_state(state.clone(), auth::guard));
+    assemble(state, guard)
+}
+
+/// The same application with neither authentication nor limits: every request acts as
+/// `caller`. Only the front-door benchmark (`examples/front_door_bench.rs`) uses it, to measure
+/// what the front door costs; no setting leads here.
+#[doc(hidden)]
+pub fn app_without_front_door_for_benchmarks(state: AppState, caller: crate::caller::Caller) -> Router {
+    let fixed = BoxCloneSyncServiceLayer::new(from_fn_with_state(caller, auth::fixed_caller));
+    assemble(state, fixed)
+}
+
+fn assemble(state: AppState, front_door: FrontDoorLayer) -> Router {
     let (agent, document) = agent_routes();
     let document = Arc::new(
         document
             .to_json()
             .unwrap_or_else(|error| format!("{{\"error\":\"{error}\"}}")),
     );
-    // Authentication first (outermost), then the input rules, then the handler.
-    let agent = agent
-        .route_layer(axum::middleware::from_fn(input::guard))
-        .route_layer(from_fn_with_state(state.clone(), auth::guard));
+    // Inside the front door (authentication comes first), the input rules, then the handler.
+    let agent = agent.route_layer(axum::middleware::from_fn(input::guard));
     let openapi_json = move || {
         let document = Arc::clone(&document);
         async move {
@@ -115,15 +137,26 @@ pub fn app(state: AppState) -> Router {
                 // Internal errors are logged with their cause where they arise; a 503 is a warning.
                 .on_failure(DefaultOnFailure::new().level(tracing::Level::WARN)),
         )
-        .layer(CatchPanicLayer::custom(error::panic_response));
-    Router::new()
+        .layer(CatchPanicLayer::custom(error::panic_response))
+        .layer(HandleErrorLayer::new(layers::overloaded))
+        .layer(LoadShedLayer::new())
+        .layer(GlobalConcurrencyLimitLayer::new(state.max_concurrent_requests))
+        .layer(from_fn_with_state(state.request_timeout, layers::time_limit));
+    let routed = Router::new()
         .nest(auth::AGENT_PREFIX, agent)
         .route("/api/ready", get(ready::ready))
         .route("/api/v1/openapi.json", get(openapi_json))
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
+        // Around the fallbacks too: an anonymous caller meets 401 before it learns what exists.
+        .layer(front_door)
         .layer(layers)
-        .with_state(state)
+        .with_state(state);
+    // axum adds `Allow` to every answer of a known path called with another method, even a 401:
+    // only a 405 (authenticated callers) keeps it.
+    Router::new()
+        .fallback_service(routed)
+        .layer(axum::middleware::map_response(layers::allow_only_on_405))
 }
 
 #[cfg(test)]

@@ -105,7 +105,7 @@ fn complete(operation: &mut Operation, entry: &scopes::Operation, has_path_param
         }
         Access::Public => {
             operation.security = Some(vec![SecurityRequirement::default()]);
-            "Public: no API key; rate-limited per client IP.".to_owned()
+            "Public: no API key; rate-limited per client address.".to_owned()
         }
     };
     operation.description = Some(match operation.description.take() {
@@ -126,9 +126,19 @@ fn complete(operation: &mut Operation, entry: &scopes::Operation, has_path_param
             "the key lacks the scope (insufficient_scope) or spend authorization",
         ),
         ("409", "conflict or idempotency collision"),
-        ("429", "rate limited; retry after Retry-After seconds"),
+        (
+            "429",
+            "rate limited (per-key, per-address or key-lookups policy); retry after Retry-After seconds",
+        ),
         ("500", "unexpected error, logged with the request id"),
-        ("503", "a dependency is unavailable; retry later"),
+        (
+            "503",
+            "a dependency is unavailable (service_unavailable) or the gateway is overloaded; retry later",
+        ),
+        (
+            "504",
+            "the request took longer than the gateway's time limit (timeout); retry with the same Idempotency-Key",
+        ),
     ];
     if has_path_parameter {
         errors.push(("404", "not found, or owned by another customer"));
@@ -147,10 +157,25 @@ fn complete(operation: &mut Operation, entry: &scopes::Operation, has_path_param
             );
         }
         if status == "429" {
-            response = response.header(
-                "Retry-After",
-                HeaderBuilder::new().description(Some("seconds to wait")).build(),
-            );
+            response = response
+                .header(
+                    "Retry-After",
+                    HeaderBuilder::new().description(Some("seconds to wait")).build(),
+                )
+                .header(
+                    "RateLimit-Policy",
+                    HeaderBuilder::new()
+                        .description(Some(
+                            "the limit that refused the request, e.g. `\"per-key\";q=40;w=2` (draft-ietf-httpapi-ratelimit-headers)",
+                        ))
+                        .build(),
+                )
+                .header(
+                    "RateLimit",
+                    HeaderBuilder::new()
+                        .description(Some("its state, e.g. `\"per-key\";r=0;t=2`: requests left, seconds until whole again"))
+                        .build(),
+                );
         }
         operation
             .responses

@@ -1,6 +1,6 @@
-//! `GET /api/v1/openapi.json` and `GET /api/ready`.
+//! `GET /api/v1/openapi.json` (readiness is in `readiness.rs`).
 
-use crate::helpers::{json_with_status, spawn_app, spawn_app_with};
+use crate::helpers::{json_with_status, spawn_app};
 
 #[tokio::test]
 async fn the_openapi_document_is_3_1_with_the_spec_version_and_every_routed_operation() {
@@ -67,41 +67,4 @@ async fn the_openapi_document_is_3_1_with_the_spec_version_and_every_routed_oper
         "#/components/schemas/ErrorEnvelope"
     );
     assert!(create_order["requestBody"]["content"]["application/json"].is_object());
-}
-
-#[tokio::test]
-async fn readiness_is_200_when_storage_and_every_peer_answer() {
-    let app = spawn_app().await;
-    let response = app.http.get(app.url("/api/ready")).send().await.unwrap();
-    assert_eq!(
-        json_with_status(response, 200).await,
-        serde_json::json!({ "status": "ready" })
-    );
-}
-
-#[tokio::test]
-async fn readiness_is_503_naming_a_peer_that_is_not_serving() {
-    let app = spawn_app().await;
-    app.fakes.set_serving(false).await;
-    let body = json_with_status(app.http.get(app.url("/api/ready")).send().await.unwrap(), 503).await;
-    assert_eq!(body["status"], "not_ready");
-    assert_eq!(
-        body["failing"],
-        serde_json::json!(["catalog-svc", "orders-svc", "payments-svc", "webhooks-svc"])
-    );
-}
-
-#[tokio::test]
-async fn readiness_is_503_naming_an_unreachable_peer_or_storage() {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let app = spawn_app_with(|settings| {
-        settings.peers.payments = format!("http://{closed}");
-        settings.common.redis_url = format!("redis://{closed}");
-    })
-    .await;
-    let body = json_with_status(app.http.get(app.url("/api/ready")).send().await.unwrap(), 503).await;
-    assert_eq!(body["failing"], serde_json::json!(["storage", "payments-svc"]));
 }

@@ -58,7 +58,13 @@ async fn unknown_routes_are_enveloped_404s_and_wrong_methods_enveloped_405s() {
     let customer = app.keyed_customer(&["all"]).await;
     let missing = app.get("/shipments", &customer.plaintext).await;
     error_envelope(missing, 404, "not_found").await;
-    let outside = app.http.get(app.url("/nope")).send().await.unwrap();
+    let outside = app
+        .http
+        .get(app.url("/nope"))
+        .bearer_auth(&customer.plaintext)
+        .send()
+        .await
+        .unwrap();
     error_envelope(outside, 404, "not_found").await;
     let wrong = app
         .http

@@ -3,7 +3,7 @@
 //! with its own audience and the scopes the real service requires) and
 //! record every call: the principal, the idempotency key, the traceparent and the encoded
 //! request message they received. Their answers are scripted by the input (reference
-//! `missing` → 404, `conflict` → 409, …). The webhooks stand-in is in `webhook_fake.rs`.
+//! `missing` → 404, `conflict` → 409, `slow-<ms>` → late, …). The webhooks stand-in is in `webhook_fake.rs`.
 
 use crate::fixtures::{sample_order, scripted_failure, ts};
 use platform::access::{self, AccessTable};
@@ -259,6 +259,15 @@ impl OrdersService for Fake {
         request: Request<orders::GetOrderRequest>,
     ) -> Result<Response<orders::GetOrderResponse>, Status> {
         self.record("GetOrder", &request)?;
+        // `slow-<ms>`: answers after that many milliseconds (timeouts, drain, concurrency).
+        if let Some(millis) = request
+            .get_ref()
+            .reference
+            .strip_prefix("slow-")
+            .and_then(|millis| millis.parse().ok())
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(millis)).await;
+        }
         if let Some(failure) = scripted_failure(&request.get_ref().reference) {
             return Err(failure);
         }

@@ -20,6 +20,14 @@ pub struct TestApp {
     pub fakes: FakeMesh,
     /// Tokens addressed to the gateway's identity API.
     pub keys: DevTokens,
+    pub database_url: String,
+    pub stream_prefix: String,
+    /// The gateway's authenticator: its key-store lookup counter and cache sizes.
+    pub authenticator: gateway::authenticator::Authenticator,
+    /// Fires the gateway's shutdown (drain tests); dropping the app fires it too.
+    pub shutdown: CancellationToken,
+    /// The gateway's serving task.
+    pub server: tokio::task::JoinHandle<anyhow::Result<()>>,
     _shutdown: tokio_util::sync::DropGuard,
 }
 
@@ -54,10 +62,19 @@ pub async fn spawn_app() -> TestApp {
 
 /// Spawns a gateway whose settings `adjust` may change (peers default to the fakes).
 pub async fn spawn_app_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
+    let database_url = platform::testing::fresh_database().await;
+    spawn_on(database_url, platform::testing::unique_stream_prefix(), adjust).await
+}
+
+/// Spawns a gateway on an existing database and stream prefix, with fakes of its own.
+async fn spawn_on(
+    database_url: String,
+    stream_prefix: String,
+    adjust: impl FnOnce(&mut Settings),
+) -> TestApp {
     init_tracing();
     let keys = DevTokens::new("gateway");
     let fakes = FakeMesh::start().await;
-    let database_url = platform::testing::fresh_database().await;
     let peers = PeerAddrs {
         catalog: fakes.url(),
         orders: fakes.url(),
@@ -67,15 +84,16 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
     let mut settings = Settings::local(
         &database_url,
         &platform::testing::redis_url(),
-        &platform::testing::unique_stream_prefix(),
+        &stream_prefix,
         peers,
     );
     adjust(&mut settings);
     let application = Application::build(settings).await.expect("the gateway builds");
     let base_url = format!("http://{}", application.http_addr());
     let grpc_url = format!("http://{}", application.grpc_addr());
+    let authenticator = application.authenticator();
     let shutdown = CancellationToken::new();
-    tokio::spawn(application.run_until_stopped(shutdown.clone()));
+    let server = tokio::spawn(application.run_until_stopped(shutdown.clone()));
     let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -88,11 +106,21 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
         http,
         fakes,
         keys,
+        database_url,
+        stream_prefix,
+        authenticator,
+        shutdown: shutdown.clone(),
+        server,
         _shutdown: shutdown.drop_guard(),
     }
 }
 
 impl TestApp {
+    /// A second gateway replica on the same database, Redis and stream prefix.
+    pub async fn replica(&self, adjust: impl FnOnce(&mut Settings)) -> TestApp {
+        spawn_on(self.database_url.clone(), self.stream_prefix.clone(), adjust).await
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base_url)
     }

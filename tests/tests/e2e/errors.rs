@@ -329,7 +329,13 @@ async fn an_expired_quote_cannot_be_ordered() {
 #[tokio::test]
 async fn unknown_routes_and_public_documents_behave() {
     let sandbox = Sandbox::start().await;
-    let missing = sandbox.call(Method::GET, "/no-such-thing", None, None, &[]).await;
+    // Authentication comes before routing: an anonymous caller cannot tell what exists.
+    let anonymous = sandbox.call(Method::GET, "/no-such-thing", None, None, &[]).await;
+    assert_error(&anonymous, 401, "unauthenticated");
+    let agent = sandbox.customer("Route Prober", "catalog:read").await;
+    let missing = sandbox
+        .call(Method::GET, "/no-such-thing", Some(&agent.key), None, &[])
+        .await;
     assert_error(&missing, 404, "not_found");
     let ready = sandbox.call(Method::GET, "/api/ready", None, None, &[]).await;
     assert_eq!(ready.status, 200);

@@ -1,0 +1,328 @@
+//! Front-door benchmark: what authentication and the shared per-key rate limiter cost.
+//!
+//! ```sh
+//! cargo run --release -p gateway --example front_door_bench [-- --iterations 200000 --seconds 3 --rounds 3]
+//! ```
+//!
+//! Uses the PostgreSQL and Redis of the tests (`TEST_DATABASE_URL`, `TEST_REDIS_URL`; a fresh
+//! database). Two parts:
+//!
+//! 1. **CPU per request**: on one thread (a current-thread runtime, so the Redis lease requests
+//!    and their I/O run — and are counted — on it too), each iteration does what the front door
+//!    does for a cached key: the per-address limit, `Authenticator::authenticate` (parse, cache,
+//!    HMAC verify), the shared per-key limit, the scope check. Thread CPU time
+//!    (`CLOCK_THREAD_CPUTIME_ID`) over all iterations, divided by their number; then each step alone.
+//!    Minting the principal token (`Caller::new`) is not included: it belongs to the token model.
+//! 2. **Throughput**: `GET /api/v1/agent/orders/{reference}` through the real router and HTTP
+//!    server with a fake orders-svc over gRPC, the front door on and off
+//!    (`app_without_front_door_for_benchmarks`, which this benchmark alone uses), 16 keep-alive
+//!    connections, rounds alternating between the two so that machine noise hits both alike.
+
+use gateway::config::RateLimitSettings;
+use gateway::domain::api_key;
+use gateway::domain::customer::{NewApiKey, NewCustomer};
+use gateway::limits::Policy;
+use gateway::limits::shared::SharedLimiter;
+use gateway::{Application, PeerAddrs, Settings, repo};
+use proto::orders::orders_service_server::{OrdersService, OrdersServiceServer};
+use proto::orders::{self, CreateOrderRequest, CreateOrderResponse, GetOrderRequest, GetOrderResponse};
+use secrecy::ExposeSecret;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use tonic::{Request, Response, Status};
+
+/// Limits that never refuse here; the per-key burst of 1,000 keeps leases realistic (at most
+/// 250 tokens each), so Redis is asked every few hundred requests.
+const UNLIMITED: RateLimitSettings = RateLimitSettings {
+    per_second: 10_000_000,
+    burst: 1_000,
+};
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let option = |name: &str, default: u64| -> u64 {
+        args.iter()
+            .position(|arg| arg == name)
+            .and_then(|index| args.get(index + 1))
+            .and_then(|value| value.parse().ok())
+            .unwrap_or(default)
+    };
+    let iterations = option("--iterations", 200_000);
+    let seconds = option("--seconds", 3);
+    let rounds = option("--rounds", 3);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let (setup, key) = runtime.block_on(setup())?;
+    let database_url = setup.database_url.clone();
+    let prefix = setup.stream_prefix.clone();
+    let cpu = std::thread::spawn(move || cpu_per_request(&database_url, &prefix, &key, iterations))
+        .join()
+        .map_err(|_| anyhow::anyhow!("the CPU benchmark panicked"))??;
+    println!("{cpu}");
+    let throughput = runtime.block_on(throughput(setup, seconds, rounds))?;
+    println!("{throughput}");
+    Ok(())
+}
+
+struct Setup {
+    database_url: String,
+    stream_prefix: String,
+    application: Application,
+    caller: gateway::caller::Caller,
+    plaintext: String,
+}
+
+/// A fresh database with one customer and one key, a fake orders-svc, a built gateway.
+async fn setup() -> anyhow::Result<(Setup, String)> {
+    let database_url = platform::testing::fresh_database().await;
+    let stream_prefix = platform::testing::unique_stream_prefix();
+    let fake = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let orders = format!("http://{}", fake.local_addr()?);
+    let router = platform::grpc::server_builder().add_service(OrdersServiceServer::new(FakeOrders));
+    tokio::spawn(platform::grpc::serve(router, fake, CancellationToken::new()));
+    let peers = PeerAddrs {
+        catalog: orders.clone(),
+        orders: orders.clone(),
+        payments: orders.clone(),
+        webhooks: orders,
+    };
+    let mut settings = Settings::local(
+        &database_url,
+        &platform::testing::redis_url(),
+        &stream_prefix,
+        peers,
+    );
+    settings.rate_limit = UNLIMITED;
+    settings.front_door.per_address = UNLIMITED;
+    let pepper = settings.api_key_pepper.clone();
+    let application = Application::build(settings).await?;
+    let pool = sqlx::PgPool::connect(&database_url).await?;
+    let customer = NewCustomer::parse("Bench Labs", "bench@example.com")?;
+    let customer = repo::insert_customer(&pool, uuid::Uuid::now_v7(), &customer, "bench")
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("the customer exists"))?;
+    let generated = api_key::generate(&pepper)?;
+    let new_key = NewApiKey {
+        customer_id: customer.id,
+        name: "bench".into(),
+        scopes: vec!["orders:read".into()],
+        spend_limit_cents: None,
+    };
+    let key = repo::insert_api_key(
+        &pool,
+        uuid::Uuid::now_v7(),
+        &new_key,
+        &generated.public_id,
+        &generated.verifier,
+        "bench",
+    )
+    .await?;
+    let state = application.state();
+    let caller =
+        gateway::caller::Caller::new(gateway::authenticator::principal_of(&key), state.tokens.clone());
+    let plaintext = generated.plaintext.expose_secret().to_owned();
+    let setup = Setup {
+        database_url,
+        stream_prefix,
+        application,
+        caller,
+        plaintext: plaintext.clone(),
+    };
+    Ok((setup, plaintext))
+}
+
+fn thread_cpu() -> Duration {
+    let time = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        u64::try_from(time.tv_sec).unwrap_or(0),
+        u32::try_from(time.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// Part 1, on a thread and runtime of its own.
+fn cpu_per_request(database_url: &str, prefix: &str, key: &str, iterations: u64) -> anyhow::Result<String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let pool = sqlx::PgPool::connect(database_url).await?;
+        let authenticator = gateway::authenticator::Authenticator::new(
+            pool,
+            gateway::config::DEV_API_KEY_PEPPER.to_owned().into(),
+            gateway::authenticator::AuthenticatorSettings {
+                ttl: gateway::config::MAX_KEY_CACHE_TTL,
+                known_capacity: 1_000,
+                unknown_capacity: 1_000,
+                lookups: Policy::new("key-lookups", UNLIMITED),
+                max_concurrent_lookups: 2,
+            },
+        );
+        let per_address = gateway::limits::local::LocalLimiter::new(Policy::new("per-address", UNLIMITED), 1_000);
+        let redis = redis::Client::open(platform::testing::redis_url())?;
+        let manager = redis::aio::ConnectionManager::new(redis).await?;
+        let per_key = SharedLimiter::new(Policy::new("per-key", UNLIMITED), manager, prefix);
+        let header = format!("Bearer {key}");
+        let client = IpAddr::V4(Ipv4Addr::new(203, 0, 113, 7));
+        let (per_address, authenticator, per_key, header) = (&per_address, &authenticator, &per_key, header.as_str());
+        let pass = move || async move {
+            assert!(per_address.check(client).is_allowed());
+            let record = authenticator.authenticate(Some(header), client).await.expect("the key authenticates");
+            assert!(per_key.check(record.key.id).await.is_allowed());
+            gateway::scopes::check(&["orders:read"], &record.principal.scopes).expect("the scope is held");
+            record
+        };
+        let key_id = pass().await.key.id;
+        for _ in 0..10_000 {
+            pass().await;
+        }
+        let calls = per_key.redis_calls();
+        let (cpu, wall) = measure(iterations, move || async move {
+            pass().await;
+        })
+        .await;
+        let leases = per_key.redis_calls() - calls;
+        let address = measure(iterations, move || async move {
+            per_address.check(client);
+        })
+        .await;
+        let auth = measure(iterations, move || async move {
+            authenticator.authenticate(Some(header), client).await.ok();
+        })
+        .await;
+        let shared = measure(iterations, move || async move {
+            per_key.check(key_id).await;
+        })
+        .await;
+        let per = |total: Duration| total.as_secs_f64() * 1e6 / iterations as f64;
+        Ok(format!(
+            "| Front door, CPU per request (per-address limit + authenticate + shared per-key limit + scopes; {iterations} iterations, one thread) | {:.2} CPU-µs ({:.2} µs wall; {leases} Redis lease requests) |\n\
+             | … per-address limit alone | {:.2} CPU-µs |\n\
+             | … authenticate (cached key, HMAC verify) alone | {:.2} CPU-µs |\n\
+             | … shared per-key limit alone | {:.2} CPU-µs |",
+            per(cpu),
+            per(wall),
+            per(address.0),
+            per(auth.0),
+            per(shared.0),
+        ))
+    })
+}
+
+async fn measure<F, Fut>(iterations: u64, mut step: F) -> (Duration, Duration)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let (cpu, wall) = (thread_cpu(), Instant::now());
+    for _ in 0..iterations {
+        step().await;
+    }
+    (thread_cpu() - cpu, wall.elapsed())
+}
+
+/// Part 2: the same route with the front door on and off, rounds alternating.
+async fn throughput(setup: Setup, seconds: u64, rounds: u64) -> anyhow::Result<String> {
+    let state = setup.application.state();
+    let guarded = serve(gateway::app(state.clone())).await?;
+    let open = serve(gateway::http::app_without_front_door_for_benchmarks(
+        state,
+        setup.caller,
+    ))
+    .await?;
+    let client = reqwest::Client::builder().pool_max_idle_per_host(16).build()?;
+    let round = Duration::from_secs(seconds);
+    let mut totals = [0_u64; 2];
+    // A short warm-up of both, then rounds alternating on, off, on, off, …
+    load(&client, guarded, &setup.plaintext, Duration::from_millis(500)).await?;
+    load(&client, open, &setup.plaintext, Duration::from_millis(500)).await?;
+    for _ in 0..rounds {
+        totals[0] += load(&client, guarded, &setup.plaintext, round).await?;
+        totals[1] += load(&client, open, &setup.plaintext, round).await?;
+    }
+    drop(setup.application);
+    let rate = |count: u64| count as f64 / (rounds as f64 * round.as_secs_f64());
+    let (on, off) = (rate(totals[0]), rate(totals[1]));
+    Ok(format!(
+        "| GET /orders/{{reference}} through the router, 16 connections, front door on ({rounds} × {seconds} s) | {on:.0} requests/s |\n\
+         | … the same with the front door off | {off:.0} requests/s |\n\
+         | … throughput cost of the front door | {:.1} % |",
+        (1.0 - on / off) * 100.0
+    ))
+}
+
+async fn serve(router: axum::Router) -> anyhow::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let service = router.into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, service).await });
+    Ok(addr)
+}
+
+/// 16 sequential request loops against `addr` for `duration`; returns the requests answered 200.
+async fn load(
+    client: &reqwest::Client,
+    addr: SocketAddr,
+    key: &str,
+    duration: Duration,
+) -> anyhow::Result<u64> {
+    let url = format!("http://{addr}/api/v1/agent/orders/ORD-000001");
+    let deadline = Instant::now() + duration;
+    let workers = (0..16).map(|_| {
+        let (client, url, key) = (client.clone(), url.clone(), key.to_owned());
+        tokio::spawn(async move {
+            let mut done = 0_u64;
+            while Instant::now() < deadline {
+                let response = client.get(&url).bearer_auth(&key).send().await?;
+                anyhow::ensure!(response.status() == 200, "answered {}", response.status());
+                response.bytes().await?;
+                done += 1;
+            }
+            Ok(done)
+        })
+    });
+    let mut total = 0;
+    for worker in futures::future::join_all(workers).await {
+        total += worker??;
+    }
+    Ok(total)
+}
+
+/// orders-svc stand-in: `GetOrder` answers a fixed order.
+struct FakeOrders;
+
+#[tonic::async_trait]
+impl OrdersService for FakeOrders {
+    async fn create_order(
+        &self,
+        _: Request<CreateOrderRequest>,
+    ) -> Result<Response<CreateOrderResponse>, Status> {
+        Err(Status::unimplemented("not in this benchmark"))
+    }
+
+    async fn get_order(
+        &self,
+        request: Request<GetOrderRequest>,
+    ) -> Result<Response<GetOrderResponse>, Status> {
+        let time = Some(prost_types::Timestamp {
+            seconds: 1_784_000_000,
+            nanos: 0,
+        });
+        let order = orders::Order {
+            id: "0190f0c6-0000-7000-8000-000000000001".into(),
+            order_number: request.into_inner().reference,
+            status: "invoice_sent".into(),
+            currency: "USD".into(),
+            created_at: time,
+            updated_at: time,
+            ..Default::default()
+        };
+        Ok(Response::new(GetOrderResponse { order: Some(order) }))
+    }
+
+    async fn list_orders(
+        &self,
+        _: Request<orders::ListOrdersRequest>,
+    ) -> Result<Response<orders::ListOrdersResponse>, Status> {
+        Err(Status::unimplemented("not in this benchmark"))
+    }
+}

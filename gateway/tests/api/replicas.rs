@@ -1,0 +1,109 @@
+//! Several gateway replicas on one database and Redis: one per-key limit between them, and a
+//! revocation that every replica honours within a second; without Redis, each replica limits a
+//! key on its own (fail open to the per-process limit).
+
+use crate::helpers::{TestApp, error_envelope, json_with_status, spawn_app, spawn_app_with};
+use gateway::RateLimitSettings;
+use std::time::{Duration, Instant};
+
+const SHARED: RateLimitSettings = RateLimitSettings {
+    per_second: 1,
+    burst: 20,
+};
+
+#[tokio::test]
+async fn two_gateways_share_one_per_key_limit() {
+    let first = spawn_app_with(|settings| settings.rate_limit = SHARED).await;
+    let second = first.replica(|settings| settings.rate_limit = SHARED).await;
+    let customer = first.keyed_customer(&["orders:read"]).await;
+    let started = Instant::now();
+    let mut admitted = [0_u32; 2];
+    let mut refused = [0_u32; 2];
+    for round in 0..40 {
+        let (index, app): (usize, &TestApp) = if round % 2 == 0 { (0, &first) } else { (1, &second) };
+        let response = app.get("/orders", &customer.plaintext).await;
+        match response.status().as_u16() {
+            200 => admitted[index] += 1,
+            429 => {
+                assert!(response.headers().contains_key("retry-after"));
+                refused[index] += 1;
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+    let refills = started.elapsed().as_secs() + 1;
+    let total = admitted[0] + admitted[1];
+    // One limit of 20 (plus what refilled meanwhile), never 20 per replica; each replica may
+    // hold at most a quarter of the burst unused in its lease.
+    assert!(
+        u64::from(total) <= 20 + refills,
+        "admitted {admitted:?} refused {refused:?}"
+    );
+    assert!(total >= 10, "admitted {admitted:?} refused {refused:?}");
+    assert!(admitted.iter().all(|n| *n > 0) && refused.iter().all(|n| *n > 0));
+}
+
+#[tokio::test]
+async fn a_revoked_key_stops_working_on_every_replica_within_a_second() {
+    let first = spawn_app().await;
+    let second = first.replica(|_| {}).await;
+    let customer = first.keyed_customer(&["orders:read"]).await;
+    // Both replicas have the key cached (for up to 5 s without the revocation channel).
+    json_with_status(first.get("/orders", &customer.plaintext).await, 200).await;
+    json_with_status(second.get("/orders", &customer.plaintext).await, 200).await;
+    let revoke = proto::identity::RevokeApiKeyRequest {
+        key: customer.key.public_id.clone(),
+    };
+    first
+        .identity()
+        .await
+        .revoke_api_key(first.admin(revoke))
+        .await
+        .unwrap();
+    let revoked_at = Instant::now();
+    for app in [&first, &second] {
+        let response = platform::testing::wait_for(
+            "the revocation to reach the replica",
+            Duration::from_secs(1),
+            || async {
+                let response = app.get("/orders", &customer.plaintext).await;
+                (response.status() == 401).then_some(response)
+            },
+        )
+        .await;
+        error_envelope(response, 401, "unauthenticated").await;
+    }
+    assert!(
+        revoked_at.elapsed() < Duration::from_secs(1),
+        "took {:?}",
+        revoked_at.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn without_redis_each_replica_limits_a_key_on_its_own_and_keeps_serving() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let app = spawn_app_with(|settings| {
+        settings.common.redis_url = format!("redis://{closed}");
+        settings.rate_limit = RateLimitSettings {
+            per_second: 1,
+            burst: 2,
+        };
+    })
+    .await;
+    let customer = app.keyed_customer(&["orders:read"]).await;
+    let started = Instant::now();
+    json_with_status(app.get("/orders", &customer.plaintext).await, 200).await;
+    json_with_status(app.get("/orders", &customer.plaintext).await, 200).await;
+    let refused = app.get("/orders", &customer.plaintext).await;
+    assert_eq!(refused.headers()["ratelimit-policy"], "\"per-key\";q=2;w=2");
+    error_envelope(refused, 429, "rate_limited").await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+}
