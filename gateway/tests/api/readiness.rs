@@ -25,7 +25,14 @@ async fn readiness_stays_200_while_a_peer_is_down_and_labctl_health_names_it() {
     app.fakes.set_serving(false).await;
     json_with_status(app.http.get(app.url("/api/ready")).send().await.unwrap(), 200).await;
 
-    let cli = labctl::Cli::parse_from(["labctl", "--identity-addr", &app.grpc_url, "health"]);
+    let cli = labctl::Cli::parse_from([
+        "labctl",
+        "--identity-addr",
+        &app.grpc_url,
+        "--credential",
+        gateway::domain::operator::DEV_OPERATOR_CREDENTIAL,
+        "health",
+    ]);
     let report = labctl::execute(cli).await.unwrap();
     assert_eq!(report["healthy"], false, "{report}");
     let status = |name: &str| {
@@ -42,7 +49,14 @@ async fn readiness_stays_200_while_a_peer_is_down_and_labctl_health_names_it() {
     assert_eq!(status("webhooks-svc"), "unreachable");
     assert_eq!(status("catalog-svc"), "not_serving");
     app.fakes.set_serving(true).await;
-    let cli = labctl::Cli::parse_from(["labctl", "--identity-addr", &app.grpc_url, "health"]);
+    let cli = labctl::Cli::parse_from([
+        "labctl",
+        "--identity-addr",
+        &app.grpc_url,
+        "--credential",
+        gateway::domain::operator::DEV_OPERATOR_CREDENTIAL,
+        "health",
+    ]);
     let report = labctl::execute(cli).await.unwrap();
     assert_eq!(status_of(&report, "orders-svc"), "serving");
     assert_eq!(status_of(&report, "webhooks-svc"), "unreachable");
