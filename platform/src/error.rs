@@ -204,6 +204,18 @@ impl From<sqlx::Error> for ApiError {
     }
 }
 
+impl From<proto::event_data::UnknownEvent> for ApiError {
+    /// 400 `unknown_event` naming `events[i]` and listing the known event types.
+    fn from(unknown: proto::event_data::UnknownEvent) -> Self {
+        ApiError::field(
+            ErrorCode::UnknownEvent,
+            &format!("events[{}]", unknown.index),
+            format!("unknown event type {:?}", unknown.event),
+        )
+        .with_details(serde_json::json!({ "allowed": proto::event_data::event_names() }))
+    }
+}
+
 /// Returns the name of the violated constraint when `error` is a unique violation.
 pub fn unique_violation(error: &sqlx::Error) -> Option<String> {
     match error {

@@ -68,7 +68,7 @@ impl NewEndpoint {
     /// Checks the URL shape, the event names and the description.
     pub fn validate(url: &str, events: &[String], description: Option<&str>) -> Result<Self, ApiError> {
         let url = WebhookUrl::parse(url).map_err(invalid_url)?;
-        let events = super::event::select_events(events)?;
+        let events = proto::event_data::select_events(events)?;
         let description = description.map(str::trim).filter(|text| !text.is_empty());
         if description.is_some_and(|text| text.chars().count() > MAX_DESCRIPTION_CHARS) {
             return Err(ApiError::field(

@@ -3,14 +3,13 @@
 use super::idempotent::{Binding, EndpointRun, Outcome, Started};
 use super::{WebhooksService, endpoint_not_found};
 use crate::domain::endpoint::{endpoint_limit_reached, invalid_url};
-use crate::domain::event::missing_read_scopes;
 use crate::domain::signing::generate_secret;
 use crate::domain::{Endpoint, EndpointStatus, NewEndpoint};
 use crate::page::{self, Page, PageRequest, paginate};
 use crate::repo;
 use crate::repo::endpoints::SealedSecret;
 use crate::ssrf::UrlHost;
-use platform::error::{ApiError, ErrorCode};
+use platform::error::ApiError;
 use platform::idempotency::Ticket;
 use platform::principal::{Principal, PrincipalKind};
 use proto::webhooks as pb;
@@ -24,23 +23,13 @@ pub const OPERATION_DELETE: &str = "webhooks.delete";
 /// Idempotency operation of RotateSecret.
 pub const OPERATION_ROTATE: &str = "webhooks.rotate_secret";
 
-/// A customer key needs the read scope of every selected event (403 with `details.required`).
+/// A customer key needs `webhooks:write` and the read scope of every selected event (403 with
+/// `details.required` and `details.missing`); the rule is the one the gateway applies.
 fn require_read_scopes(principal: &Principal, events: &[String]) -> Result<(), ApiError> {
     if principal.kind != PrincipalKind::Customer {
         return Ok(());
     }
-    let missing = missing_read_scopes(events, &principal.scopes);
-    if missing.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        ErrorCode::InsufficientScope,
-        format!(
-            "the API key lacks the read scope of the selected events: {}",
-            missing.join(", ")
-        ),
-    )
-    .with_details(serde_json::json!({ "required": missing })))
+    platform::access::require_subscription(events, &principal.scopes)
 }
 
 impl WebhooksService {
