@@ -2,9 +2,11 @@
 //! the platform's access layer), then per rpc: principal, idempotency key, call the use case,
 //! convert back. No business rule lives here.
 
+use crate::domain::status::OrderStatus;
 use crate::service::{CreateOutcome, Orders};
 use platform::access::{self, AccessTable};
 use platform::grpc::{idempotency_key, principal};
+use platform::pagination::PageRequest;
 use proto::orders::orders_service_server::OrdersService;
 use proto::orders::{
     CreateOrderRequest, CreateOrderResponse, GetOrderRequest, GetOrderResponse, ListOrdersRequest,
@@ -71,11 +73,13 @@ impl OrdersService for OrdersGrpc {
             limit,
             cursor,
         } = request.into_inner();
+        let status = status.as_deref().map(OrderStatus::parse_filter).transpose()?;
+        let page = PageRequest::new(limit, cursor)?;
         let page = self
             .orders
-            .list_orders(principal.customer()?, status.as_deref(), limit, cursor.as_deref())
+            .list_orders(principal.customer()?, status, &page)
             .await?;
-        let orders = page.orders.iter().map(Into::into).collect();
+        let orders = page.items.iter().map(Into::into).collect();
         Ok(Response::new(ListOrdersResponse {
             orders,
             next_cursor: page.next_cursor,

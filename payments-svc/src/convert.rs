@@ -4,7 +4,6 @@ use crate::domain::reference::optional_uuid;
 use crate::domain::{
     BankPayment, Invoice, InvoiceLine, InvoiceReference, InvoiceStatus, NewInvoice, Payment, RawInvoice,
 };
-use crate::page::PageRequest;
 use crate::repo::invoices::InvoiceFilter;
 use platform::error::{ApiError, ErrorCode};
 use platform::money::Cents;
@@ -91,14 +90,6 @@ pub fn invoice_filter(request: &pb::ListInvoicesRequest) -> Result<InvoiceFilter
 /// The invoice filter of a ListPayments call.
 pub fn payment_invoice_filter(request: &pb::ListPaymentsRequest) -> Result<Option<Uuid>, ApiError> {
     optional_uuid(request.invoice_id.as_deref(), "invoiceId")
-}
-
-/// A validated page request (limit 1..=200, default 50).
-pub fn page_request(limit: Option<i32>, cursor: Option<&str>) -> Result<PageRequest, ApiError> {
-    Ok(PageRequest {
-        limit: platform::pagination::page_limit(limit)?,
-        cursor: cursor.map(str::to_owned),
-    })
 }
 
 impl From<Invoice> for pb::Invoice {

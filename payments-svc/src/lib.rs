@@ -12,7 +12,6 @@ pub mod convert;
 pub mod domain;
 pub mod events;
 pub mod grpc;
-pub mod page;
 pub mod repo;
 pub mod service;
 

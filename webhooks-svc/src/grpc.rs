@@ -3,11 +3,11 @@
 //! case, conversion back. No business rule lives here.
 
 use crate::domain::DeliveryStatus;
-use crate::page::{self, PageRequest};
 use crate::service::{Outcome, Viewer, WebhooksService, endpoint_id};
 use platform::access::{self, AccessTable};
 use platform::error::{ApiError, ErrorCode};
 use platform::grpc::{idempotency_key, principal};
+use platform::pagination::PageRequest;
 use platform::principal::{PrincipalKind, roles};
 use proto::webhooks as pb;
 use proto::webhooks::webhooks_service_server::WebhooksService as WebhooksApi;
@@ -61,8 +61,8 @@ impl WebhooksApi for WebhooksGrpc {
     ) -> Result<Response<pb::ListEndpointsResponse>, Status> {
         let caller = principal(&request)?;
         let message = request.get_ref();
-        let page = PageRequest::parse(page::ENDPOINTS, message.limit, message.cursor.as_deref())?;
-        let page = self.service.list_endpoints(caller.customer()?, page).await?;
+        let page = PageRequest::new(message.limit, message.cursor.clone())?;
+        let page = self.service.list_endpoints(caller.customer()?, &page).await?;
         Ok(Response::new(pb::ListEndpointsResponse {
             endpoints: page.items.iter().map(Into::into).collect(),
             next_cursor: page.next_cursor,
@@ -122,10 +122,10 @@ impl WebhooksApi for WebhooksGrpc {
         let message = request.get_ref();
         let endpoint = endpoint_id(&message.endpoint_id)?;
         let status = DeliveryStatus::parse_filter(message.status.as_deref())?;
-        let page = PageRequest::parse(page::DELIVERIES, message.limit, message.cursor.as_deref())?;
+        let page = PageRequest::new(message.limit, message.cursor.clone())?;
         let page = self
             .service
-            .list_deliveries(viewer, endpoint, status, page)
+            .list_deliveries(viewer, endpoint, status, &page)
             .await?;
         Ok(Response::new(pb::ListDeliveriesResponse {
             deliveries: page.items.iter().map(Into::into).collect(),

@@ -16,7 +16,6 @@ pub mod events;
 pub mod grpc;
 pub mod keyring;
 pub mod maintenance;
-pub mod page;
 pub mod repo;
 pub mod sender;
 pub mod service;

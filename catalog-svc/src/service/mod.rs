@@ -10,11 +10,12 @@ pub use quotes::OP_CREATE_QUOTE;
 
 use crate::domain::catalog::Catalog;
 use crate::domain::document::{self, CatalogDocument};
-use crate::domain::listing::{CatalogPage, CursorPosition, ListRequest};
+use crate::domain::listing::{CATALOG_ITEMS, CatalogPage, CursorPosition, ListRequest};
 use crate::domain::quote::Quote;
 use crate::repo::{self, RevisionRow};
 use platform::error::{ApiError, ErrorCode};
 use platform::idempotency::IdempotencyStore;
+use platform::pagination::Page;
 use sqlx::PgPool;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -174,19 +175,22 @@ impl Service {
             return Err(ApiError::field(ErrorCode::UnknownCategory, "category", message));
         }
         let after = request.cursor.as_ref().map(|position| position.after_id.as_str());
-        let mut items =
-            repo::list_items(&self.pool, &revision, &request.filters, after, request.limit + 1).await?;
-        let mut next_cursor = None;
-        if items.len() as i64 > request.limit {
-            items.truncate(request.limit as usize);
-            let after_id = items.last().map(|item| item.id.clone()).unwrap_or_default();
-            let position = CursorPosition {
-                revision: revision.clone(),
-                filters: request.filters.clone(),
-                after_id,
-            };
-            next_cursor = Some(position.encode());
-        }
+        let items = repo::list_items(
+            &self.pool,
+            &revision,
+            &request.filters,
+            after,
+            request.page.fetch(),
+        )
+        .await?;
+        let Page {
+            mut items,
+            next_cursor,
+        } = CATALOG_ITEMS.page(&request.page, items, |item| CursorPosition {
+            revision: revision.clone(),
+            filters: request.filters.clone(),
+            after_id: item.id.clone(),
+        });
         let includes = request.includes;
         if !includes.requirements {
             items.iter_mut().for_each(|item| item.sample_requirement = None);

@@ -92,7 +92,6 @@ pub struct WebhooksQuery {
     /// Page size, 1 to 200 (checked by webhooks-svc).
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i32>,
-    /// Opaque cursor from `pagination.nextCursor`.
     pub cursor: Option<String>,
 }
 
@@ -106,7 +105,6 @@ pub struct DeliveriesQuery {
     /// Page size, 1 to 200 (checked by webhooks-svc).
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i32>,
-    /// Opaque cursor from `pagination.nextCursor`.
     pub cursor: Option<String>,
 }
 

@@ -5,16 +5,19 @@ use super::{WebhooksService, endpoint_not_found};
 use crate::domain::endpoint::{endpoint_limit_reached, invalid_url};
 use crate::domain::signing::generate_secret;
 use crate::domain::{Endpoint, EndpointStatus, NewEndpoint};
-use crate::page::{self, Page, PageRequest, paginate};
 use crate::repo;
 use crate::repo::endpoints::SealedSecret;
 use crate::ssrf::UrlHost;
 use platform::error::ApiError;
 use platform::idempotency::Ticket;
+use platform::pagination::{After, Listing, Page, PageRequest};
 use platform::principal::{Principal, PrincipalKind};
 use proto::webhooks as pb;
 use secrecy::ExposeSecret;
 use uuid::Uuid;
+
+/// The listing of a customer's endpoints, newest first.
+pub const ENDPOINTS: Listing = Listing::new("webhook_endpoints");
 
 /// Idempotency operation of CreateEndpoint.
 pub const OPERATION_CREATE: &str = "webhooks.create";
@@ -126,12 +129,13 @@ impl WebhooksService {
     pub async fn list_endpoints(
         &self,
         customer_id: Uuid,
-        page: PageRequest,
+        page: &PageRequest,
     ) -> Result<Page<Endpoint>, ApiError> {
+        let after = ENDPOINTS.after(page)?;
         let mut conn = self.pool.acquire().await?;
-        let rows = repo::endpoints::list(&mut conn, customer_id, page.after, page.limit + 1).await?;
-        Ok(paginate(page::ENDPOINTS, rows, page.limit, |endpoint| {
-            (endpoint.created_at, endpoint.id)
+        let rows = repo::endpoints::list(&mut conn, customer_id, after, page.fetch()).await?;
+        Ok(ENDPOINTS.page(page, rows, |endpoint| {
+            After::new(endpoint.created_at, endpoint.id)
         }))
     }
 
