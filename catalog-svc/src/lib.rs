@@ -43,7 +43,7 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 pub struct Application {
     settings: Settings,
     base: ServiceBase,
-    service: Arc<service::Service>,
+    service: Arc<service::CatalogService>,
 }
 
 impl Application {
@@ -51,7 +51,10 @@ impl Application {
     /// yet, and binds the gRPC listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let base = ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?;
-        let service = Arc::new(service::Service::new(base.pool.clone(), settings.quote_ttl));
+        let service = Arc::new(service::CatalogService::new(
+            base.pool.clone(),
+            settings.quote_ttl,
+        ));
         if let Some(path) = &settings.seed_file
             && !service.has_catalog().await?
         {

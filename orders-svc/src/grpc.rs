@@ -2,10 +2,12 @@
 //! the platform's access layer), then per rpc: principal, idempotency key, call the use case,
 //! convert back. No business rule lives here.
 
+use crate::domain::request::UncheckedOrderRequest;
 use crate::domain::status::OrderStatus;
-use crate::service::{CreateOutcome, Orders};
+use crate::service::Orders;
 use platform::access::{self, AccessTable};
-use platform::grpc::{idempotency_key, principal};
+use platform::grpc::principal;
+use platform::idempotency::IdempotencyKey;
 use platform::pagination::PageRequest;
 use proto::orders::orders_service_server::OrdersService;
 use proto::orders::{
@@ -41,12 +43,14 @@ impl OrdersService for OrdersGrpc {
         request: Request<CreateOrderRequest>,
     ) -> Result<Response<CreateOrderResponse>, Status> {
         let principal = principal(&request)?;
-        let key = idempotency_key(&request)?;
-        replayable(
-            self.orders
-                .create_order(&principal, key, request.into_inner())
-                .await,
-        )
+        let key = IdempotencyKey::from_grpc(&request)?;
+        let order = UncheckedOrderRequest::from(request.into_inner());
+        self.orders
+            .create_order(&principal, key, order)
+            .await
+            .into_response(|order| CreateOrderResponse {
+                order: Some((&order).into()),
+            })
     }
 
     async fn get_order(
@@ -85,9 +89,4 @@ impl OrdersService for OrdersGrpc {
             next_cursor: page.next_cursor,
         }))
     }
-}
-
-/// Answers an idempotent outcome (see `platform::grpc::replayable_response`).
-fn replayable(outcome: CreateOutcome) -> Result<Response<CreateOrderResponse>, Status> {
-    platform::grpc::replayable_response(outcome.result, outcome.replayed)
 }

@@ -11,7 +11,6 @@ pub use quotes::OP_CREATE_QUOTE;
 use crate::domain::catalog::Catalog;
 use crate::domain::document::{self, CatalogDocument};
 use crate::domain::listing::{CATALOG_ITEMS, CatalogPage, CursorPosition, ListRequest};
-use crate::domain::quote::Quote;
 use crate::repo::{self, RevisionRow};
 use platform::error::{ApiError, ErrorCode};
 use platform::idempotency::IdempotencyStore;
@@ -45,22 +44,8 @@ pub struct ImportOutcome {
     pub unchanged: bool,
 }
 
-/// The idempotency key of a request and the fingerprint of its exact content.
-#[derive(Clone, Debug)]
-pub struct Idempotency {
-    pub key: String,
-    pub fingerprint: Vec<u8>,
-}
-
-/// A created (or replayed) quote.
-#[derive(Clone, Debug)]
-pub struct QuoteOutcome {
-    pub quote: Quote,
-    pub replayed: bool,
-}
-
 /// The use cases, over one database pool.
-pub struct Service {
+pub struct CatalogService {
     pool: PgPool,
     quote_ttl: chrono::Duration,
     idempotency: IdempotencyStore,
@@ -71,7 +56,7 @@ fn count(value: usize) -> i32 {
     i32::try_from(value).unwrap_or(i32::MAX)
 }
 
-impl Service {
+impl CatalogService {
     pub fn new(pool: PgPool, quote_ttl: std::time::Duration) -> Self {
         Self {
             pool,

@@ -5,8 +5,9 @@ mod create;
 mod payment_events;
 mod read;
 
-pub use create::{CreateOutcome, OPERATION_CREATE};
+pub use create::OPERATION_CREATE;
 pub use payment_events::EventTarget;
+pub use read::ORDERS;
 
 use crate::config::Settings;
 use platform::idempotency::IdempotencyStore;

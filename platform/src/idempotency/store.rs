@@ -1,23 +1,9 @@
-//! Transactional idempotency for mutating operations that carry an `Idempotency-Key`.
-//!
-//! A key is scoped to (customer, operation) and bound to a fingerprint of the exact request. The
-//! first request claims the key (a committed `in_progress` row with a lease), runs, and stores
-//! its outcome with [`IdempotencyStore::complete`] inside its own business transaction, so the
-//! stored result exists exactly when the effect committed. Then:
-//!
-//! * the same key and request again replays the stored outcome (success or client error);
-//! * the same key with another request is `idempotency_key_reused` (409);
-//! * the same key while the first still runs waits up to `wait` for it to finish and then
-//!   replays; past that it is `idempotency_request_in_progress` (409, `Retry-After`);
-//! * a claim whose lease expired (its worker died, or gave up after a dependency failed) is taken
-//!   over, with the recovery point the first worker saved, so a retry never doubles work.
-//!
-//! Each service's schema has the table `idempotency_keys` (see the services' first migration).
-//! Housekeeping (`crate::housekeeping`) deletes completed records 24 hours after the first
-//! request, and claims abandoned without an outcome 24 hours after their lease ended.
+//! The `idempotency_keys` table of one service schema: claiming a key (with the wait for a
+//! concurrent duplicate and the take-over of an expired lease), saving a recovery point, storing
+//! the outcome in the caller's transaction, and releasing a claim. These are the steps that
+//! [`IdempotencyStore::run`](super::IdempotencyStore::run) composes; use cases call `run`.
 
 use crate::error::{ApiError, ErrorCode};
-use sha2::{Digest, Sha256};
 use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
 use std::time::Duration;
 use uuid::Uuid;
@@ -67,15 +53,6 @@ pub struct IdempotencyStore {
     lease: Duration,
     /// How long a concurrent duplicate waits for the first to finish before answering 409.
     wait: Duration,
-}
-
-/// Returns the fingerprint of a request: SHA-256 over the operation and its canonical bytes.
-pub fn fingerprint(operation: &str, canonical_request: &[u8]) -> Vec<u8> {
-    let mut hasher = Sha256::new();
-    hasher.update(operation.as_bytes());
-    hasher.update([0]);
-    hasher.update(canonical_request);
-    hasher.finalize().to_vec()
 }
 
 impl IdempotencyStore {
