@@ -7,9 +7,9 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod consumer;
 pub mod convert;
 pub mod domain;
-pub mod events;
 pub mod grpc;
 pub mod repo;
 pub mod service;
@@ -89,7 +89,7 @@ impl Application {
             vec![base.stream(platform::streams::ORDERS)],
         )
         .with_timing(self.settings.consumer_reclaim_idle, self.settings.consumer_block);
-        let handler = Arc::new(events::OrderEvents::new(base.pool.clone()));
+        let handler = Arc::new(consumer::OrderEvents::new(self.service.clone()));
         let consumer = tokio::spawn(
             StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
         );

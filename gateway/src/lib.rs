@@ -139,14 +139,14 @@ impl Application {
         let identity =
             service::IdentityService::new(state.pool.clone(), self.settings.api_key_pepper.clone());
         let identity = platform::access::guarded(
-            IdentityServiceServer::new(grpc::IdentityAdapter::new(identity, self.staff)),
+            IdentityServiceServer::new(grpc::IdentityGrpc::new(identity, self.staff)),
             self.verifier,
             grpc::ACCESS,
         );
         let (reporter, health) = tonic_health::server::health_reporter();
         let probe = platform::health::spawn_health_probe(
             reporter,
-            vec![<IdentityServiceServer<grpc::IdentityAdapter> as tonic::server::NamedService>::NAME],
+            vec![<IdentityServiceServer<grpc::IdentityGrpc> as tonic::server::NamedService>::NAME],
             state.pool.clone(),
             state.redis.clone(),
             shutdown.clone(),

@@ -4,12 +4,12 @@
 
 use crate::domain::request::UncheckedOrderRequest;
 use crate::domain::status::OrderStatus;
-use crate::service::Orders;
+use crate::service::OrdersService;
 use platform::access::{self, AccessTable};
 use platform::grpc::principal;
 use platform::idempotency::IdempotencyKey;
 use platform::pagination::PageRequest;
-use proto::orders::orders_service_server::OrdersService;
+use proto::orders::orders_service_server::OrdersService as OrdersApi;
 use proto::orders::{
     CreateOrderRequest, CreateOrderResponse, GetOrderRequest, GetOrderResponse, ListOrdersRequest,
     ListOrdersResponse,
@@ -27,17 +27,17 @@ pub const ACCESS: AccessTable = &[
 /// The tonic service over the orders use cases.
 #[derive(Clone)]
 pub struct OrdersGrpc {
-    orders: Arc<Orders>,
+    orders: Arc<OrdersService>,
 }
 
 impl OrdersGrpc {
-    pub fn new(orders: Arc<Orders>) -> Self {
+    pub fn new(orders: Arc<OrdersService>) -> Self {
         Self { orders }
     }
 }
 
 #[tonic::async_trait]
-impl OrdersService for OrdersGrpc {
+impl OrdersApi for OrdersGrpc {
     async fn create_order(
         &self,
         request: Request<CreateOrderRequest>,

@@ -1,5 +1,7 @@
-//! Conversions between the gRPC messages of `lab.payments.v1` and the domain.
+//! Conversions between the gRPC messages of `lab.payments.v1` (and orders-svc's `order.created`)
+//! and the domain.
 
+use crate::domain::backstop::{OrderLine, backstop_lines};
 use crate::domain::reference::optional_uuid;
 use crate::domain::{
     BankPayment, Invoice, InvoiceLine, InvoiceReference, InvoiceStatus, NewInvoice, Payment, RawInvoice,
@@ -34,6 +36,28 @@ impl TryFrom<pb::CreateInvoiceRequest> for NewInvoice {
             total_cents: request.total_cents,
         })
     }
+}
+
+/// The invoice the `order.created` backstop issues for `order`, its lines built from the event
+/// (`domain::backstop`).
+pub fn backstop_invoice(order: &proto::orders::OrderCreated) -> Result<NewInvoice, ApiError> {
+    let order_lines: Vec<OrderLine> = order
+        .lines
+        .iter()
+        .map(|line| OrderLine {
+            compound_name: line.compound_name.clone(),
+            analyses: line.item_ids.len(),
+            amount: Cents(line.amount_cents),
+        })
+        .collect();
+    NewInvoice::parse(RawInvoice {
+        order_id: order.order_id.clone(),
+        order_number: order.order_number.clone(),
+        payment_method: order.payment_method.clone(),
+        currency: order.currency.clone(),
+        lines: backstop_lines(&order.order_number, Cents(order.total_cents), &order_lines),
+        total_cents: order.total_cents,
+    })
 }
 
 impl TryFrom<pb::RecordBankPaymentRequest> for BankPayment {

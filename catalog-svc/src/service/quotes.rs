@@ -1,11 +1,15 @@
 //! Quote use cases: create (idempotent when the caller sends a key) and read, always for the
-//! caller's customer. A created quote is its own stored answer (quotes are immutable).
+//! caller's customer (a created quote is its own stored answer: quotes are immutable); and
+//! recording which order consumed a quote, from the orders stream.
 
 use super::CatalogService;
 use crate::domain::quote::{self, CURRENCY, Quote, QuoteRequest};
 use crate::repo;
+use chrono::{DateTime, Utc};
+use platform::consumer::first_delivery;
 use platform::error::{ApiError, ErrorCode};
 use platform::idempotency::{Answer, Attempt, IdempotencyKey, Json};
+use platform::streams::GROUP_CATALOG;
 use uuid::Uuid;
 
 /// Idempotency operation name of quote creation.
@@ -58,6 +62,26 @@ impl CatalogService {
         repo::find_quote(&self.pool, customer_id, id)
             .await?
             .ok_or_else(quote_not_found)
+    }
+
+    /// Records, once per event `event_id`, that order `order_id` consumed the quote.
+    pub async fn record_quote_consumed(
+        &self,
+        event_id: &str,
+        customer_id: Uuid,
+        quote_id: Uuid,
+        order_id: Uuid,
+        consumed_at: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        if !first_delivery(&mut tx, crate::SCHEMA, GROUP_CATALOG, event_id).await? {
+            return Ok(());
+        }
+        let changed =
+            repo::mark_quote_consumed(&mut tx, customer_id, quote_id, order_id, consumed_at).await?;
+        tx.commit().await?;
+        tracing::info!(%quote_id, %order_id, changed, "order.created applied to its quote");
+        Ok(())
     }
 
     async fn price_quote(&self, customer_id: Uuid, request: &QuoteRequest) -> Result<Quote, ApiError> {

@@ -120,6 +120,25 @@ pub struct Order {
     pub updated_at: DateTime<Utc>,
 }
 
+/// What payments-svc announced about an order's invoice on its stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InvoiceNews {
+    /// `payment.confirmed`: the invoice is paid in full.
+    PaymentConfirmed {
+        invoice_id: String,
+        invoice_number: String,
+    },
+    /// `invoice.created`: the invoice exists (the payment block, without bank instructions).
+    InvoiceCreated(PaymentSummary),
+    /// `invoice.updated`: the invoice's status and amount due changed.
+    InvoiceUpdated {
+        invoice_id: String,
+        invoice_number: String,
+        status: String,
+        amount_due: Cents,
+    },
+}
+
 /// One line of the invoice issued for an order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InvoiceLine {

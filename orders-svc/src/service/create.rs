@@ -7,7 +7,7 @@
 //! transient failures release the claim, and a retry with the same key resumes from the
 //! recovery point instead of placing a second order.
 
-use super::Orders;
+use super::OrdersService;
 use crate::domain::order::{Order, PaymentSummary, order_number};
 use crate::domain::quote::{Placement, Quote, plan_order};
 use crate::domain::reference::OrderReference;
@@ -31,7 +31,7 @@ struct Placed {
     order_id: Uuid,
 }
 
-impl Orders {
+impl OrdersService {
     /// Places an order for the principal's customer under idempotency `key`; the answer is the
     /// order with its payment block.
     pub async fn create_order(

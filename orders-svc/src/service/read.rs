@@ -1,6 +1,6 @@
 //! Reading orders: one by reference, or a cursor page newest first.
 
-use super::Orders;
+use super::OrdersService;
 use crate::domain::order::Order;
 use crate::domain::reference::OrderReference;
 use crate::domain::status::OrderStatus;
@@ -12,7 +12,7 @@ use uuid::Uuid;
 /// The listing of a customer's orders, newest first (its cursors are refused elsewhere).
 pub const ORDERS: Listing = Listing::new("orders");
 
-impl Orders {
+impl OrdersService {
     /// Reads one of the customer's orders by UUID, `ORD-…` or `INV-…`; anything else, and another
     /// customer's order, is `not_found`.
     pub async fn get_order(&self, customer_id: Uuid, reference: &str) -> Result<Order, ApiError> {
