@@ -208,12 +208,12 @@ impl IdempotencyStore {
         ticket: &Ticket,
         recovery: &serde_json::Value,
     ) -> Result<(), ApiError> {
-        let update = format!(
-            "UPDATE {}.idempotency_keys SET recovery = $5, updated_at = now() \
-             WHERE customer_id = $1 AND operation = $2 AND idempotency_key = $3 AND owner = $4",
-            self.schema
-        );
-        self.owned_update(tx, ticket, update, recovery.clone()).await
+        let update = self.owned_update("recovery = $5");
+        let result = bind_ticket(sqlx::query(AssertSqlSafe(update)), ticket)
+            .bind(recovery)
+            .execute(tx)
+            .await?;
+        still_held(result.rows_affected())
     }
 
     /// Stores the outcome in the caller's business transaction; fails with a conflict when the
@@ -231,29 +231,13 @@ impl IdempotencyStore {
                 Some(serde_json::to_value(error).map_err(ApiError::internal)?),
             ),
         };
-        let update = format!(
-            "UPDATE {}.idempotency_keys SET state = 'completed', outcome = $5, outcome_error = $6, updated_at = now() \
-             WHERE customer_id = $1 AND operation = $2 AND idempotency_key = $3 AND owner = $4",
-            self.schema
-        );
-        let result = sqlx::query(AssertSqlSafe(update))
-            .bind(ticket.scope.customer_id)
-            .bind(ticket.scope.operation)
-            .bind(&ticket.scope.key)
-            .bind(ticket.owner)
+        let update = self.owned_update("state = 'completed', outcome = $5, outcome_error = $6");
+        let result = bind_ticket(sqlx::query(AssertSqlSafe(update)), ticket)
             .bind(bytes)
             .bind(error)
             .execute(tx)
             .await?;
-        if result.rows_affected() == 1 {
-            Ok(())
-        } else {
-            Err(ApiError::new(
-                ErrorCode::IdempotencyRequestInProgress,
-                "the idempotency claim was taken over",
-            )
-            .with_details(serde_json::json!({ "retryAfterSeconds": 1 })))
-        }
+        still_held(result.rows_affected())
     }
 
     /// Gives the claim up after a transient failure so that a retry may run at once (keeping the
@@ -266,11 +250,7 @@ impl IdempotencyStore {
              WHERE customer_id = $1 AND operation = $2 AND idempotency_key = $3 AND owner = $4 AND state = 'in_progress'",
             schema = self.schema
         );
-        let result = sqlx::query(AssertSqlSafe(release))
-            .bind(ticket.scope.customer_id)
-            .bind(ticket.scope.operation)
-            .bind(&ticket.scope.key)
-            .bind(ticket.owner)
+        let result = bind_ticket(sqlx::query(AssertSqlSafe(release)), ticket)
             .execute(pool)
             .await;
         if let Err(error) = result {
@@ -278,31 +258,38 @@ impl IdempotencyStore {
         }
     }
 
-    async fn owned_update(
-        &self,
-        tx: &mut PgConnection,
-        ticket: &Ticket,
-        statement: String,
-        recovery: serde_json::Value,
-    ) -> Result<(), ApiError> {
-        let result = sqlx::query(AssertSqlSafe(statement))
-            .bind(ticket.scope.customer_id)
-            .bind(ticket.scope.operation)
-            .bind(&ticket.scope.key)
-            .bind(ticket.owner)
-            .bind(recovery)
-            .execute(tx)
-            .await?;
-        if result.rows_affected() == 1 {
-            Ok(())
-        } else {
-            Err(ApiError::new(
-                ErrorCode::IdempotencyRequestInProgress,
-                "the idempotency claim was taken over",
-            )
-            .with_details(serde_json::json!({ "retryAfterSeconds": 1 })))
-        }
+    /// An update of the row `ticket` still owns (`$1`..`$4` are the ticket, see [`bind_ticket`]).
+    fn owned_update(&self, set: &str) -> String {
+        format!(
+            "UPDATE {}.idempotency_keys SET {set}, updated_at = now() \
+             WHERE customer_id = $1 AND operation = $2 AND idempotency_key = $3 AND owner = $4",
+            self.schema
+        )
     }
+}
+
+/// Binds a ticket's key and owner as `$1`..`$4`.
+fn bind_ticket<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ticket: &'q Ticket,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    query
+        .bind(ticket.scope.customer_id)
+        .bind(ticket.scope.operation)
+        .bind(&ticket.scope.key)
+        .bind(ticket.owner)
+}
+
+/// `Ok` when the owner's update changed its row; a conflict when the lease was lost.
+fn still_held(rows_affected: u64) -> Result<(), ApiError> {
+    if rows_affected == 1 {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorCode::IdempotencyRequestInProgress,
+        "the idempotency claim was taken over",
+    )
+    .with_details(serde_json::json!({ "retryAfterSeconds": 1 })))
 }
 
 fn stored_error(value: serde_json::Value) -> ApiError {
