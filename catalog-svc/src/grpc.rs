@@ -2,11 +2,11 @@
 //! enforced by the platform's access layer before any handler runs), then per rpc: take the
 //! verified principal, convert the message, call the use case, convert the answer back.
 
-use crate::service::{Idempotency, OP_CREATE_QUOTE, Service};
+use crate::service::CatalogService;
 use platform::access::{self, AccessTable};
-use platform::grpc::{IDEMPOTENCY_KEY, principal};
+use platform::grpc::principal;
+use platform::idempotency::IdempotencyKey;
 use platform::principal::roles;
-use prost::Message;
 use proto::catalog as pb;
 use proto::scopes::{CATALOG_READ, QUOTES_WRITE};
 use std::sync::Arc;
@@ -24,26 +24,16 @@ pub const ACCESS: AccessTable = &[
     ("ImportCatalog", access::staff(roles::CATALOG_ADMIN)),
 ];
 
-/// The gRPC face of the [`Service`].
+/// The gRPC face of the [`CatalogService`].
 #[derive(Clone)]
 pub struct CatalogGrpc {
-    service: Arc<Service>,
+    service: Arc<CatalogService>,
 }
 
 impl CatalogGrpc {
-    pub fn new(service: Arc<Service>) -> Self {
+    pub fn new(service: Arc<CatalogService>) -> Self {
         Self { service }
     }
-}
-
-/// The optional idempotency key of a request with the fingerprint of its message.
-fn idempotency<T: Message>(request: &Request<T>, operation: &str) -> Result<Option<Idempotency>, Status> {
-    if request.metadata().get(IDEMPOTENCY_KEY).is_none() {
-        return Ok(None);
-    }
-    let key = platform::grpc::idempotency_key(request)?;
-    let fingerprint = platform::idempotency::fingerprint(operation, &request.get_ref().encode_to_vec());
-    Ok(Some(Idempotency { key, fingerprint }))
 }
 
 #[tonic::async_trait]
@@ -61,18 +51,13 @@ impl pb::catalog_service_server::CatalogService for CatalogGrpc {
         request: Request<pb::CreateQuoteRequest>,
     ) -> Result<Response<pb::CreateQuoteResponse>, Status> {
         let customer_id = principal(&request)?.customer()?;
-        let idempotency = idempotency(&request, OP_CREATE_QUOTE)?;
-        let outcome = self
-            .service
-            .create_quote(customer_id, request.into_inner().into(), idempotency)
-            .await?;
-        let mut response = Response::new(pb::CreateQuoteResponse {
-            quote: Some(outcome.quote.into()),
-        });
-        if outcome.replayed {
-            platform::grpc::mark_replayed(&mut response);
-        }
-        Ok(response)
+        let key = IdempotencyKey::optional_from_grpc(&request)?;
+        self.service
+            .create_quote(customer_id, request.into_inner().into(), key)
+            .await
+            .into_response(|quote| pb::CreateQuoteResponse {
+                quote: Some(quote.into()),
+            })
     }
 
     async fn get_quote(

@@ -7,9 +7,9 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod consumer;
 pub mod convert;
 pub mod domain;
-pub mod events;
 pub mod grpc;
 pub mod repo;
 pub mod service;
@@ -43,7 +43,7 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 pub struct Application {
     settings: Settings,
     base: ServiceBase,
-    service: Arc<service::Service>,
+    service: Arc<service::CatalogService>,
 }
 
 impl Application {
@@ -51,7 +51,10 @@ impl Application {
     /// yet, and binds the gRPC listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let base = ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?;
-        let service = Arc::new(service::Service::new(base.pool.clone(), settings.quote_ttl));
+        let service = Arc::new(service::CatalogService::new(
+            base.pool.clone(),
+            settings.quote_ttl,
+        ));
         if let Some(path) = &settings.seed_file
             && !service.has_catalog().await?
         {
@@ -86,7 +89,7 @@ impl Application {
             vec![base.stream(platform::streams::ORDERS)],
         )
         .with_timing(self.settings.consumer_reclaim_idle, self.settings.consumer_block);
-        let handler = Arc::new(events::OrderEvents::new(base.pool.clone()));
+        let handler = Arc::new(consumer::OrderEvents::new(self.service.clone()));
         let consumer = tokio::spawn(
             StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
         );

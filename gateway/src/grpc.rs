@@ -31,12 +31,12 @@ pub const ACCESS: AccessTable = &[
 ];
 
 /// The tonic adapter over [`IdentityService`] and [`StaffService`].
-pub struct IdentityAdapter {
+pub struct IdentityGrpc {
     service: IdentityService,
     staff: StaffService,
 }
 
-impl IdentityAdapter {
+impl IdentityGrpc {
     pub fn new(service: IdentityService, staff: StaffService) -> Self {
         Self { service, staff }
     }
@@ -48,7 +48,7 @@ fn operator<T>(request: &Request<T>) -> Result<String, Status> {
 }
 
 #[tonic::async_trait]
-impl IdentityRpc for IdentityAdapter {
+impl IdentityRpc for IdentityGrpc {
     async fn issue_staff_token(
         &self,
         request: Request<pb::IssueStaffTokenRequest>,

@@ -211,7 +211,7 @@ impl Application {
             self.revocations,
         );
         let identity = platform::access::guarded(
-            IdentityServiceServer::new(grpc::IdentityAdapter::new(identity, self.staff)),
+            IdentityServiceServer::new(grpc::IdentityGrpc::new(identity, self.staff)),
             self.verifier.clone(),
             grpc::ACCESS,
         );
@@ -228,7 +228,7 @@ impl Application {
         let (reporter, health) = tonic_health::server::health_reporter();
         let probe = platform::health::spawn_health_probe(
             reporter,
-            vec![<IdentityServiceServer<grpc::IdentityAdapter> as tonic::server::NamedService>::NAME],
+            vec![<IdentityServiceServer<grpc::IdentityGrpc> as tonic::server::NamedService>::NAME],
             self.pool.clone(),
             self.redis.clone(),
             shutdown.clone(),

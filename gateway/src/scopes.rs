@@ -6,11 +6,8 @@
 //! decisions for those are marked `decided` below and explained in `docs/scopes.md`. The auth
 //! layer looks every routed request up here (an unlisted route is refused), and the OpenAPI
 //! document takes each operation's scope and idempotency header from here. The webhook
-//! subscription rule (`webhooks:write` plus the read scope of every selected event) is here too.
-
-mod subscription;
-
-pub use subscription::{DEFAULT_WEBHOOK_EVENT, check_subscription, subscription_scopes, unknown_event};
+//! subscription rule (`webhooks:write` plus the read scope of every selected event) is
+//! `proto::event_data`'s, checked through `platform::access::require_subscription`.
 
 use http::Method;
 use platform::error::{ApiError, ErrorCode};
@@ -195,23 +192,9 @@ pub fn operation(method: &Method, path: &str) -> Option<&'static Operation> {
         .find(|operation| operation.method == method && operation.path == path)
 }
 
-/// Returns `insufficient_scope` (403, details.required = every scope of the operation) unless
-/// `held` contains all scopes `required`.
-pub fn check(required: &[&str], held: &[String]) -> Result<(), ApiError> {
-    let missing: Vec<&str> = required
-        .iter()
-        .copied()
-        .filter(|scope| !held.iter().any(|h| h == scope))
-        .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        ErrorCode::InsufficientScope,
-        format!("the API key lacks the {} scope", missing.join(" and ")),
-    )
-    .with_details(serde_json::json!({ "required": required, "missing": missing })))
-}
+/// Returns `insufficient_scope` (403, details.required = every scope of the operation, and
+/// details.missing) unless `held` contains all scopes `required`: the platform's one scope check.
+pub use platform::access::require_scopes as check;
 
 #[cfg(test)]
 mod tests {

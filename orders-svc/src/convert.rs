@@ -1,15 +1,16 @@
-//! Conversions between protobuf messages (own API, catalog-svc's quote, payments-svc's invoice)
-//! and the domain. Kept out of `domain/` so that it stays transport-free.
+//! Conversions between protobuf messages (own API, catalog-svc's quote, payments-svc's invoice
+//! and stream events) and the domain. Kept out of `domain/` so that it stays transport-free.
 
 use crate::domain::order::{
-    BankInstructions, Charge, InvoiceLine, LineItem, Order, OrderLine, PaymentSummary, SampleRequirement,
-    StatusChange,
+    BankInstructions, Charge, InvoiceLine, InvoiceNews, LineItem, Order, OrderLine, PaymentSummary,
+    SampleRequirement, StatusChange,
 };
 use crate::domain::quote::{Quote, QuoteLine};
 use crate::domain::request::{UncheckedOrderRequest, UncheckedSampleMetadata};
 use platform::error::ApiError;
 use platform::money::Cents;
 use platform::time::{from_timestamp, to_timestamp, to_timestamp_opt};
+use proto::events::event_envelope::Data;
 use proto::{catalog, orders, payments};
 use uuid::Uuid;
 
@@ -258,5 +259,41 @@ impl From<&PaymentSummary> for orders::OrderPayment {
                     reference: bank.reference.clone(),
                 }),
         }
+    }
+}
+
+/// The order id and the news of a payments-stream payload that orders-svc applies, else `None`.
+pub fn invoice_news(data: &Data) -> Option<(&str, InvoiceNews)> {
+    match data {
+        Data::PaymentConfirmed(confirmed) => Some((
+            &confirmed.order_id,
+            InvoiceNews::PaymentConfirmed {
+                invoice_id: confirmed.invoice_id.clone(),
+                invoice_number: confirmed.invoice_number.clone(),
+            },
+        )),
+        Data::InvoiceCreated(created) => Some((
+            &created.order_id,
+            InvoiceNews::InvoiceCreated(PaymentSummary {
+                invoice_id: created.invoice_id.clone(),
+                invoice_number: created.invoice_number.clone(),
+                status: created.status.clone(),
+                amount_due: Cents(created.amount_due_cents),
+                due_at: chrono::DateTime::parse_from_rfc3339(&created.due_at)
+                    .ok()
+                    .map(|at| at.to_utc()),
+                bank_instructions: None,
+            }),
+        )),
+        Data::InvoiceUpdated(updated) => Some((
+            &updated.order_id,
+            InvoiceNews::InvoiceUpdated {
+                invoice_id: updated.invoice_id.clone(),
+                invoice_number: updated.invoice_number.clone(),
+                status: updated.status.clone(),
+                amount_due: Cents(updated.amount_due_cents),
+            },
+        )),
+        _ => None,
     }
 }

@@ -1,14 +1,10 @@
-//! Events: the payloads orders-svc emits (`order.created`, `order.status_changed`) and the
-//! handler of the payments stream that its consumer group (`orders-svc`) runs.
+//! The events orders-svc emits through its outbox: `order.created` and `order.status_changed`.
+//! (What it consumes is `crate::consumer`.)
 
 use crate::domain::order::{Order, StatusChange};
-use crate::service::Orders;
-use platform::consumer::{EventHandler, HandlerError};
 use platform::outbox::NewEvent;
-use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use proto::orders::{OrderCreated, OrderEventLine, OrderStatusChanged};
-use std::sync::Arc;
 use uuid::Uuid;
 
 /// Event type of a placed order.
@@ -74,59 +70,5 @@ pub fn order_status_changed(
         customer_id,
         subject_id: order_id.to_string(),
         data: Data::OrderStatusChanged(data),
-    }
-}
-
-/// Applies payments events to orders: `payment.confirmed`, `invoice.created`, `invoice.updated`.
-/// Other events of the stream are acknowledged without effect.
-#[derive(Clone)]
-pub struct PaymentEventsHandler {
-    orders: Arc<Orders>,
-}
-
-impl PaymentEventsHandler {
-    pub fn new(orders: Arc<Orders>) -> Self {
-        Self { orders }
-    }
-}
-
-impl EventHandler for PaymentEventsHandler {
-    async fn handle(&self, event: &EventEnvelope) -> Result<(), HandlerError> {
-        let Some(data) = &event.data else {
-            return Ok(());
-        };
-        let relevant = matches!(
-            data,
-            Data::PaymentConfirmed(_) | Data::InvoiceCreated(_) | Data::InvoiceUpdated(_)
-        );
-        if !relevant {
-            return Ok(());
-        }
-        let order_id = match data {
-            Data::PaymentConfirmed(d) => &d.order_id,
-            Data::InvoiceCreated(d) => &d.order_id,
-            Data::InvoiceUpdated(d) => &d.order_id,
-            _ => return Ok(()),
-        };
-        let (Ok(customer_id), Ok(order_id)) =
-            (Uuid::parse_str(&event.customer_id), Uuid::parse_str(order_id))
-        else {
-            return Err(HandlerError::Permanent(anyhow::anyhow!(
-                "event {} names no valid customer and order",
-                event.id
-            )));
-        };
-        let target = crate::service::EventTarget {
-            event_id: &event.id,
-            customer_id,
-            order_id,
-        };
-        let applied = match data {
-            Data::PaymentConfirmed(d) => self.orders.apply_payment_confirmed(target, d).await,
-            Data::InvoiceCreated(d) => self.orders.apply_invoice_created(target, d).await,
-            Data::InvoiceUpdated(d) => self.orders.apply_invoice_updated(target, d).await,
-            _ => Ok(()),
-        };
-        applied.map_err(|error| HandlerError::Retry(error.into()))
     }
 }

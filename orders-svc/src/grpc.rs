@@ -2,10 +2,14 @@
 //! the platform's access layer), then per rpc: principal, idempotency key, call the use case,
 //! convert back. No business rule lives here.
 
-use crate::service::{CreateOutcome, Orders};
+use crate::domain::request::UncheckedOrderRequest;
+use crate::domain::status::OrderStatus;
+use crate::service::OrdersService;
 use platform::access::{self, AccessTable};
-use platform::grpc::{idempotency_key, principal};
-use proto::orders::orders_service_server::OrdersService;
+use platform::grpc::principal;
+use platform::idempotency::IdempotencyKey;
+use platform::pagination::PageRequest;
+use proto::orders::orders_service_server::OrdersService as OrdersApi;
 use proto::orders::{
     CreateOrderRequest, CreateOrderResponse, GetOrderRequest, GetOrderResponse, ListOrdersRequest,
     ListOrdersResponse,
@@ -23,28 +27,30 @@ pub const ACCESS: AccessTable = &[
 /// The tonic service over the orders use cases.
 #[derive(Clone)]
 pub struct OrdersGrpc {
-    orders: Arc<Orders>,
+    orders: Arc<OrdersService>,
 }
 
 impl OrdersGrpc {
-    pub fn new(orders: Arc<Orders>) -> Self {
+    pub fn new(orders: Arc<OrdersService>) -> Self {
         Self { orders }
     }
 }
 
 #[tonic::async_trait]
-impl OrdersService for OrdersGrpc {
+impl OrdersApi for OrdersGrpc {
     async fn create_order(
         &self,
         request: Request<CreateOrderRequest>,
     ) -> Result<Response<CreateOrderResponse>, Status> {
         let principal = principal(&request)?;
-        let key = idempotency_key(&request)?;
-        replayable(
-            self.orders
-                .create_order(&principal, key, request.into_inner())
-                .await,
-        )
+        let key = IdempotencyKey::from_grpc(&request)?;
+        let order = UncheckedOrderRequest::from(request.into_inner());
+        self.orders
+            .create_order(&principal, key, order)
+            .await
+            .into_response(|order| CreateOrderResponse {
+                order: Some((&order).into()),
+            })
     }
 
     async fn get_order(
@@ -71,19 +77,16 @@ impl OrdersService for OrdersGrpc {
             limit,
             cursor,
         } = request.into_inner();
+        let status = status.as_deref().map(OrderStatus::parse_filter).transpose()?;
+        let page = PageRequest::new(limit, cursor)?;
         let page = self
             .orders
-            .list_orders(principal.customer()?, status.as_deref(), limit, cursor.as_deref())
+            .list_orders(principal.customer()?, status, &page)
             .await?;
-        let orders = page.orders.iter().map(Into::into).collect();
+        let orders = page.items.iter().map(Into::into).collect();
         Ok(Response::new(ListOrdersResponse {
             orders,
             next_cursor: page.next_cursor,
         }))
     }
-}
-
-/// Answers an idempotent outcome (see `platform::grpc::replayable_response`).
-fn replayable(outcome: CreateOutcome) -> Result<Response<CreateOrderResponse>, Status> {
-    platform::grpc::replayable_response(outcome.result, outcome.replayed)
 }

@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod consumer;
 pub mod convert;
 pub mod domain;
 pub mod events;
@@ -75,7 +76,7 @@ impl Application {
     /// Serves until `shutdown` fires, then drains.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let base = self.base;
-        let orders = Arc::new(service::Orders::new(
+        let orders = Arc::new(service::OrdersService::new(
             base.pool.clone(),
             &self.settings,
             self.tokens,
@@ -89,7 +90,7 @@ impl Application {
             )
             .with_timing(timing.reclaim_idle, timing.block)
         };
-        let handler = Arc::new(events::PaymentEventsHandler::new(orders.clone()));
+        let handler = Arc::new(consumer::PaymentEventsHandler::new(orders.clone()));
         let consumer = tokio::spawn(
             StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
         );

@@ -1,10 +1,11 @@
-//! Conversions between the gRPC messages of `lab.payments.v1` and the domain.
+//! Conversions between the gRPC messages of `lab.payments.v1` (and orders-svc's `order.created`)
+//! and the domain.
 
+use crate::domain::backstop::{OrderLine, backstop_lines};
 use crate::domain::reference::optional_uuid;
 use crate::domain::{
     BankPayment, Invoice, InvoiceLine, InvoiceReference, InvoiceStatus, NewInvoice, Payment, RawInvoice,
 };
-use crate::page::PageRequest;
 use crate::repo::invoices::InvoiceFilter;
 use platform::error::{ApiError, ErrorCode};
 use platform::money::Cents;
@@ -35,6 +36,28 @@ impl TryFrom<pb::CreateInvoiceRequest> for NewInvoice {
             total_cents: request.total_cents,
         })
     }
+}
+
+/// The invoice the `order.created` backstop issues for `order`, its lines built from the event
+/// (`domain::backstop`).
+pub fn backstop_invoice(order: &proto::orders::OrderCreated) -> Result<NewInvoice, ApiError> {
+    let order_lines: Vec<OrderLine> = order
+        .lines
+        .iter()
+        .map(|line| OrderLine {
+            compound_name: line.compound_name.clone(),
+            analyses: line.item_ids.len(),
+            amount: Cents(line.amount_cents),
+        })
+        .collect();
+    NewInvoice::parse(RawInvoice {
+        order_id: order.order_id.clone(),
+        order_number: order.order_number.clone(),
+        payment_method: order.payment_method.clone(),
+        currency: order.currency.clone(),
+        lines: backstop_lines(&order.order_number, Cents(order.total_cents), &order_lines),
+        total_cents: order.total_cents,
+    })
 }
 
 impl TryFrom<pb::RecordBankPaymentRequest> for BankPayment {
@@ -91,14 +114,6 @@ pub fn invoice_filter(request: &pb::ListInvoicesRequest) -> Result<InvoiceFilter
 /// The invoice filter of a ListPayments call.
 pub fn payment_invoice_filter(request: &pb::ListPaymentsRequest) -> Result<Option<Uuid>, ApiError> {
     optional_uuid(request.invoice_id.as_deref(), "invoiceId")
-}
-
-/// A validated page request (limit 1..=200, default 50).
-pub fn page_request(limit: Option<i32>, cursor: Option<&str>) -> Result<PageRequest, ApiError> {
-    Ok(PageRequest {
-        limit: platform::pagination::page_limit(limit)?,
-        cursor: cursor.map(str::to_owned),
-    })
 }
 
 impl From<Invoice> for pb::Invoice {

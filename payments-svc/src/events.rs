@@ -1,20 +1,12 @@
-//! Events of payments-svc: the payloads it emits (`invoice.created`, `invoice.updated`,
-//! `payment.confirmed`) and the consumer of the orders stream whose `order.created` handler is
-//! the invoice backstop.
+//! The events payments-svc emits through its outbox: `invoice.created`, `invoice.updated` and
+//! `payment.confirmed`. (What it consumes is `crate::consumer`.)
 
-use crate::domain::backstop::{OrderLine, backstop_lines};
-use crate::domain::{Invoice, NewInvoice, Payment, RawInvoice};
-use crate::service::PaymentsService;
+use crate::domain::{Invoice, Payment};
 use chrono::{DateTime, Utc};
-use platform::consumer::{EventHandler, HandlerError};
-use platform::error::{ApiError, ErrorCode};
-use platform::money::Cents;
 use platform::outbox::NewEvent;
 use platform::time::rfc3339;
-use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use proto::payments::{InvoiceCreated, InvoiceUpdated, PaymentConfirmed};
-use uuid::Uuid;
 
 /// Event type of an issued invoice.
 pub const INVOICE_CREATED: &str = "invoice.created";
@@ -87,59 +79,5 @@ pub fn payment_confirmed(payment: &Payment, invoice: &Invoice, confirmed_at: Dat
             confirmed_at: rfc3339(confirmed_at),
             transaction_hash: None,
         }),
-    }
-}
-
-/// Handles the orders stream: `order.created` issues the order's invoice when orders-svc's
-/// synchronous CreateInvoice call did not (other order events are ignored).
-pub struct OrderEventsHandler {
-    service: PaymentsService,
-}
-
-impl OrderEventsHandler {
-    pub fn new(service: PaymentsService) -> Self {
-        Self { service }
-    }
-}
-
-impl EventHandler for OrderEventsHandler {
-    async fn handle(&self, event: &EventEnvelope) -> Result<(), HandlerError> {
-        let Some(Data::OrderCreated(order)) = &event.data else {
-            return Ok(());
-        };
-        let permanent = |error: ApiError| {
-            HandlerError::Permanent(anyhow::anyhow!("{}: {}", error.code.as_str(), error.message))
-        };
-        let customer_id = Uuid::parse_str(&event.customer_id)
-            .map_err(|_| HandlerError::Permanent(anyhow::anyhow!("order.created without a customer id")))?;
-        let order_lines: Vec<OrderLine> = order
-            .lines
-            .iter()
-            .map(|line| OrderLine {
-                compound_name: line.compound_name.clone(),
-                analyses: line.item_ids.len(),
-                amount: Cents(line.amount_cents),
-            })
-            .collect();
-        let raw = RawInvoice {
-            order_id: order.order_id.clone(),
-            order_number: order.order_number.clone(),
-            payment_method: order.payment_method.clone(),
-            currency: order.currency.clone(),
-            lines: backstop_lines(&order.order_number, Cents(order.total_cents), &order_lines),
-            total_cents: order.total_cents,
-        };
-        let invoice = NewInvoice::parse(raw).map_err(permanent)?;
-        match self
-            .service
-            .backstop_invoice(&event.id, customer_id, invoice)
-            .await
-        {
-            Ok(()) => Ok(()),
-            Err(error) if matches!(error.code, ErrorCode::Internal | ErrorCode::ServiceUnavailable) => Err(
-                HandlerError::Retry(anyhow::anyhow!("{}: {}", error.code.as_str(), error.message)),
-            ),
-            Err(error) => Err(permanent(error)),
-        }
     }
 }

@@ -7,6 +7,7 @@ use crate::domain::{BankPayment, NewInvoice};
 use crate::service::PaymentsService;
 use platform::access::{self, AccessTable};
 use platform::grpc::principal;
+use platform::pagination::PageRequest;
 use platform::principal::roles;
 use proto::payments as pb;
 use proto::payments::payments_service_server::PaymentsService as PaymentsApi;
@@ -76,7 +77,7 @@ impl PaymentsApi for PaymentsGrpc {
         let message = request.get_ref();
         let (filter, page) = (
             convert::invoice_filter(message)?,
-            convert::page_request(message.limit, message.cursor.as_deref())?,
+            PageRequest::new(message.limit, message.cursor.clone())?,
         );
         let page = self
             .service
@@ -110,7 +111,7 @@ impl PaymentsApi for PaymentsGrpc {
         let caller = principal(&request)?;
         let message = request.get_ref();
         let invoice_id = convert::payment_invoice_filter(message)?;
-        let page = convert::page_request(message.limit, message.cursor.as_deref())?;
+        let page = PageRequest::new(message.limit, message.cursor.clone())?;
         let page = self
             .service
             .list_payments(caller.customer()?, invoice_id, &page)

@@ -8,11 +8,11 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod consumer;
 pub mod convert;
 pub mod domain;
 pub mod events;
 pub mod grpc;
-pub mod page;
 pub mod repo;
 pub mod service;
 
@@ -80,7 +80,7 @@ impl Application {
             vec![base.stream(platform::streams::ORDERS)],
         )
         .with_timing(timing.reclaim_idle, timing.block);
-        let handler = Arc::new(events::OrderEventsHandler::new(service.clone()));
+        let handler = Arc::new(consumer::OrderEventsHandler::new(service.clone()));
         let consumer = tokio::spawn(
             StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
         );

@@ -7,19 +7,19 @@ use crate::domain::payment::{Balance, STATUS_SUCCEEDED};
 use crate::domain::{
     BankPayment, Invoice, InvoiceReference, InvoiceStatus, NewInvoice, Payment, PaymentMethod,
 };
-use crate::page::{Page, PageRequest, decode_after, paginate};
 use crate::repo::{self, invoices::InvoiceFilter};
 use crate::{OUTBOX, SCHEMA, events};
 use platform::error::{ApiError, ErrorCode};
 use platform::money::Cents;
+use platform::pagination::{After, Listing, Page, PageRequest};
 use sqlx::{PgConnection, PgPool};
 use std::sync::Arc;
 use uuid::Uuid;
 
-/// Cursor kind of the invoice listing.
-const INVOICES_CURSOR: &str = "invoices";
-/// Cursor kind of the payment listing.
-const PAYMENTS_CURSOR: &str = "payments";
+/// The listing of a customer's invoices, newest first.
+pub const INVOICES: Listing = Listing::new("invoices");
+/// The listing of a customer's payments, newest first.
+pub const PAYMENTS: Listing = Listing::new("payments");
 
 /// The outcome of recording a bank payment.
 #[derive(Clone, Debug)]
@@ -138,12 +138,10 @@ impl PaymentsService {
         filter: &InvoiceFilter,
         page: &PageRequest,
     ) -> Result<Page<Invoice>, ApiError> {
-        let after = decode_after(INVOICES_CURSOR, page.cursor.as_deref())?;
+        let after = INVOICES.after(page)?;
         let mut conn = self.pool.acquire().await?;
-        let rows = repo::invoices::list(&mut conn, customer_id, filter, after, page.limit + 1).await?;
-        Ok(paginate(INVOICES_CURSOR, rows, page.limit, |invoice| {
-            (invoice.created_at, invoice.id)
-        }))
+        let rows = repo::invoices::list(&mut conn, customer_id, filter, after, page.fetch()).await?;
+        Ok(INVOICES.page(page, rows, |invoice| After::new(invoice.created_at, invoice.id)))
     }
 
     /// The customer's payment by its UUID.
@@ -163,12 +161,10 @@ impl PaymentsService {
         invoice_id: Option<Uuid>,
         page: &PageRequest,
     ) -> Result<Page<Payment>, ApiError> {
-        let after = decode_after(PAYMENTS_CURSOR, page.cursor.as_deref())?;
+        let after = PAYMENTS.after(page)?;
         let mut conn = self.pool.acquire().await?;
-        let rows = repo::payments::list(&mut conn, customer_id, invoice_id, after, page.limit + 1).await?;
-        Ok(paginate(PAYMENTS_CURSOR, rows, page.limit, |payment| {
-            (payment.created_at, payment.id)
-        }))
+        let rows = repo::payments::list(&mut conn, customer_id, invoice_id, after, page.fetch()).await?;
+        Ok(PAYMENTS.page(page, rows, |payment| After::new(payment.created_at, payment.id)))
     }
 
     /// Staff: records a bank transfer against an open invoice, once per bank reference. The

@@ -103,20 +103,7 @@ impl Rule {
     pub fn check(&self, principal: &Principal) -> Result<(), ApiError> {
         match principal.kind {
             PrincipalKind::Customer if !self.scopes.is_empty() => {
-                let missing: Vec<&str> = self
-                    .scopes
-                    .iter()
-                    .copied()
-                    .filter(|scope| !principal.scopes.iter().any(|held| held == scope))
-                    .collect();
-                if missing.is_empty() {
-                    return Ok(());
-                }
-                Err(ApiError::new(
-                    ErrorCode::InsufficientScope,
-                    format!("the API key lacks the {} scope", missing.join(" and ")),
-                )
-                .with_details(serde_json::json!({ "required": self.scopes, "missing": missing })))
+                require_scopes(self.scopes, &principal.scopes)
             }
             PrincipalKind::Staff if self.any_operator => Ok(()),
             PrincipalKind::Staff => match self.role {
@@ -131,6 +118,37 @@ impl Rule {
             PrincipalKind::Customer | PrincipalKind::Service => Err(forbidden()),
         }
     }
+}
+
+/// Checks that an API key holding `held` has every scope of `required`; otherwise 403
+/// `insufficient_scope` with `details.required` (all of `required`) and `details.missing`. The one
+/// place that answers a missing scope: access tables, the gateway's operation table and the
+/// webhook subscription rule all come here.
+pub fn require_scopes(required: &[&str], held: &[String]) -> Result<(), ApiError> {
+    let missing: Vec<&str> = required
+        .iter()
+        .copied()
+        .filter(|scope| !held.iter().any(|held| held == scope))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorCode::InsufficientScope,
+        format!("the API key lacks the {} scope", missing.join(" and ")),
+    )
+    .with_details(serde_json::json!({ "required": required, "missing": missing })))
+}
+
+/// The webhook subscription rule (`proto::event_data::subscription_scopes`) for an API key
+/// holding `held`: 400 `unknown_event` naming `events[i]`, or 403 `insufficient_scope` naming
+/// every required and every missing scope.
+pub fn require_subscription(events: &[String], held: &[String]) -> Result<(), ApiError> {
+    let required = proto::event_data::subscription_scopes(events)?;
+    require_scopes(&required, held).map_err(|mut error| {
+        error.message = format!("{} that the selected events need", error.message);
+        error
+    })
 }
 
 fn forbidden() -> ApiError {
@@ -252,6 +270,27 @@ mod tests {
                 .code,
             ErrorCode::Forbidden
         );
+    }
+
+    #[test]
+    fn a_subscription_needs_webhooks_write_and_the_read_scope_of_every_event() {
+        let events: Vec<String> = ["order.created", "payment.confirmed", "order.status_changed"]
+            .map(str::to_owned)
+            .to_vec();
+        let held: Vec<String> = vec!["webhooks:write".into(), "orders:read".into()];
+        let error = require_subscription(&events, &held).unwrap_err();
+        assert_eq!(error.code, ErrorCode::InsufficientScope);
+        assert!(error.message.ends_with("that the selected events need"));
+        let details = error.details.unwrap();
+        assert_eq!(details["missing"], serde_json::json!(["payments:read"]));
+        assert_eq!(
+            details["required"],
+            serde_json::json!(["webhooks:write", "orders:read", "payments:read"])
+        );
+        let unknown = vec!["order.created".to_owned(), "payment.succeeded".to_owned()];
+        let error = require_subscription(&unknown, &held).unwrap_err();
+        assert_eq!(error.code, ErrorCode::UnknownEvent);
+        assert_eq!(error.details.unwrap()["field"], "events[1]");
     }
 
     #[test]

@@ -52,7 +52,7 @@ macro_rules! error_codes {
 error_codes! {
     InvalidRequest => ("invalid_request", 400, InvalidArgument, "a field or parameter is invalid; details.field names it"),
     InvalidBody => ("invalid_body", 400, InvalidArgument, "the body is not valid JSON of the expected shape (unknown field, wrong type, missing field)"),
-    InvalidCursor => ("invalid_cursor", 400, InvalidArgument, "the pagination cursor is malformed or belongs to another listing"),
+    InvalidCursor => ("invalid_cursor", 400, InvalidArgument, "the pagination cursor is malformed, was edited, or belongs to another listing"),
     ConfirmationRequired => ("confirmation_required", 400, InvalidArgument, "the operation needs `confirm: true`"),
     IdempotencyKeyMissing => ("idempotency_key_missing", 400, InvalidArgument, "the operation requires the Idempotency-Key header"),
     IdempotencyKeyInvalid => ("idempotency_key_invalid", 400, InvalidArgument, "the Idempotency-Key header must be 8 to 255 visible ASCII characters"),
@@ -203,6 +203,18 @@ impl From<sqlx::Error> for ApiError {
             }
             _ => ApiError::internal(error),
         }
+    }
+}
+
+impl From<proto::event_data::UnknownEvent> for ApiError {
+    /// 400 `unknown_event` naming `events[i]` and listing the known event types.
+    fn from(unknown: proto::event_data::UnknownEvent) -> Self {
+        ApiError::field(
+            ErrorCode::UnknownEvent,
+            &format!("events[{}]", unknown.index),
+            format!("unknown event type {:?}", unknown.event),
+        )
+        .with_details(serde_json::json!({ "allowed": proto::event_data::event_names() }))
     }
 }
 

@@ -1,7 +1,8 @@
 //! The authenticated caller as services see it: a customer's API key (authenticated by the
 //! gateway), a lab operator (authenticated by the gateway's identity service) or a service of the
 //! mesh acting for a customer. It travels in a signed token (`crate::tokens`); which principal
-//! may call which operation is each service's access table (`crate::access`).
+//! may call which operation is each service's access table (`crate::access`), the one place
+//! scopes and roles are checked.
 
 use crate::error::{ApiError, ErrorCode};
 use serde::{Deserialize, Serialize};
@@ -75,71 +76,24 @@ impl Principal {
             )),
         }
     }
-
-    /// Checks that a customer principal holds `scope`; no other kind of caller holds scopes.
-    pub fn require_scope(&self, scope: &str) -> Result<(), ApiError> {
-        match self.kind {
-            PrincipalKind::Customer if self.scopes.iter().any(|held| held == scope) => Ok(()),
-            PrincipalKind::Customer => Err(ApiError::new(
-                ErrorCode::InsufficientScope,
-                format!("the API key lacks the {scope} scope"),
-            )
-            .with_details(serde_json::json!({ "required": [scope] }))),
-            PrincipalKind::Service | PrincipalKind::Staff => Err(ApiError::new(
-                ErrorCode::Forbidden,
-                "this operation is for API keys",
-            )),
-        }
-    }
-
-    /// Checks that a staff principal holds `role`.
-    pub fn require_role(&self, role: &str) -> Result<(), ApiError> {
-        if self.kind == PrincipalKind::Staff && self.roles.iter().any(|held| held == role) {
-            Ok(())
-        } else {
-            Err(ApiError::new(
-                ErrorCode::Forbidden,
-                format!("this operation needs the staff role {role}"),
-            ))
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn customer() -> Principal {
-        Principal {
-            kind: PrincipalKind::Customer,
-            subject: "key-1".into(),
-            customer_id: Some(Uuid::nil()),
-            scopes: vec!["orders:read".into()],
-            roles: vec![],
-            spend_limit_cents: Some(10_000),
-        }
-    }
-
     #[test]
-    fn scopes_and_roles_are_enforced() {
-        let principal = customer();
-        assert!(principal.require_scope("orders:read").is_ok());
-        assert_eq!(
-            principal.require_scope("orders:write").unwrap_err().code,
-            ErrorCode::InsufficientScope
-        );
-        assert_eq!(
-            principal.require_role(roles::CATALOG_ADMIN).unwrap_err().code,
-            ErrorCode::Forbidden
-        );
-    }
-
-    #[test]
-    fn a_service_principal_passes_no_scope_check() {
+    fn a_customer_or_service_principal_acts_for_its_customer_and_staff_for_none() {
         let service = Principal::service("orders-svc", Some(Uuid::nil()));
-        assert_eq!(
-            service.require_scope("orders:read").unwrap_err().code,
-            ErrorCode::Forbidden
-        );
+        assert_eq!(service.customer().unwrap(), Uuid::nil());
+        let staff = Principal {
+            kind: PrincipalKind::Staff,
+            subject: "alice".into(),
+            customer_id: None,
+            scopes: vec![],
+            roles: vec![roles::PAYMENTS_ADMIN.into()],
+            spend_limit_cents: None,
+        };
+        assert_eq!(staff.customer().unwrap_err().code, ErrorCode::Forbidden);
     }
 }

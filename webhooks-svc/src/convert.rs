@@ -1,8 +1,38 @@
-//! Domain to protobuf conversions (endpoints as safe metadata, deliveries with attempts).
+//! Conversions between protobuf messages and the domain: the registration request in, endpoints
+//! as safe metadata, issued secrets and deliveries with their attempts out.
 
-use crate::domain::{Attempt, Delivery, Endpoint};
+use crate::domain::{Attempt, Delivery, Endpoint, IssuedSecret, NewEndpoint};
+use platform::error::ApiError;
 use platform::time::{to_timestamp, to_timestamp_opt};
 use proto::webhooks as pb;
+use secrecy::ExposeSecret;
+
+impl TryFrom<pb::CreateEndpointRequest> for NewEndpoint {
+    type Error = ApiError;
+
+    /// Checks the URL shape, the event names and the description.
+    fn try_from(request: pb::CreateEndpointRequest) -> Result<Self, ApiError> {
+        NewEndpoint::validate(&request.url, &request.events, request.description.as_deref())
+    }
+}
+
+impl From<IssuedSecret> for pb::CreateEndpointResponse {
+    fn from(issued: IssuedSecret) -> Self {
+        pb::CreateEndpointResponse {
+            endpoint: Some((&issued.endpoint).into()),
+            signing_secret: issued.signing_secret.expose_secret().to_owned(),
+        }
+    }
+}
+
+impl From<IssuedSecret> for pb::RotateSecretResponse {
+    fn from(issued: IssuedSecret) -> Self {
+        pb::RotateSecretResponse {
+            endpoint: Some((&issued.endpoint).into()),
+            signing_secret: issued.signing_secret.expose_secret().to_owned(),
+        }
+    }
+}
 
 impl From<&Endpoint> for pb::Endpoint {
     fn from(endpoint: &Endpoint) -> Self {

@@ -9,14 +9,13 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod consumer;
 pub mod convert;
 pub mod dispatcher;
 pub mod domain;
-pub mod events;
 pub mod grpc;
 pub mod keyring;
 pub mod maintenance;
-pub mod page;
 pub mod repo;
 pub mod sender;
 pub mod service;
@@ -140,7 +139,7 @@ impl Application {
             .map(|domain| base.stream(domain))
             .collect();
         let timing = self.settings.consumer;
-        let handler = Arc::new(events::FanOutHandler::new(self.service.clone()));
+        let handler = Arc::new(consumer::FanOutHandler::new(self.service.clone()));
         // Several consumers of the group share the streams: fan-out commits run in parallel.
         let mut workers: Vec<_> = (0..self.settings.consumers.max(1))
             .map(|_| {

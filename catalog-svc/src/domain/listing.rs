@@ -13,10 +13,11 @@
 use super::catalog::CatalogItem;
 use super::document::{CategoryDoc, MatrixDoc, TurnaroundDoc};
 use platform::error::{ApiError, ErrorCode};
+use platform::pagination::{Listing, PageRequest};
 use serde::{Deserialize, Serialize};
 
-/// Listing name inside cursors.
-pub const CURSOR_KIND: &str = "catalog.items";
+/// The catalog listing (its cursors, in the mesh's one format, carry a [`CursorPosition`]).
+pub const CATALOG_ITEMS: Listing = Listing::new("catalog.items");
 /// Longest `query`, in characters.
 pub const MAX_QUERY_CHARS: usize = 200;
 
@@ -101,12 +102,12 @@ pub struct CursorPosition {
 impl CursorPosition {
     /// Encodes the opaque cursor.
     pub fn encode(&self) -> String {
-        platform::pagination::encode_cursor(CURSOR_KIND, self)
+        CATALOG_ITEMS.encode(self)
     }
 
     /// Decodes a cursor and checks that it was issued for the same filters.
     pub fn decode(cursor: &str, filters: &Filters) -> Result<Self, ApiError> {
-        let position: CursorPosition = platform::pagination::decode_cursor(CURSOR_KIND, cursor)?;
+        let position: CursorPosition = CATALOG_ITEMS.decode(cursor)?;
         if &position.filters != filters {
             return Err(ApiError::field(
                 ErrorCode::InvalidCursor,
@@ -123,7 +124,7 @@ impl CursorPosition {
 pub struct ListRequest {
     pub filters: Filters,
     pub includes: Includes,
-    pub limit: i64,
+    pub page: PageRequest,
     pub cursor: Option<CursorPosition>,
 }
 
@@ -136,17 +137,17 @@ impl ListRequest {
         limit: Option<i32>,
         cursor: Option<String>,
     ) -> Result<Self, ApiError> {
-        let limit = platform::pagination::page_limit(limit)?;
+        let page = PageRequest::new(limit, cursor)?;
         let includes = Includes::parse(include)?;
         let filters = Filters::new(category, query)?;
-        let cursor = match cursor.filter(|cursor| !cursor.is_empty()) {
-            Some(cursor) => Some(CursorPosition::decode(&cursor, &filters)?),
+        let cursor = match &page.cursor {
+            Some(cursor) => Some(CursorPosition::decode(cursor, &filters)?),
             None => None,
         };
         Ok(Self {
             filters,
             includes,
-            limit,
+            page,
             cursor,
         })
     }

@@ -75,7 +75,7 @@ pub struct QuoteCharge {
 }
 
 /// The priced content of a quote, before it is stored.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PricedQuote {
     pub category_id: String,
     pub turnaround: String,
@@ -88,7 +88,7 @@ pub struct PricedQuote {
 }
 
 /// A stored, immutable quote.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Quote {
     pub id: Uuid,
     pub customer_id: Uuid,

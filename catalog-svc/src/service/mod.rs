@@ -10,11 +10,11 @@ pub use quotes::OP_CREATE_QUOTE;
 
 use crate::domain::catalog::Catalog;
 use crate::domain::document::{self, CatalogDocument};
-use crate::domain::listing::{CatalogPage, CursorPosition, ListRequest};
-use crate::domain::quote::Quote;
+use crate::domain::listing::{CATALOG_ITEMS, CatalogPage, CursorPosition, ListRequest};
 use crate::repo::{self, RevisionRow};
 use platform::error::{ApiError, ErrorCode};
 use platform::idempotency::IdempotencyStore;
+use platform::pagination::Page;
 use sqlx::PgPool;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -44,22 +44,8 @@ pub struct ImportOutcome {
     pub unchanged: bool,
 }
 
-/// The idempotency key of a request and the fingerprint of its exact content.
-#[derive(Clone, Debug)]
-pub struct Idempotency {
-    pub key: String,
-    pub fingerprint: Vec<u8>,
-}
-
-/// A created (or replayed) quote.
-#[derive(Clone, Debug)]
-pub struct QuoteOutcome {
-    pub quote: Quote,
-    pub replayed: bool,
-}
-
 /// The use cases, over one database pool.
-pub struct Service {
+pub struct CatalogService {
     pool: PgPool,
     quote_ttl: chrono::Duration,
     idempotency: IdempotencyStore,
@@ -70,7 +56,7 @@ fn count(value: usize) -> i32 {
     i32::try_from(value).unwrap_or(i32::MAX)
 }
 
-impl Service {
+impl CatalogService {
     pub fn new(pool: PgPool, quote_ttl: std::time::Duration) -> Self {
         Self {
             pool,
@@ -174,19 +160,22 @@ impl Service {
             return Err(ApiError::field(ErrorCode::UnknownCategory, "category", message));
         }
         let after = request.cursor.as_ref().map(|position| position.after_id.as_str());
-        let mut items =
-            repo::list_items(&self.pool, &revision, &request.filters, after, request.limit + 1).await?;
-        let mut next_cursor = None;
-        if items.len() as i64 > request.limit {
-            items.truncate(request.limit as usize);
-            let after_id = items.last().map(|item| item.id.clone()).unwrap_or_default();
-            let position = CursorPosition {
-                revision: revision.clone(),
-                filters: request.filters.clone(),
-                after_id,
-            };
-            next_cursor = Some(position.encode());
-        }
+        let items = repo::list_items(
+            &self.pool,
+            &revision,
+            &request.filters,
+            after,
+            request.page.fetch(),
+        )
+        .await?;
+        let Page {
+            mut items,
+            next_cursor,
+        } = CATALOG_ITEMS.page(&request.page, items, |item| CursorPosition {
+            revision: revision.clone(),
+            filters: request.filters.clone(),
+            after_id: item.id.clone(),
+        });
         let includes = request.includes;
         if !includes.requirements {
             items.iter_mut().for_each(|item| item.sample_requirement = None);

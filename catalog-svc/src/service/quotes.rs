@@ -1,10 +1,15 @@
-//! Quote use cases: create (optionally idempotent) and read, always for the caller's customer.
+//! Quote use cases: create (idempotent when the caller sends a key) and read, always for the
+//! caller's customer (a created quote is its own stored answer: quotes are immutable); and
+//! recording which order consumed a quote, from the orders stream.
 
-use super::{Idempotency, QuoteOutcome, Service};
+use super::CatalogService;
 use crate::domain::quote::{self, CURRENCY, Quote, QuoteRequest};
 use crate::repo;
+use chrono::{DateTime, Utc};
+use platform::consumer::first_delivery;
 use platform::error::{ApiError, ErrorCode};
-use platform::idempotency::{Claim, IdempotencyScope, StoredOutcome};
+use platform::idempotency::{Answer, Attempt, IdempotencyKey, Json};
+use platform::streams::GROUP_CATALOG;
 use uuid::Uuid;
 
 /// Idempotency operation name of quote creation.
@@ -14,72 +19,41 @@ fn quote_not_found() -> ApiError {
     ApiError::new(ErrorCode::QuoteNotFound, "the quote does not exist")
 }
 
-impl Service {
+impl CatalogService {
     /// Prices and stores a quote on the current revision for the caller's customer. With an
-    /// idempotency key, a repeat of the same request returns the same quote.
+    /// idempotency key, a repeat of the same request answers the same quote.
     pub async fn create_quote(
         &self,
         customer_id: Uuid,
         request: QuoteRequest,
-        idempotency: Option<Idempotency>,
-    ) -> Result<QuoteOutcome, ApiError> {
-        let Some(Idempotency { key, fingerprint }) = idempotency else {
-            let quote = self.price_quote(customer_id, &request).await?;
-            let mut tx = self.pool.begin().await?;
-            repo::insert_quote(&mut tx, &quote).await?;
-            tx.commit().await?;
-            return Ok(QuoteOutcome {
-                quote,
-                replayed: false,
-            });
+        key: Option<IdempotencyKey>,
+    ) -> Answer<Quote> {
+        let Some(key) = key else {
+            return Answer::fresh(self.store_quote(customer_id, &request, None).await);
         };
-        let scope = IdempotencyScope {
-            customer_id,
-            operation: OP_CREATE_QUOTE,
-            key,
-        };
-        let ticket = match self.idempotency.claim(&self.pool, &scope, &fingerprint).await? {
-            Claim::Replay(StoredOutcome::Failure(error)) => return Err(error),
-            Claim::Replay(StoredOutcome::Success(bytes)) => {
-                let id = Uuid::from_slice(&bytes).map_err(ApiError::internal)?;
-                let quote = repo::find_quote(&self.pool, customer_id, id).await?;
-                let quote = quote.ok_or_else(|| ApiError::internal("a replayed quote is missing"))?;
-                return Ok(QuoteOutcome {
-                    quote,
-                    replayed: true,
-                });
-            }
-            Claim::Run { ticket, .. } => ticket,
-        };
-        let outcome = match self.price_quote(customer_id, &request).await {
-            Ok(quote) => Ok(quote),
-            Err(error) if error.code.http_status() < 500 => Err(error),
-            Err(error) => {
-                self.idempotency.release(&self.pool, &ticket).await;
-                return Err(error);
-            }
-        };
-        let stored = match &outcome {
-            Ok(quote) => StoredOutcome::Success(quote.id.as_bytes().to_vec()),
-            Err(error) => StoredOutcome::Failure(error.clone()),
-        };
-        let committed = async {
-            let mut tx = self.pool.begin().await?;
-            if let Ok(quote) = &outcome {
-                repo::insert_quote(&mut tx, quote).await?;
-            }
-            self.idempotency.complete(&mut tx, &ticket, &stored).await?;
-            tx.commit().await?;
-            Ok::<(), ApiError>(())
-        };
-        if let Err(error) = committed.await {
-            self.idempotency.release(&self.pool, &ticket).await;
-            return Err(error);
+        let call = key.call(customer_id, OP_CREATE_QUOTE);
+        self.idempotency
+            .run(&self.pool, call, &Json, async |attempt| {
+                self.store_quote(customer_id, &request, Some(attempt)).await
+            })
+            .await
+    }
+
+    /// Prices the quote and stores it (with the key's answer, when there is a key).
+    async fn store_quote(
+        &self,
+        customer_id: Uuid,
+        request: &QuoteRequest,
+        attempt: Option<&Attempt<'_, Json>>,
+    ) -> Result<Quote, ApiError> {
+        let quote = self.price_quote(customer_id, request).await?;
+        let mut tx = self.pool.begin().await?;
+        repo::insert_quote(&mut tx, &quote).await?;
+        if let Some(attempt) = attempt {
+            attempt.complete(&mut tx, &quote).await?;
         }
-        outcome.map(|quote| QuoteOutcome {
-            quote,
-            replayed: false,
-        })
+        tx.commit().await?;
+        Ok(quote)
     }
 
     /// Reads a quote of the caller's customer, expired or not (the caller judges `expires_at`).
@@ -88,6 +62,26 @@ impl Service {
         repo::find_quote(&self.pool, customer_id, id)
             .await?
             .ok_or_else(quote_not_found)
+    }
+
+    /// Records, once per event `event_id`, that order `order_id` consumed the quote.
+    pub async fn record_quote_consumed(
+        &self,
+        event_id: &str,
+        customer_id: Uuid,
+        quote_id: Uuid,
+        order_id: Uuid,
+        consumed_at: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        if !first_delivery(&mut tx, crate::SCHEMA, GROUP_CATALOG, event_id).await? {
+            return Ok(());
+        }
+        let changed =
+            repo::mark_quote_consumed(&mut tx, customer_id, quote_id, order_id, consumed_at).await?;
+        tx.commit().await?;
+        tracing::info!(%quote_id, %order_id, changed, "order.created applied to its quote");
+        Ok(())
     }
 
     async fn price_quote(&self, customer_id: Uuid, request: &QuoteRequest) -> Result<Quote, ApiError> {

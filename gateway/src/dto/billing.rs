@@ -23,7 +23,6 @@ pub struct InvoicesQuery {
     /// Page size, 1 to 200 (default 50).
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i32>,
-    /// Opaque cursor from `pagination.nextCursor`.
     pub cursor: Option<String>,
 }
 
@@ -37,7 +36,6 @@ pub struct PaymentsQuery {
     /// Page size, 1 to 200 (default 50).
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i32>,
-    /// Opaque cursor from `pagination.nextCursor`.
     pub cursor: Option<String>,
 }
 

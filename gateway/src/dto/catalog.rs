@@ -19,7 +19,7 @@ pub struct CatalogQuery {
     /// Page size, 1 to 200 (default 50).
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i32>,
-    /// Opaque cursor from `pagination.nextCursor`; pins the catalog revision of the first page.
+    /// It pins the catalog revision and the filters of the first page: later pages keep them.
     pub cursor: Option<String>,
 }
 

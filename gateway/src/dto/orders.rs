@@ -107,7 +107,6 @@ pub struct OrdersQuery {
     /// Page size, 1 to 200 (default 50).
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i32>,
-    /// Opaque cursor from `pagination.nextCursor`.
     pub cursor: Option<String>,
 }
 

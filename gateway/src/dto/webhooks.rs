@@ -3,7 +3,6 @@
 //! secret), and the delivery with its attempts.
 
 use super::common::{list_envelope, optional_time, required_time, rfc3339, rfc3339_opt, single_envelope};
-use crate::scopes::{DEFAULT_WEBHOOK_EVENT, unknown_event};
 use chrono::{DateTime, Utc};
 use platform::error::{ApiError, ErrorCode};
 use proto::webhooks as pb;
@@ -31,13 +30,14 @@ pub struct CreateWebhookRequest {
 }
 
 impl CreateWebhookRequest {
-    /// Validates the shape the gateway owns and builds the service request: the default event
-    /// when `events` is absent, 400 `invalid_request` for an empty `events` or a description
-    /// over 500 characters (after trimming, as webhooks-svc counts), 400 `unknown_event` naming
-    /// `events[i]`; duplicates are dropped.
+    /// Validates the shape the gateway owns and builds the service request: 400
+    /// `invalid_request` for an empty `events` (absent means the default) or a description over
+    /// 500 characters (after trimming, as webhooks-svc counts); the selection itself is
+    /// `proto::event_data::select_events` (the default event when absent, 400 `unknown_event`
+    /// naming `events[i]`, duplicates dropped).
     pub fn into_proto(self) -> Result<pb::CreateEndpointRequest, ApiError> {
-        let selected = match self.events {
-            None => vec![DEFAULT_WEBHOOK_EVENT.to_owned()],
+        let requested = match self.events {
+            None => Vec::new(),
             Some(events) if events.is_empty() => {
                 return Err(ApiError::field(
                     ErrorCode::InvalidRequest,
@@ -47,15 +47,7 @@ impl CreateWebhookRequest {
             }
             Some(events) => events,
         };
-        let mut events: Vec<String> = Vec::with_capacity(selected.len());
-        for (index, event) in selected.into_iter().enumerate() {
-            if proto::event_data::read_scope(&event).is_none() {
-                return Err(unknown_event(index, &event));
-            }
-            if !events.contains(&event) {
-                events.push(event);
-            }
-        }
+        let events = proto::event_data::select_events(&requested)?;
         if let Some(description) = &self.description
             && description.trim().chars().count() > MAX_DESCRIPTION_CHARS
         {
@@ -75,13 +67,9 @@ impl CreateWebhookRequest {
 
 /// `events`: an array of the documented event types.
 fn event_types_schema() -> utoipa::openapi::schema::Array {
-    let kinds: Vec<&str> = proto::event_data::EVENT_KINDS
-        .iter()
-        .map(|(name, _)| *name)
-        .collect();
     let item = ObjectBuilder::new()
         .schema_type(Type::String)
-        .enum_values(Some(kinds));
+        .enum_values(Some(proto::event_data::event_names()));
     ArrayBuilder::new()
         .items(item)
         .min_items(Some(1))
@@ -104,7 +92,6 @@ pub struct WebhooksQuery {
     /// Page size, 1 to 200 (checked by webhooks-svc).
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i32>,
-    /// Opaque cursor from `pagination.nextCursor`.
     pub cursor: Option<String>,
 }
 
@@ -118,7 +105,6 @@ pub struct DeliveriesQuery {
     /// Page size, 1 to 200 (checked by webhooks-svc).
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i32>,
-    /// Opaque cursor from `pagination.nextCursor`.
     pub cursor: Option<String>,
 }
 

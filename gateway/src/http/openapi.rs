@@ -1,8 +1,9 @@
 //! The OpenAPI 3.1.0 document (`GET /api/v1/openapi.json`), generated from the handlers'
 //! `#[utoipa::path]` attributes and the DTOs' `ToSchema` derives, then completed from the scope
 //! table: each operation's description names its scope, its security requirement lists the
-//! scope, operations that need `Idempotency-Key` declare the header, and every operation lists
-//! its error responses with the `ErrorEnvelope` schema.
+//! scope, operations that need `Idempotency-Key` declare the header, every `cursor` parameter
+//! has the one description of the opaque cursor, and every operation lists its error responses
+//! with the `ErrorEnvelope` schema.
 
 use crate::dto::common::{ErrorBody, ErrorEnvelope};
 use crate::scopes::{self, Access};
@@ -11,12 +12,17 @@ use utoipa::OpenApi;
 use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn, PathItem};
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
-use utoipa::openapi::{ContentBuilder, HeaderBuilder, Ref, Required, ResponseBuilder};
+use utoipa::openapi::{ContentBuilder, HeaderBuilder, Ref, RefOr, Required, ResponseBuilder};
 
 /// Version of the interface description required by the spec.
 pub const DOCUMENT_VERSION: &str = "2026-07-17";
 /// Name of the bearer security scheme.
 pub const BEARER: &str = "bearerAuth";
+/// What every listing's `cursor` parameter says (the format is `platform::pagination`'s).
+pub const CURSOR_DESCRIPTION: &str = "Opaque pagination cursor: pass back `pagination.nextCursor` of \
+    the previous page unchanged. Do not parse, build or edit it; its content may change at any time. \
+    A malformed or edited cursor, or one from another listing, is 400 `invalid_cursor`. Absent: the \
+    first page.";
 
 #[derive(OpenApi)]
 #[openapi(
@@ -112,6 +118,7 @@ fn complete(operation: &mut Operation, entry: &scopes::Operation, has_path_param
         Some(text) if !text.is_empty() => format!("{text}\n\n{access}"),
         _ => access,
     });
+    describe_cursor(operation);
     if entry.idempotent {
         operation
             .parameters
@@ -185,6 +192,29 @@ fn complete(operation: &mut Operation, entry: &scopes::Operation, has_path_param
     }
 }
 
+/// Gives a `cursor` query parameter the one opaque-cursor description, keeping what its DTO
+/// adds about the listing.
+fn describe_cursor(operation: &mut Operation) {
+    let cursors = operation
+        .parameters
+        .iter_mut()
+        .flatten()
+        .filter_map(|parameter| match parameter {
+            RefOr::T(parameter)
+                if parameter.name == "cursor" && parameter.parameter_in == ParameterIn::Query =>
+            {
+                Some(parameter)
+            }
+            _ => None,
+        });
+    for parameter in cursors {
+        parameter.description = Some(match parameter.description.take() {
+            Some(specific) if !specific.is_empty() => format!("{CURSOR_DESCRIPTION} {specific}"),
+            _ => CURSOR_DESCRIPTION.to_owned(),
+        });
+    }
+}
+
 fn idempotency_header() -> utoipa::openapi::path::Parameter {
     let schema = ObjectBuilder::new()
         .schema_type(Type::String)
@@ -200,4 +230,33 @@ fn idempotency_header() -> utoipa::openapi::path::Parameter {
         ))
         .schema(Some(schema))
         .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_cursor_parameter_is_described_as_opaque() {
+        let (_, document) = crate::http::agent_routes();
+        let mut cursors = 0;
+        for (path, item) in document.paths.paths.iter() {
+            let operations = [&item.get, &item.post, &item.delete];
+            for operation in operations.into_iter().flatten() {
+                for parameter in operation.parameters.iter().flatten() {
+                    if let RefOr::T(parameter) = parameter
+                        && parameter.name == "cursor"
+                    {
+                        cursors += 1;
+                        let description = parameter.description.as_deref().unwrap_or_default();
+                        assert!(
+                            description.starts_with(CURSOR_DESCRIPTION),
+                            "{path}: {description}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(cursors >= 6, "every listing has a cursor: {cursors}");
+    }
 }

@@ -9,7 +9,6 @@ use crate::dto::webhooks::{
     WebhookEndpoint, WebhookEndpointEnvelope, WebhookEndpointList, WebhookSecretEnvelope, WebhooksQuery,
 };
 use crate::peers::Peers;
-use crate::scopes;
 use platform::error::ApiError;
 use platform::grpc::{outgoing, outgoing_idempotent};
 use platform::mesh::WEBHOOKS_SVC;
@@ -25,7 +24,7 @@ pub async fn create_endpoint(
     body: CreateWebhookRequest,
 ) -> Result<Replayable<WebhookSecretEnvelope>, ApiError> {
     let request = body.into_proto()?;
-    scopes::check_subscription(&request.events, &caller.principal.scopes)?;
+    platform::access::require_subscription(&request.events, &caller.principal.scopes)?;
     let response = peers
         .webhooks()
         .create_endpoint(outgoing_idempotent(

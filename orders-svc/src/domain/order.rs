@@ -1,5 +1,6 @@
 //! The order and its parts, as stored and answered: sample lines with their priced items, non-line
-//! charges, the status history and the payment block (the invoice as last known here).
+//! charges, the status history and the payment block (the invoice as last known here). An order
+//! serializes (serde) as the stored answer of its idempotent creation.
 
 use crate::domain::payment_method::PaymentMethod;
 use crate::domain::status::OrderStatus;
@@ -33,7 +34,7 @@ pub struct SampleRequirement {
 }
 
 /// One sample line: one quoted compound with the overlaid lot number and matrix notes.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrderLine {
     pub line_number: i32,
     pub compound_name: String,
@@ -45,7 +46,7 @@ pub struct OrderLine {
 }
 
 /// A charge outside the sample lines (turnaround surcharge, conformity samples).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Charge {
     pub kind: String,
     pub description: String,
@@ -55,7 +56,7 @@ pub struct Charge {
 }
 
 /// One entry of the status history.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatusChange {
     /// `None` for the first entry.
     pub from: Option<OrderStatus>,
@@ -77,7 +78,7 @@ pub struct BankInstructions {
 }
 
 /// The payment block: the order's invoice as last known to orders-svc.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaymentSummary {
     pub invoice_id: String,
     pub invoice_number: String,
@@ -89,7 +90,7 @@ pub struct PaymentSummary {
 }
 
 /// An order placed from a quote.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Order {
     pub id: Uuid,
     pub order_number: String,
@@ -117,6 +118,25 @@ pub struct Order {
     pub payment: Option<PaymentSummary>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// What payments-svc announced about an order's invoice on its stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InvoiceNews {
+    /// `payment.confirmed`: the invoice is paid in full.
+    PaymentConfirmed {
+        invoice_id: String,
+        invoice_number: String,
+    },
+    /// `invoice.created`: the invoice exists (the payment block, without bank instructions).
+    InvoiceCreated(PaymentSummary),
+    /// `invoice.updated`: the invoice's status and amount due changed.
+    InvoiceUpdated {
+        invoice_id: String,
+        invoice_number: String,
+        status: String,
+        amount_due: Cents,
+    },
 }
 
 /// One line of the invoice issued for an order.

@@ -7,7 +7,8 @@
 use platform::error::{ApiError, ErrorCode};
 
 /// A payment rail, by its canonical name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum PaymentMethod {
     BankInvoice,
     CardCheckout,

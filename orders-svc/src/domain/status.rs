@@ -24,7 +24,8 @@ use platform::error::{ApiError, ErrorCode};
 use std::fmt;
 
 /// Where an order stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum OrderStatus {
     InvoiceSent,
     Overdue,

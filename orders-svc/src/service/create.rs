@@ -1,13 +1,13 @@
-//! Placing an order from a quote, idempotently.
+//! Placing an order from a quote, idempotently (`platform::idempotency`).
 //!
 //! Claim the key → validate → read the quote (catalog-svc) → transaction A: the order, its first
 //! history entry, `order.created` and the recovery point `{"orderId"}` → CreateInvoice
 //! (payments-svc, idempotent per order) → transaction B: the payment block and the stored
-//! response. Client errors are stored as the key's outcome so that replays answer identically;
+//! answer. Client errors are stored as the key's outcome so that replays answer identically;
 //! transient failures release the claim, and a retry with the same key resumes from the
 //! recovery point instead of placing a second order.
 
-use super::Orders;
+use super::OrdersService;
 use crate::domain::order::{Order, PaymentSummary, order_number};
 use crate::domain::quote::{Placement, Quote, plan_order};
 use crate::domain::reference::OrderReference;
@@ -15,84 +15,45 @@ use crate::domain::request::UncheckedOrderRequest;
 use crate::repo::{self, InvoiceMerge};
 use crate::{OUTBOX, convert, events};
 use platform::error::{ApiError, ErrorCode};
-use platform::idempotency::{Claim, IdempotencyScope, StoredOutcome, Ticket, fingerprint};
+use platform::idempotency::{Answer, Attempt, IdempotencyKey, Json};
 use platform::money::Cents;
 use platform::principal::Principal;
-use prost::Message;
-use proto::orders::{CreateOrderRequest, CreateOrderResponse};
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// Idempotency operation name of CreateOrder.
 pub const OPERATION_CREATE: &str = "orders.create";
 
-/// The answer of CreateOrder and whether it is a stored replay.
-#[derive(Debug)]
-pub struct CreateOutcome {
-    pub result: Result<CreateOrderResponse, ApiError>,
-    /// True when the answer (success or client error) replays a stored outcome.
-    pub replayed: bool,
+/// The recovery point of transaction A: the order it placed.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Placed {
+    order_id: Uuid,
 }
 
-impl Orders {
-    /// Places an order for the principal's customer under idempotency `key`.
+impl OrdersService {
+    /// Places an order for the principal's customer under idempotency `key`; the answer is the
+    /// order with its payment block.
     pub async fn create_order(
         &self,
         principal: &Principal,
-        key: String,
-        request: CreateOrderRequest,
-    ) -> CreateOutcome {
-        let fresh = |result| CreateOutcome {
-            result,
-            replayed: false,
-        };
+        key: IdempotencyKey,
+        request: UncheckedOrderRequest,
+    ) -> Answer<Order> {
         let customer_id = match principal.customer() {
             Ok(customer_id) => customer_id,
-            Err(error) => return fresh(Err(error)),
+            Err(error) => return Answer::fresh(Err(error)),
         };
-        let scope = IdempotencyScope {
-            customer_id,
-            operation: OPERATION_CREATE,
-            key,
-        };
-        let request_fingerprint = fingerprint(OPERATION_CREATE, &request.encode_to_vec());
-        let (ticket, recovery) = match self
-            .idempotency
-            .claim(&self.pool, &scope, &request_fingerprint)
+        let call = key.call(customer_id, OPERATION_CREATE);
+        self.idempotency
+            .run(&self.pool, call, &Json, async |attempt| {
+                let order_id = match attempt.recovery::<Placed>() {
+                    Some(placed) => placed.order_id,
+                    None => self.place(principal, customer_id, attempt, request).await?,
+                };
+                self.invoice_and_complete(customer_id, attempt, order_id).await
+            })
             .await
-        {
-            Ok(Claim::Run { ticket, recovery }) => (ticket, recovery),
-            Ok(Claim::Replay(StoredOutcome::Success(bytes))) => {
-                let decoded = CreateOrderResponse::decode(bytes.as_slice()).map_err(ApiError::internal);
-                return CreateOutcome {
-                    result: decoded,
-                    replayed: true,
-                };
-            }
-            Ok(Claim::Replay(StoredOutcome::Failure(error))) => {
-                return CreateOutcome {
-                    result: Err(error),
-                    replayed: true,
-                };
-            }
-            Err(error) => return fresh(Err(error)),
-        };
-        let resumed = recovery
-            .as_ref()
-            .and_then(|point| point.get("orderId")?.as_str()?.parse::<Uuid>().ok());
-        let order_id = match resumed {
-            Some(order_id) => order_id,
-            None => match self.place(principal, customer_id, &ticket, request).await {
-                Ok(order_id) => order_id,
-                Err(error) => return fresh(Err(self.settle_failure(&ticket, error).await)),
-            },
-        };
-        match self.invoice_and_complete(customer_id, &ticket, order_id).await {
-            Ok(response) => fresh(Ok(response)),
-            Err(error) => {
-                self.idempotency.release(&self.pool, &ticket).await;
-                fresh(Err(error))
-            }
-        }
     }
 
     /// Validates, reads the quote and commits transaction A; returns the new order's id.
@@ -100,10 +61,10 @@ impl Orders {
         &self,
         principal: &Principal,
         customer_id: Uuid,
-        ticket: &Ticket,
-        request: CreateOrderRequest,
+        attempt: &Attempt<'_, Json>,
+        request: UncheckedOrderRequest,
     ) -> Result<Uuid, ApiError> {
-        let request = UncheckedOrderRequest::from(request).validate()?;
+        let request = request.validate()?;
         let quote = self.fetch_quote(customer_id, request.quote_id).await?;
         let mut conn = self.pool.acquire().await?;
         if repo::quote_consumed(&mut conn, customer_id, request.quote_id).await? {
@@ -127,8 +88,8 @@ impl Orders {
             });
         }
         OUTBOX.enqueue(&mut tx, events::order_created(&order)).await?;
-        self.idempotency
-            .save_recovery(&mut tx, ticket, &serde_json::json!({ "orderId": order.id }))
+        attempt
+            .save_recovery(&mut tx, &Placed { order_id: order.id })
             .await?;
         tx.commit().await?;
         tracing::info!(order.id = %order.id, order.number = %order.order_number, "order placed");
@@ -179,9 +140,9 @@ impl Orders {
     async fn invoice_and_complete(
         &self,
         customer_id: Uuid,
-        ticket: &Ticket,
+        attempt: &Attempt<'_, Json>,
         order_id: Uuid,
-    ) -> Result<CreateOrderResponse, ApiError> {
+    ) -> Result<Order, ApiError> {
         let order = self.load(customer_id, order_id).await?;
         let summary = self.issue_invoice(&order).await?;
         let mut tx = self.pool.begin().await?;
@@ -190,14 +151,9 @@ impl Orders {
         let order = repo::find_order(&mut tx, customer_id, &OrderReference::Id(order_id))
             .await?
             .ok_or_else(|| ApiError::internal(format!("order {order_id} vanished")))?;
-        let response = CreateOrderResponse {
-            order: Some((&order).into()),
-        };
-        self.idempotency
-            .complete(&mut tx, ticket, &StoredOutcome::Success(response.encode_to_vec()))
-            .await?;
+        attempt.complete(&mut tx, &order).await?;
         tx.commit().await?;
-        Ok(response)
+        Ok(order)
     }
 
     async fn load(&self, customer_id: Uuid, order_id: Uuid) -> Result<Order, ApiError> {
@@ -232,28 +188,6 @@ impl Orders {
             .ok_or_else(|| ApiError::unavailable("payments-svc", "no invoice answered"))?;
         Ok(PaymentSummary::from(&invoice))
     }
-
-    /// Stores a client error as the key's outcome (so a replay answers the same), or releases the
-    /// claim after a transient failure; returns the error to answer.
-    async fn settle_failure(&self, ticket: &Ticket, error: ApiError) -> ApiError {
-        if !replays_identically(&error) {
-            self.idempotency.release(&self.pool, ticket).await;
-            return error;
-        }
-        let stored = async {
-            let mut tx = self.pool.begin().await?;
-            self.idempotency
-                .complete(&mut tx, ticket, &StoredOutcome::Failure(error.clone()))
-                .await?;
-            tx.commit().await?;
-            Ok::<(), ApiError>(())
-        };
-        if let Err(store_error) = stored.await {
-            tracing::warn!(error = %store_error, "could not store a failed outcome; releasing the claim");
-            self.idempotency.release(&self.pool, ticket).await;
-        }
-        error
-    }
 }
 
 fn quote_consumed() -> ApiError {
@@ -262,19 +196,4 @@ fn quote_consumed() -> ApiError {
         "quoteId",
         "the quote was already used by an order",
     )
-}
-
-/// Client errors about the request itself replay identically; server-side and idempotency
-/// errors do not (a retry may succeed).
-fn replays_identically(error: &ApiError) -> bool {
-    let status = error.code.http_status();
-    (400..500).contains(&status)
-        && !matches!(
-            error.code,
-            ErrorCode::IdempotencyRequestInProgress
-                | ErrorCode::IdempotencyKeyReused
-                | ErrorCode::RateLimited
-                | ErrorCode::Unauthenticated
-                | ErrorCode::Forbidden
-        )
 }

@@ -5,8 +5,9 @@ mod create;
 mod payment_events;
 mod read;
 
-pub use create::{CreateOutcome, OPERATION_CREATE};
+pub use create::OPERATION_CREATE;
 pub use payment_events::EventTarget;
+pub use read::ORDERS;
 
 use crate::config::Settings;
 use platform::idempotency::IdempotencyStore;
@@ -18,7 +19,7 @@ use tonic::transport::Channel;
 
 /// The orders use cases and what they need.
 #[derive(Clone)]
-pub struct Orders {
+pub struct OrdersService {
     pool: PgPool,
     idempotency: IdempotencyStore,
     catalog: CatalogServiceClient<Channel>,
@@ -27,7 +28,7 @@ pub struct Orders {
     tokens: TokenIssuer,
 }
 
-impl Orders {
+impl OrdersService {
     /// Builds the use cases with lazy channels to catalog-svc and payments-svc.
     pub fn new(pool: PgPool, settings: &Settings, tokens: TokenIssuer) -> anyhow::Result<Self> {
         let idempotency = IdempotencyStore::new(crate::SCHEMA)

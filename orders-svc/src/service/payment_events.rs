@@ -9,17 +9,16 @@
 //! * `invoice.updated`: sets the payment block's status and amount due.
 //!
 //! Orders are looked up by the event's order id AND its envelope customer; an unknown order is
-//! recorded as processed and otherwise ignored.
+//! recorded as processed and otherwise ignored. The consumer (`crate::consumer`) turns the
+//! stream's payloads into [`InvoiceNews`].
 
-use super::Orders;
-use crate::domain::order::{PaymentSummary, StatusChange};
+use super::OrdersService;
+use crate::domain::order::{InvoiceNews, PaymentSummary, StatusChange};
 use crate::domain::status::OrderStatus;
 use crate::repo::{self, InvoiceMerge};
 use crate::{OUTBOX, SCHEMA, events};
 use platform::consumer::first_delivery;
-use platform::money::Cents;
 use platform::streams::GROUP_ORDERS;
-use proto::payments::{InvoiceCreated, InvoiceUpdated, PaymentConfirmed};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -34,12 +33,39 @@ pub struct EventTarget<'a> {
     pub order_id: Uuid,
 }
 
-impl Orders {
-    /// Applies `payment.confirmed`.
-    pub async fn apply_payment_confirmed(
+impl OrdersService {
+    /// Applies what payments-svc announced about the target order's invoice, once per event.
+    pub async fn apply_invoice_news(
         &self,
         target: EventTarget<'_>,
-        data: &PaymentConfirmed,
+        news: &InvoiceNews,
+    ) -> Result<(), sqlx::Error> {
+        match news {
+            InvoiceNews::PaymentConfirmed {
+                invoice_id,
+                invoice_number,
+            } => {
+                self.apply_payment_confirmed(target, (invoice_id, invoice_number))
+                    .await
+            }
+            InvoiceNews::InvoiceCreated(summary) => self.apply_invoice_created(target, summary).await,
+            InvoiceNews::InvoiceUpdated {
+                invoice_id,
+                invoice_number,
+                status,
+                amount_due,
+            } => {
+                self.apply_invoice_updated(target, (invoice_id, invoice_number), status, amount_due.0)
+                    .await
+            }
+        }
+    }
+
+    /// Applies `payment.confirmed`.
+    async fn apply_payment_confirmed(
+        &self,
+        target: EventTarget<'_>,
+        invoice: (&str, &str),
     ) -> Result<(), sqlx::Error> {
         let mut tx = self.pool.begin().await?;
         if !first_delivery(&mut tx, SCHEMA, GROUP_ORDERS, target.event_id).await? {
@@ -51,7 +77,6 @@ impl Orders {
             tracing::warn!(order.id = %target.order_id, "payment.confirmed for an unknown order, ignored");
             return tx.commit().await;
         };
-        let invoice = (data.invoice_id.as_str(), data.invoice_number.as_str());
         repo::set_invoice_status(&mut tx, target.customer_id, target.order_id, invoice, "paid", 0).await?;
         if matches!(status, OrderStatus::InvoiceSent | OrderStatus::Overdue) {
             transition(
@@ -68,30 +93,20 @@ impl Orders {
     }
 
     /// Applies `invoice.created` (backstop for a lost synchronous answer).
-    pub async fn apply_invoice_created(
+    async fn apply_invoice_created(
         &self,
         target: EventTarget<'_>,
-        data: &InvoiceCreated,
+        summary: &PaymentSummary,
     ) -> Result<(), sqlx::Error> {
         let mut tx = self.pool.begin().await?;
         if !first_delivery(&mut tx, SCHEMA, GROUP_ORDERS, target.event_id).await? {
             return tx.commit().await;
         }
-        let summary = PaymentSummary {
-            invoice_id: data.invoice_id.clone(),
-            invoice_number: data.invoice_number.clone(),
-            status: data.status.clone(),
-            amount_due: Cents(data.amount_due_cents),
-            due_at: chrono::DateTime::parse_from_rfc3339(&data.due_at)
-                .ok()
-                .map(|at| at.to_utc()),
-            bank_instructions: None,
-        };
         repo::store_invoice_summary(
             &mut tx,
             target.customer_id,
             target.order_id,
-            &summary,
+            summary,
             InvoiceMerge::OnlyIfAbsent,
         )
         .await?;
@@ -99,23 +114,24 @@ impl Orders {
     }
 
     /// Applies `invoice.updated`.
-    pub async fn apply_invoice_updated(
+    async fn apply_invoice_updated(
         &self,
         target: EventTarget<'_>,
-        data: &InvoiceUpdated,
+        invoice: (&str, &str),
+        status: &str,
+        amount_due_cents: i64,
     ) -> Result<(), sqlx::Error> {
         let mut tx = self.pool.begin().await?;
         if !first_delivery(&mut tx, SCHEMA, GROUP_ORDERS, target.event_id).await? {
             return tx.commit().await;
         }
-        let invoice = (data.invoice_id.as_str(), data.invoice_number.as_str());
         repo::set_invoice_status(
             &mut tx,
             target.customer_id,
             target.order_id,
             invoice,
-            &data.status,
-            data.amount_due_cents,
+            status,
+            amount_due_cents,
         )
         .await?;
         tx.commit().await

@@ -241,22 +241,12 @@ impl TestApp {
 
     /// Every event in the outbox, oldest first.
     pub async fn outbox_events(&self) -> Vec<EventEnvelope> {
-        let rows: Vec<Vec<u8>> = sqlx::query_scalar("SELECT envelope FROM orders.outbox ORDER BY id")
-            .fetch_all(&self.pool)
-            .await
-            .unwrap();
-        rows.iter()
-            .map(|bytes| EventEnvelope::decode(bytes.as_slice()).unwrap())
-            .collect()
+        platform::testing::events::outbox_events(&self.pool, orders_svc::SCHEMA).await
     }
 
     /// Outbox events of one type.
     pub async fn outbox_events_of(&self, event_type: &str) -> Vec<EventEnvelope> {
-        self.outbox_events()
-            .await
-            .into_iter()
-            .filter(|event| event.r#type == event_type)
-            .collect()
+        platform::testing::events::outbox_events_of(&self.pool, orders_svc::SCHEMA, event_type).await
     }
 
     /// Number of orders in the schema (all customers).

@@ -1,10 +1,11 @@
 //! Invoices and their lines.
 
-use super::{After, bad_value};
+use super::bad_value;
 use crate::domain::payment::Settlement;
 use crate::domain::{BankInstructions, Invoice, InvoiceLine, InvoiceReference, InvoiceStatus, PaymentMethod};
 use chrono::{DateTime, Utc};
 use platform::money::Cents;
+use platform::pagination::After;
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{PgConnection, Row};

@@ -5,16 +5,6 @@
 pub mod invoices;
 pub mod payments;
 
-use chrono::{DateTime, Utc};
-use uuid::Uuid;
-
-/// Where a newest-first page starts: after the row with this creation time and id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct After {
-    pub created_at: DateTime<Utc>,
-    pub id: Uuid,
-}
-
 /// Builds the decode error of a column holding a value outside its closed set.
 fn bad_value(column: &str, value: &str) -> sqlx::Error {
     sqlx::Error::Decode(format!("unexpected {column} value {value:?}").into())

@@ -1,8 +1,9 @@
 //! Payments recorded against invoices.
 
-use super::{After, bad_value};
+use super::bad_value;
 use crate::domain::{Payment, PaymentMethod};
 use platform::money::Cents;
+use platform::pagination::After;
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;

@@ -5,7 +5,6 @@ use payments_svc::{Application, Settings};
 use platform::config::CommonSettings;
 use platform::principal::{Principal, PrincipalKind, roles};
 use platform::tokens::testing::DevTokens;
-use prost::Message;
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use proto::payments as pb;
@@ -183,22 +182,12 @@ impl TestApp {
 
     /// Every event in the outbox, oldest first.
     pub async fn outbox(&self) -> Vec<EventEnvelope> {
-        let rows: Vec<Vec<u8>> = sqlx::query_scalar("SELECT envelope FROM payments.outbox ORDER BY id")
-            .fetch_all(&self.pool)
-            .await
-            .unwrap();
-        rows.iter()
-            .map(|bytes| EventEnvelope::decode(bytes.as_slice()).unwrap())
-            .collect()
+        platform::testing::events::outbox_events(&self.pool, payments_svc::SCHEMA).await
     }
 
     /// The outbox events of `event_type`, oldest first.
     pub async fn events_of(&self, event_type: &str) -> Vec<EventEnvelope> {
-        self.outbox()
-            .await
-            .into_iter()
-            .filter(|event| event.r#type == event_type)
-            .collect()
+        platform::testing::events::outbox_events_of(&self.pool, payments_svc::SCHEMA, event_type).await
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod bank_reference;
 mod consumer;
+mod cursors;
 mod helpers;
 mod housekeeping;
 mod input;

@@ -68,11 +68,7 @@ async fn the_outbox_relay_publishes_invoice_and_payment_events_on_the_payments_s
     };
     assert_eq!(created.invoice_number, invoice.invoice_number);
     assert!(envelopes.iter().all(|envelope| envelope.customer_id == customer.to_string() && envelope.source == "payments-svc"));
-    let unpublished: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM payments.outbox WHERE published_at IS NULL")
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let unpublished = platform::testing::events::unpublished(&app.pool, payments_svc::SCHEMA).await;
     assert_eq!(unpublished, 0);
     let _: () = redis.del(&stream).await.unwrap();
 }

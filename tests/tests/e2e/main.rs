@@ -2,11 +2,7 @@
 
 mod bank_invoice_flow;
 mod errors;
-mod events_caps;
-mod events_reclaim;
-mod events_resilience;
-mod events_support;
-mod events_trust;
+mod forged_events;
 mod idempotency;
 mod input_sweep;
 mod redis_acl;

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use platform::error::{ApiError, ErrorCode};
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// State of a delivery.
@@ -68,7 +69,7 @@ impl AttemptOutcome {
 }
 
 /// One recorded attempt.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Attempt {
     pub attempt_number: i32,
     pub attempted_at: DateTime<Utc>,
@@ -79,7 +80,7 @@ pub struct Attempt {
 }
 
 /// One event for one endpoint, with its attempts.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Delivery {
     pub id: Uuid,
     pub endpoint_id: Uuid,

@@ -1,8 +1,11 @@
-//! Endpoints: their states and the validated registration request.
+//! Endpoints: their states, the validated registration request, and the answer that carries a
+//! freshly issued signing secret.
 
 use crate::ssrf::{GuardError, WebhookUrl};
 use chrono::{DateTime, Utc};
 use platform::error::{ApiError, ErrorCode};
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// Longest endpoint description, in characters.
@@ -11,7 +14,8 @@ pub const MAX_DESCRIPTION_CHARS: usize = 500;
 pub const DEFAULT_MAX_ENDPOINTS_PER_CUSTOMER: u32 = 20;
 
 /// Lifecycle of an endpoint.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum EndpointStatus {
     /// Receives deliveries.
     Active,
@@ -41,7 +45,7 @@ impl EndpointStatus {
 }
 
 /// An endpoint as safe metadata: never its secrets.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Endpoint {
     pub id: Uuid,
     pub customer_id: Uuid,
@@ -56,6 +60,19 @@ pub struct Endpoint {
     pub previous_secret_expires_at: Option<DateTime<Utc>>,
 }
 
+/// An endpoint with the signing secret just issued for it: the answer of registration and of
+/// rotation, shown once (and sealed when stored for an idempotent replay).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IssuedSecret {
+    pub endpoint: Endpoint,
+    #[serde(serialize_with = "expose")]
+    pub signing_secret: SecretString,
+}
+
+fn expose<S: serde::Serializer>(secret: &SecretString, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(secret.expose_secret())
+}
+
 /// A registration whose shape was checked (its addresses are vetted by the service).
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewEndpoint {
@@ -68,7 +85,7 @@ impl NewEndpoint {
     /// Checks the URL shape, the event names and the description.
     pub fn validate(url: &str, events: &[String], description: Option<&str>) -> Result<Self, ApiError> {
         let url = WebhookUrl::parse(url).map_err(invalid_url)?;
-        let events = super::event::select_events(events)?;
+        let events = proto::event_data::select_events(events)?;
         let description = description.map(str::trim).filter(|text| !text.is_empty());
         if description.is_some_and(|text| text.chars().count() > MAX_DESCRIPTION_CHARS) {
             return Err(ApiError::field(

@@ -8,6 +8,6 @@ pub mod schedule;
 pub mod signing;
 
 pub use delivery::{Attempt, AttemptOutcome, Delivery, DeliveryStatus};
-pub use endpoint::{Endpoint, EndpointStatus, NewEndpoint};
+pub use endpoint::{Endpoint, EndpointStatus, IssuedSecret, NewEndpoint};
 pub use event::WebhookEvent;
 pub use schedule::{Decision, RetrySchedule};

@@ -3,8 +3,8 @@
 //! replaying stored events.
 
 use crate::domain::{Attempt, Delivery, DeliveryStatus};
-use crate::page::After;
 use chrono::{DateTime, Utc};
+use platform::pagination::After;
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 use std::collections::HashMap;

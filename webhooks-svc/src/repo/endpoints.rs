@@ -2,8 +2,8 @@
 //! invisible to customers.
 
 use crate::domain::{Endpoint, EndpointStatus};
-use crate::page::After;
 use chrono::{DateTime, Utc};
+use platform::pagination::After;
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 

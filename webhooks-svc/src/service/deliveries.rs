@@ -3,12 +3,15 @@
 
 use super::{WebhooksService, endpoint_not_found};
 use crate::domain::{Delivery, DeliveryStatus, Endpoint, EndpointStatus};
-use crate::page::{self, Page, PageRequest, paginate};
 use crate::repo;
 use chrono::{DateTime, Utc};
 use platform::error::{ApiError, ErrorCode};
+use platform::pagination::{After, Listing, Page, PageRequest};
 use sqlx::PgConnection;
 use uuid::Uuid;
+
+/// The listing of an endpoint's deliveries, newest first.
+pub const DELIVERIES: Listing = Listing::new("webhook_deliveries");
 
 /// Who reads deliveries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,8 +29,9 @@ impl WebhooksService {
         viewer: Viewer,
         endpoint_id: Uuid,
         status: Option<DeliveryStatus>,
-        page: PageRequest,
+        page: &PageRequest,
     ) -> Result<Page<Delivery>, ApiError> {
+        let after = DELIVERIES.after(page)?;
         let mut conn = self.pool.acquire().await?;
         let endpoint = visible_endpoint(&mut conn, viewer, endpoint_id).await?;
         let rows = repo::deliveries::list(
@@ -35,12 +39,12 @@ impl WebhooksService {
             endpoint.customer_id,
             endpoint.id,
             status,
-            page.after,
-            page.limit + 1,
+            after,
+            page.fetch(),
         )
         .await?;
-        Ok(paginate(page::DELIVERIES, rows, page.limit, |delivery| {
-            (delivery.created_at, delivery.id)
+        Ok(DELIVERIES.page(page, rows, |delivery| {
+            After::new(delivery.created_at, delivery.id)
         }))
     }
 

@@ -1,21 +1,22 @@
 //! Registering, listing, deleting endpoints and rotating their secrets.
 
-use super::idempotent::{Binding, EndpointRun, Outcome, Started};
+use super::idempotent::SealedAttempt;
 use super::{WebhooksService, endpoint_not_found};
 use crate::domain::endpoint::{endpoint_limit_reached, invalid_url};
-use crate::domain::event::missing_read_scopes;
 use crate::domain::signing::generate_secret;
-use crate::domain::{Endpoint, EndpointStatus, NewEndpoint};
-use crate::page::{self, Page, PageRequest, paginate};
+use crate::domain::{Endpoint, EndpointStatus, IssuedSecret, NewEndpoint};
 use crate::repo;
 use crate::repo::endpoints::SealedSecret;
 use crate::ssrf::UrlHost;
-use platform::error::{ApiError, ErrorCode};
-use platform::idempotency::Ticket;
+use platform::error::ApiError;
+use platform::idempotency::{Answer, IdempotencyKey};
+use platform::pagination::{After, Listing, Page, PageRequest};
 use platform::principal::{Principal, PrincipalKind};
-use proto::webhooks as pb;
 use secrecy::ExposeSecret;
 use uuid::Uuid;
+
+/// The listing of a customer's endpoints, newest first.
+pub const ENDPOINTS: Listing = Listing::new("webhook_endpoints");
 
 /// Idempotency operation of CreateEndpoint.
 pub const OPERATION_CREATE: &str = "webhooks.create";
@@ -24,23 +25,13 @@ pub const OPERATION_DELETE: &str = "webhooks.delete";
 /// Idempotency operation of RotateSecret.
 pub const OPERATION_ROTATE: &str = "webhooks.rotate_secret";
 
-/// A customer key needs the read scope of every selected event (403 with `details.required`).
+/// A customer key needs `webhooks:write` and the read scope of every selected event (403 with
+/// `details.required` and `details.missing`); the rule is the one the gateway applies.
 fn require_read_scopes(principal: &Principal, events: &[String]) -> Result<(), ApiError> {
     if principal.kind != PrincipalKind::Customer {
         return Ok(());
     }
-    let missing = missing_read_scopes(events, &principal.scopes);
-    if missing.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        ErrorCode::InsufficientScope,
-        format!(
-            "the API key lacks the read scope of the selected events: {}",
-            missing.join(", ")
-        ),
-    )
-    .with_details(serde_json::json!({ "required": missing })))
+    platform::access::require_subscription(events, &principal.scopes)
 }
 
 impl WebhooksService {
@@ -48,51 +39,36 @@ impl WebhooksService {
     pub async fn create_endpoint(
         &self,
         principal: &Principal,
-        key: String,
-        request: pb::CreateEndpointRequest,
-    ) -> Outcome<pb::CreateEndpointResponse> {
-        let checked = principal.customer().and_then(|customer_id| {
-            let new = NewEndpoint::validate(&request.url, &request.events, request.description.as_deref())?;
-            require_read_scopes(principal, &new.events)?;
-            if let UrlHost::Ip(address) = new.url.host() {
-                self.guard
-                    .check_literal(*address)
-                    .map_err(|refused| invalid_url(refused.into()))?;
-            }
-            Ok((customer_id, new))
+        key: IdempotencyKey,
+        new: NewEndpoint,
+    ) -> Answer<IssuedSecret> {
+        let admitted = require_read_scopes(principal, &new.events).and_then(|()| match new.url.host() {
+            UrlHost::Ip(address) => self
+                .guard
+                .check_literal(*address)
+                .map_err(|refused| invalid_url(refused.into())),
+            UrlHost::Domain(_) => Ok(()),
         });
-        let (customer_id, new) = match checked {
-            Ok(checked) => checked,
-            Err(error) => return Outcome::fresh(Err(error)),
-        };
-        let binding = Binding {
-            customer_id,
-            principal,
-            operation: OPERATION_CREATE,
-            key,
-        };
-        let ticket = match self.start(binding, &request).await {
-            Ok(Started::Run { ticket, .. }) => ticket,
-            Ok(Started::Replayed(outcome)) => return outcome,
-            Err(error) => return Outcome::fresh(Err(error)),
-        };
-        // Resolved names are vetted after the claim and never stored: a retry resolves again.
-        if let Err(error) = self.guard.vet_url(&new.url).await {
-            self.release(&ticket).await;
-            return Outcome::fresh(Err(invalid_url(error)));
+        if let Err(error) = admitted {
+            return Answer::fresh(Err(error));
         }
-        match self.register(customer_id, &ticket, new).await {
-            Ok(response) => Outcome::fresh(Ok(response)),
-            Err(error) => Outcome::fresh(Err(self.settle_failure(&ticket, error).await)),
-        }
+        self.idempotent(principal, key, OPERATION_CREATE, async |customer_id, attempt| {
+            // Resolved names are vetted after the claim and never stored: a retry resolves again.
+            self.guard
+                .vet_url(&new.url)
+                .await
+                .map_err(|error| attempt.transient(invalid_url(error)))?;
+            self.register(customer_id, attempt, new).await
+        })
+        .await
     }
 
     async fn register(
         &self,
         customer_id: Uuid,
-        ticket: &Ticket,
+        attempt: &SealedAttempt<'_>,
         new: NewEndpoint,
-    ) -> Result<pb::CreateEndpointResponse, ApiError> {
+    ) -> Result<IssuedSecret, ApiError> {
         let now = platform::time::now();
         let endpoint = Endpoint {
             id: Uuid::now_v7(),
@@ -108,10 +84,6 @@ impl WebhooksService {
         };
         let secret = generate_secret();
         let sealed = self.seal_secret(endpoint.id, secret.expose_secret());
-        let response = pb::CreateEndpointResponse {
-            endpoint: Some((&endpoint).into()),
-            signing_secret: secret.expose_secret().to_owned(),
-        };
         let mut tx = self.pool.begin().await?;
         repo::endpoints::lock_customer(&mut tx, customer_id).await?;
         let limit = self.max_endpoints_per_customer;
@@ -119,11 +91,14 @@ impl WebhooksService {
             return Err(endpoint_limit_reached(limit));
         }
         repo::endpoints::insert(&mut tx, &endpoint, &sealed).await?;
-        self.complete(&mut tx, ticket, OPERATION_CREATE, customer_id, &response)
-            .await?;
+        let issued = IssuedSecret {
+            endpoint,
+            signing_secret: secret,
+        };
+        attempt.complete(&mut tx, &issued).await?;
         tx.commit().await?;
-        tracing::info!(endpoint.id = %endpoint.id, events = ?endpoint.events, "webhook endpoint registered");
-        Ok(response)
+        tracing::info!(endpoint.id = %issued.endpoint.id, events = ?issued.endpoint.events, "webhook endpoint registered");
+        Ok(issued)
     }
 
     fn seal_secret(&self, endpoint_id: Uuid, secret: &str) -> SealedSecret {
@@ -137,12 +112,13 @@ impl WebhooksService {
     pub async fn list_endpoints(
         &self,
         customer_id: Uuid,
-        page: PageRequest,
+        page: &PageRequest,
     ) -> Result<Page<Endpoint>, ApiError> {
+        let after = ENDPOINTS.after(page)?;
         let mut conn = self.pool.acquire().await?;
-        let rows = repo::endpoints::list(&mut conn, customer_id, page.after, page.limit + 1).await?;
-        Ok(paginate(page::ENDPOINTS, rows, page.limit, |endpoint| {
-            (endpoint.created_at, endpoint.id)
+        let rows = repo::endpoints::list(&mut conn, customer_id, after, page.fetch()).await?;
+        Ok(ENDPOINTS.page(page, rows, |endpoint| {
+            After::new(endpoint.created_at, endpoint.id)
         }))
     }
 
@@ -150,62 +126,31 @@ impl WebhooksService {
     pub async fn delete_endpoint(
         &self,
         principal: &Principal,
-        key: String,
-        request: pb::DeleteEndpointRequest,
-    ) -> Outcome<pb::DeleteEndpointResponse> {
-        let EndpointRun {
-            customer_id,
-            endpoint_id: id,
-            ticket,
-            ..
-        } = match self
-            .start_endpoint_operation(principal, key, OPERATION_DELETE, &request.endpoint_id, &request)
-            .await
-        {
-            Ok(run) => run,
-            Err(answer) => return answer,
-        };
-        let deleted = async {
+        key: IdempotencyKey,
+        id: Uuid,
+    ) -> Answer<Endpoint> {
+        self.idempotent(principal, key, OPERATION_DELETE, async |customer_id, attempt| {
             let mut tx = self.pool.begin().await?;
             let endpoint = repo::endpoints::mark_deleted(&mut tx, customer_id, id, platform::time::now())
                 .await?
                 .ok_or_else(endpoint_not_found)?;
             let abandoned = repo::deliveries::abandon_pending(&mut tx, customer_id, id).await?;
-            let response = pb::DeleteEndpointResponse {
-                endpoint: Some((&endpoint).into()),
-            };
-            self.complete(&mut tx, &ticket, OPERATION_DELETE, customer_id, &response)
-                .await?;
+            attempt.complete(&mut tx, &endpoint).await?;
             tx.commit().await?;
             tracing::info!(endpoint.id = %id, abandoned, "webhook endpoint deleted");
-            Ok::<_, ApiError>(response)
-        };
-        match deleted.await {
-            Ok(response) => Outcome::fresh(Ok(response)),
-            Err(error) => Outcome::fresh(Err(self.settle_failure(&ticket, error).await)),
-        }
+            Ok(endpoint)
+        })
+        .await
     }
 
     /// Issues a new secret; the previous one keeps signing beside it for the overlap window.
     pub async fn rotate_secret(
         &self,
         principal: &Principal,
-        key: String,
-        request: pb::RotateSecretRequest,
-    ) -> Outcome<pb::RotateSecretResponse> {
-        let EndpointRun {
-            customer_id,
-            endpoint_id: id,
-            ticket,
-            ..
-        } = match self
-            .start_endpoint_operation(principal, key, OPERATION_ROTATE, &request.endpoint_id, &request)
-            .await
-        {
-            Ok(run) => run,
-            Err(answer) => return answer,
-        };
-        let rotated = async {
+        key: IdempotencyKey,
+        id: Uuid,
+    ) -> Answer<IssuedSecret> {
+        self.idempotent(principal, key, OPERATION_ROTATE, async |customer_id, attempt| {
             let mut tx = self.pool.begin().await?;
             let (_, secrets) = repo::endpoints::lock(&mut tx, customer_id, id)
                 .await?
@@ -225,19 +170,15 @@ impl WebhooksService {
             )
             .await?
             .ok_or_else(endpoint_not_found)?;
-            let response = pb::RotateSecretResponse {
-                endpoint: Some((&endpoint).into()),
-                signing_secret: secret.expose_secret().to_owned(),
+            let issued = IssuedSecret {
+                endpoint,
+                signing_secret: secret,
             };
-            self.complete(&mut tx, &ticket, OPERATION_ROTATE, customer_id, &response)
-                .await?;
+            attempt.complete(&mut tx, &issued).await?;
             tx.commit().await?;
             tracing::info!(endpoint.id = %id, "webhook signing secret rotated");
-            Ok::<_, ApiError>(response)
-        };
-        match rotated.await {
-            Ok(response) => Outcome::fresh(Ok(response)),
-            Err(error) => Outcome::fresh(Err(self.settle_failure(&ticket, error).await)),
-        }
+            Ok(issued)
+        })
+        .await
     }
 }

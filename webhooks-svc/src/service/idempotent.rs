@@ -1,196 +1,71 @@
-//! Idempotency of the four mutations on top of `platform::idempotency`.
-//!
-//! The fingerprint covers the operation, the calling principal's subject (the API key id) and
-//! the encoded request, so only the same key can replay an answer (and recover a secret); the
-//! same `Idempotency-Key` from another key of the customer is 409 `idempotency_key_reused`.
-//! Stored answers are sealed with the keyring (context: operation and customer) and opened on
-//! replay. Client errors about the request are stored and replay identically; transient
-//! failures, and refusals that depend on the customer's other resources (the endpoint limit),
-//! release the claim, so a retry after a change runs again.
+//! The four mutations run under `platform::idempotency` (the key is bound to the operation, the
+//! exact request and the calling API key, so only that key can replay an answer and recover a
+//! secret). Their stored answers are sealed with the secrets keyring, because CreateEndpoint and
+//! RotateSecret answers carry a plaintext signing secret.
 
 use super::WebhooksService;
-use platform::error::{ApiError, ErrorCode};
-use platform::idempotency::{Claim, IdempotencyScope, StoredOutcome, Ticket, fingerprint};
+use crate::keyring::Keyring;
+use platform::error::ApiError;
+use platform::idempotency::{Answer, Attempt, Codec, IdempotencyKey, Json};
 use platform::principal::Principal;
-use prost::Message;
-use sqlx::PgConnection;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
-/// An answer and whether it replays a stored one.
-#[derive(Debug)]
-pub struct Outcome<T> {
-    pub result: Result<T, ApiError>,
-    /// True when the answer (success or client error) is a stored replay.
-    pub replayed: bool,
+/// Stored answers as JSON sealed with the keyring, bound to their operation and customer (a
+/// sealed answer copied to another key's row does not open). It owns a copy of the keyring, so
+/// that the future of a mutation borrows nothing with a lifetime of its own (it must be `Send`).
+pub(super) struct Sealed {
+    keyring: Keyring,
+    context: Vec<u8>,
 }
 
-impl<T> Outcome<T> {
-    /// A fresh (not replayed) answer.
-    pub fn fresh(result: Result<T, ApiError>) -> Self {
-        Self {
-            result,
-            replayed: false,
-        }
+impl<T: Serialize + DeserializeOwned> Codec<T> for Sealed {
+    fn encode(&self, answer: &T) -> Result<Vec<u8>, ApiError> {
+        let json = Json.encode(answer)?;
+        Ok(self.keyring.seal(&json, &self.context).into_bytes())
+    }
+
+    fn decode(&self, stored: &[u8]) -> Result<T, ApiError> {
+        let sealed = std::str::from_utf8(stored).map_err(ApiError::internal)?;
+        let json = self
+            .keyring
+            .open(sealed, &self.context)
+            .map_err(ApiError::internal)?;
+        Json.decode(&json)
     }
 }
 
-/// A claimed key to run under, or the stored answer.
-pub(super) enum Started<T> {
-    Run {
-        ticket: Ticket,
-        recovery: Option<serde_json::Value>,
-    },
-    Replayed(Outcome<T>),
-}
-
-/// The key's binding: who, which operation, which key.
-pub(super) struct Binding<'a> {
-    pub customer_id: Uuid,
-    pub principal: &'a Principal,
-    pub operation: &'static str,
-    pub key: String,
-}
-
-fn sealing_context(operation: &str, customer_id: Uuid) -> Vec<u8> {
-    format!("idempotency:{operation}:{customer_id}").into_bytes()
-}
+/// The claimed key a mutation runs under.
+pub(super) type SealedAttempt<'a> = Attempt<'a, Sealed>;
 
 impl WebhooksService {
-    /// Claims the key for `request`, or returns the stored answer (opened and decoded).
-    pub(super) async fn start<T: Message + Default>(
-        &self,
-        binding: Binding<'_>,
-        request: &impl Message,
-    ) -> Result<Started<T>, ApiError> {
-        let mut canonical = binding.principal.subject.as_bytes().to_vec();
-        canonical.push(0);
-        canonical.extend(request.encode_to_vec());
-        let scope = IdempotencyScope {
-            customer_id: binding.customer_id,
-            operation: binding.operation,
-            key: binding.key,
-        };
-        let bound = fingerprint(binding.operation, &canonical);
-        match self.idempotency.claim(&self.pool, &scope, &bound).await? {
-            Claim::Run { ticket, recovery } => Ok(Started::Run { ticket, recovery }),
-            Claim::Replay(StoredOutcome::Failure(error)) => Ok(Started::Replayed(Outcome {
-                result: Err(error),
-                replayed: true,
-            })),
-            Claim::Replay(StoredOutcome::Success(sealed)) => {
-                let context = sealing_context(binding.operation, binding.customer_id);
-                let result = std::str::from_utf8(&sealed)
-                    .map_err(ApiError::internal)
-                    .and_then(|sealed| self.keyring.open(sealed, &context).map_err(ApiError::internal))
-                    .and_then(|bytes| T::decode(bytes.as_slice()).map_err(ApiError::internal));
-                Ok(Started::Replayed(Outcome {
-                    result,
-                    replayed: true,
-                }))
-            }
-        }
-    }
-
-    /// Stores the sealed answer in the caller's business transaction.
-    pub(super) async fn complete(
-        &self,
-        tx: &mut PgConnection,
-        ticket: &Ticket,
-        operation: &'static str,
-        customer_id: Uuid,
-        response: &impl Message,
-    ) -> Result<(), ApiError> {
-        let sealed = self.keyring.seal(
-            &response.encode_to_vec(),
-            &sealing_context(operation, customer_id),
-        );
-        self.idempotency
-            .complete(tx, ticket, &StoredOutcome::Success(sealed.into_bytes()))
-            .await
-    }
-
-    /// Stores a client error as the key's answer, or releases the claim after a transient
-    /// failure; returns the error to answer.
-    pub(super) async fn settle_failure(&self, ticket: &Ticket, error: ApiError) -> ApiError {
-        if !replays_identically(&error) {
-            self.idempotency.release(&self.pool, ticket).await;
-            return error;
-        }
-        let stored = async {
-            let mut tx = self.pool.begin().await?;
-            self.idempotency
-                .complete(&mut tx, ticket, &StoredOutcome::Failure(error.clone()))
-                .await?;
-            tx.commit().await?;
-            Ok::<(), ApiError>(())
-        };
-        if let Err(store_error) = stored.await {
-            tracing::warn!(error = %store_error, "could not store a failed outcome; releasing the claim");
-            self.idempotency.release(&self.pool, ticket).await;
-        }
-        error
-    }
-
-    /// Gives the claim up without storing anything (a retry runs again).
-    pub(super) async fn release(&self, ticket: &Ticket) {
-        self.idempotency.release(&self.pool, ticket).await;
-    }
-}
-
-/// Client errors about the request itself replay identically; server-side, idempotency,
-/// authorization and endpoint-limit errors do not (the limit passes once an endpoint is deleted).
-fn replays_identically(error: &ApiError) -> bool {
-    let status = error.code.http_status();
-    (400..500).contains(&status)
-        && !matches!(
-            error.code,
-            ErrorCode::IdempotencyRequestInProgress
-                | ErrorCode::IdempotencyKeyReused
-                | ErrorCode::RateLimited
-                | ErrorCode::Unauthenticated
-                | ErrorCode::Forbidden
-                | ErrorCode::InsufficientScope
-                | ErrorCode::WebhookEndpointLimitReached
-        )
-}
-
-/// An endpoint operation whose caller, endpoint id and idempotency key passed.
-pub(super) struct EndpointRun {
-    pub customer_id: Uuid,
-    pub endpoint_id: Uuid,
-    pub ticket: Ticket,
-    pub recovery: Option<serde_json::Value>,
-}
-
-impl WebhooksService {
-    /// Checks the caller and the endpoint id and claims the key for `request`. `Err` is the
-    /// answer to give at once: a refusal, or the stored answer of a replay.
-    pub(super) async fn start_endpoint_operation<T: Message + Default>(
+    /// Runs `work` for the principal's customer under `key` as `operation`, or replays its
+    /// sealed answer; `work` gets the customer and stores its answer with `attempt.complete`.
+    pub(super) async fn idempotent<T, W>(
         &self,
         principal: &Principal,
-        key: String,
+        key: IdempotencyKey,
         operation: &'static str,
-        endpoint_id_text: &str,
-        request: &impl Message,
-    ) -> Result<EndpointRun, Outcome<T>> {
-        let refused = |error| Outcome::fresh(Err(error));
-        let customer_id = principal.customer().map_err(refused)?;
-        let endpoint_id = super::endpoint_id(endpoint_id_text).map_err(refused)?;
-        let binding = Binding {
-            customer_id,
-            principal,
-            operation,
-            key,
+        work: W,
+    ) -> Answer<T>
+    where
+        T: Serialize + DeserializeOwned,
+        W: AsyncFnOnce(Uuid, &SealedAttempt<'_>) -> Result<T, ApiError>,
+    {
+        let customer_id = match principal.customer() {
+            Ok(customer_id) => customer_id,
+            Err(error) => return Answer::fresh(Err(error)),
         };
-        match self.start(binding, request).await {
-            Ok(Started::Run { ticket, recovery }) => Ok(EndpointRun {
-                customer_id,
-                endpoint_id,
-                ticket,
-                recovery,
-            }),
-            Ok(Started::Replayed(outcome)) => Err(outcome),
-            Err(error) => Err(refused(error)),
-        }
+        let codec = Sealed {
+            keyring: self.keyring.clone(),
+            context: format!("idempotency:{operation}:{customer_id}").into_bytes(),
+        };
+        let call = key.call(customer_id, operation);
+        self.idempotency
+            .run(&self.pool, call, &codec, async |attempt| {
+                work(customer_id, attempt).await
+            })
+            .await
     }
 }

@@ -2,9 +2,10 @@
 //! (`endpoints.rs`), test deliveries (`test_delivery.rs`), delivery listings and the staff
 //! operations (`deliveries.rs`), and the fan-out of stream events (`fanout.rs`).
 //!
-//! The four mutations are idempotent (`idempotent.rs`): the key is bound to the operation, the
-//! exact request AND the calling API key, and the stored answer is sealed with the secrets
-//! keyring because CreateEndpoint and RotateSecret answers carry a plaintext signing secret.
+//! The four mutations are idempotent (`idempotent.rs`, on `platform::idempotency`): the key is
+//! bound to the operation, the exact request and the calling API key, and the stored answer is
+//! sealed with the secrets keyring because CreateEndpoint and RotateSecret answers carry a
+//! plaintext signing secret.
 
 mod deliveries;
 mod endpoints;
@@ -13,7 +14,6 @@ mod idempotent;
 mod test_delivery;
 
 pub use deliveries::Viewer;
-pub use idempotent::Outcome;
 
 use crate::config::{DeliverySettings, IdempotencyTiming};
 use crate::dispatcher::Dispatcher;

@@ -7,16 +7,16 @@
 //! answer. A retry after a crash resumes from the recovery point and answers the delivery as it
 //! stands (the dispatcher attempts it once its lease ends).
 
-use super::idempotent::{EndpointRun, Outcome};
+use super::idempotent::SealedAttempt;
 use super::{WebhooksService, endpoint_not_found};
 use crate::domain::event::{WEBHOOK_TEST, body_bytes};
-use crate::domain::{EndpointStatus, WebhookEvent};
+use crate::domain::{Delivery, EndpointStatus, WebhookEvent};
 use crate::repo;
 use crate::repo::deliveries::ClaimedTestDelivery;
 use platform::error::{ApiError, ErrorCode};
-use platform::idempotency::Ticket;
+use platform::idempotency::{Answer, IdempotencyKey};
 use platform::principal::Principal;
-use proto::webhooks as pb;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// Idempotency operation of SendTestDelivery.
@@ -24,43 +24,29 @@ pub const OPERATION_TEST: &str = "webhooks.test";
 /// The message of every test delivery.
 pub const TEST_MESSAGE: &str = "This is a test delivery from the laboratory API.";
 
+/// The recovery point of transaction A: the test delivery it queued.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Queued {
+    delivery_id: Uuid,
+}
+
 impl WebhooksService {
     /// Queues and attempts one test delivery to the customer's active endpoint.
     pub async fn send_test_delivery(
         &self,
         principal: &Principal,
-        key: String,
-        request: pb::SendTestDeliveryRequest,
-    ) -> Outcome<pb::SendTestDeliveryResponse> {
-        let EndpointRun {
-            customer_id,
-            endpoint_id: id,
-            ticket,
-            recovery,
-        } = match self
-            .start_endpoint_operation(principal, key, OPERATION_TEST, &request.endpoint_id, &request)
-            .await
-        {
-            Ok(run) => run,
-            Err(answer) => return answer,
-        };
-        let resumed = recovery
-            .as_ref()
-            .and_then(|point| point.get("deliveryId")?.as_str()?.parse::<Uuid>().ok());
-        let delivery_id = match resumed {
-            Some(delivery_id) => delivery_id,
-            None => match self.queue_and_attempt(customer_id, id, &ticket).await {
-                Ok(delivery_id) => delivery_id,
-                Err(error) => return Outcome::fresh(Err(self.settle_failure(&ticket, error).await)),
-            },
-        };
-        match self.answer_test(customer_id, delivery_id, &ticket).await {
-            Ok(response) => Outcome::fresh(Ok(response)),
-            Err(error) => {
-                self.release(&ticket).await;
-                Outcome::fresh(Err(error))
-            }
-        }
+        key: IdempotencyKey,
+        endpoint_id: Uuid,
+    ) -> Answer<Delivery> {
+        self.idempotent(principal, key, OPERATION_TEST, async |customer_id, attempt| {
+            let delivery_id = match attempt.recovery::<Queued>() {
+                Some(queued) => queued.delivery_id,
+                None => self.queue_and_attempt(customer_id, endpoint_id, attempt).await?,
+            };
+            self.answer_test(customer_id, delivery_id, attempt).await
+        })
+        .await
     }
 
     /// Transaction A, then the attempt and its record; returns the delivery id.
@@ -68,7 +54,7 @@ impl WebhooksService {
         &self,
         customer_id: Uuid,
         id: Uuid,
-        ticket: &Ticket,
+        attempt: &SealedAttempt<'_>,
     ) -> Result<Uuid, ApiError> {
         let mut tx = self.pool.begin().await?;
         let (endpoint, _) = repo::endpoints::lock(&mut tx, customer_id, id)
@@ -104,8 +90,8 @@ impl WebhooksService {
         };
         repo::events::insert(&mut tx, &event).await?;
         repo::deliveries::insert_claimed_test(&mut tx, &test, self.delivery.lease).await?;
-        self.idempotency
-            .save_recovery(&mut tx, ticket, &serde_json::json!({ "deliveryId": test.id }))
+        attempt
+            .save_recovery(&mut tx, &Queued { delivery_id: test.id })
             .await?;
         tx.commit().await?;
         let mut conn = self.pool.acquire().await?;
@@ -123,18 +109,14 @@ impl WebhooksService {
         &self,
         customer_id: Uuid,
         delivery_id: Uuid,
-        ticket: &Ticket,
-    ) -> Result<pb::SendTestDeliveryResponse, ApiError> {
+        attempt: &SealedAttempt<'_>,
+    ) -> Result<Delivery, ApiError> {
         let mut tx = self.pool.begin().await?;
         let delivery = repo::deliveries::get(&mut tx, customer_id, delivery_id)
             .await?
             .ok_or_else(|| ApiError::internal(format!("test delivery {delivery_id} vanished")))?;
-        let response = pb::SendTestDeliveryResponse {
-            delivery: Some((&delivery).into()),
-        };
-        self.complete(&mut tx, ticket, OPERATION_TEST, customer_id, &response)
-            .await?;
+        attempt.complete(&mut tx, &delivery).await?;
         tx.commit().await?;
-        Ok(response)
+        Ok(delivery)
     }
 }

@@ -113,16 +113,21 @@ async fn unknown_events_missing_scopes_and_missing_keys_are_refused() {
         .unwrap_err();
     assert_eq!(code_of(&missing), "insufficient_scope");
     assert_eq!(missing.code(), tonic::Code::PermissionDenied);
+    // The same envelope the gateway answers: every required scope, and the missing ones.
+    assert_eq!(
+        details_of(&missing)["missing"],
+        serde_json::json!(["payments:read", "results:read"])
+    );
     assert_eq!(
         details_of(&missing)["required"],
-        serde_json::json!(["payments:read", "results:read"])
+        serde_json::json!(["webhooks:write", "orders:read", "payments:read", "results:read"])
     );
     let default_needs_results = app
         .create_with(&limited, &new_key(), request(&url, &[]))
         .await
         .unwrap_err();
     assert_eq!(
-        details_of(&default_needs_results)["required"],
+        details_of(&default_needs_results)["missing"],
         serde_json::json!(["results:read"])
     );
 

@@ -117,7 +117,12 @@ async fn a_redelivered_stream_entry_is_delivered_once_and_bodies_are_identical_a
         .await
         .unwrap();
     assert_eq!(stored, 2, "the duplicate entry queued nothing");
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    platform::testing::nothing_more_arrives(
+        "a request for the duplicate entry",
+        std::time::Duration::from_millis(300),
+        || async { app.receiver.requests().len() },
+    )
+    .await;
     assert_eq!(app.receiver.requests().len(), 2);
 }
 
@@ -223,7 +228,12 @@ async fn events_read_together_are_each_fanned_out_once_and_an_unusable_one_is_de
         stored, 4,
         "one delivery per subscribed endpoint and event, none for duplicates"
     );
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    platform::testing::nothing_more_arrives(
+        "a second request for an event",
+        std::time::Duration::from_millis(300),
+        || async { app.receiver.requests().len() },
+    )
+    .await;
     assert_eq!(app.receiver.requests().len(), 4, "nothing arrived twice");
 }
 
@@ -281,8 +291,8 @@ async fn an_event_the_database_refuses_does_not_hold_back_the_others_of_its_read
     assert_eq!(app.receiver.requests().len(), 2);
 }
 
-/// Waits until `dead_stream` holds an entry, then gives a duplicate the time to show up;
-/// returns its entries.
+/// Waits until `dead_stream` holds an entry, then checks that no duplicate shows up; returns
+/// its entries.
 async fn dead_letters(app: &crate::helpers::TestApp, dead_stream: &str) -> redis::streams::StreamRangeReply {
     let client = redis::Client::open(app.redis_url.as_str()).unwrap();
     let read = || {
@@ -297,6 +307,11 @@ async fn dead_letters(app: &crate::helpers::TestApp, dead_stream: &str) -> redis
         }
     };
     platform::testing::wait_for("an entry in the dead-letter stream", PATIENCE, read).await;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    platform::testing::nothing_more_arrives(
+        "a second dead letter",
+        std::time::Duration::from_millis(300),
+        || async { read().await.map_or(0, |dead| dead.ids.len()) },
+    )
+    .await;
     read().await.expect("the dead-letter stream")
 }

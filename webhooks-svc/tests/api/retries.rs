@@ -54,7 +54,23 @@ async fn a_receiver_that_fails_times_out_and_refuses_then_recovers_gets_every_ev
     })
     .await;
     app.receiver.stop().await;
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    app.wait_for_deliveries(
+        customer,
+        &endpoint_id,
+        "attempts refused at connect",
+        |deliveries| {
+            deliveries
+                .iter()
+                .flat_map(|delivery| delivery.attempts.iter())
+                .any(|attempt| {
+                    attempt
+                        .error
+                        .as_deref()
+                        .is_some_and(|error| error.starts_with("connection failed"))
+                })
+        },
+    )
+    .await;
     app.respond(&path, Behaviour::ok());
     app.receiver.resume().await;
 
@@ -233,7 +249,12 @@ async fn a_410_disables_the_endpoint_and_abandons_its_deliveries() {
     let requests_before = app.receiver.requests_to(&path).len();
     app.publish(platform::streams::ORDERS, &order_created(customer))
         .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    platform::testing::nothing_more_arrives(
+        "a delivery to the disabled endpoint",
+        Duration::from_millis(500),
+        || async { app.receiver.requests_to(&path).len() },
+    )
+    .await;
     assert_eq!(
         app.receiver.requests_to(&path).len(),
         requests_before,

@@ -1,23 +1,9 @@
-//! Transactional idempotency for mutating operations that carry an `Idempotency-Key`.
-//!
-//! A key is scoped to (customer, operation) and bound to a fingerprint of the exact request. The
-//! first request claims the key (a committed `in_progress` row with a lease), runs, and stores
-//! its outcome with [`IdempotencyStore::complete`] inside its own business transaction, so the
-//! stored result exists exactly when the effect committed. Then:
-//!
-//! * the same key and request again replays the stored outcome (success or client error);
-//! * the same key with another request is `idempotency_key_reused` (409);
-//! * the same key while the first still runs waits up to `wait` for it to finish and then
-//!   replays; past that it is `idempotency_request_in_progress` (409, `Retry-After`);
-//! * a claim whose lease expired (its worker died, or gave up after a dependency failed) is taken
-//!   over, with the recovery point the first worker saved, so a retry never doubles work.
-//!
-//! Each service's schema has the table `idempotency_keys` (see the services' first migration).
-//! Housekeeping (`crate::housekeeping`) deletes completed records 24 hours after the first
-//! request, and claims abandoned without an outcome 24 hours after their lease ended.
+//! The `idempotency_keys` table of one service schema: claiming a key (with the wait for a
+//! concurrent duplicate and the take-over of an expired lease), saving a recovery point, storing
+//! the outcome in the caller's transaction, and releasing a claim. These are the steps that
+//! [`IdempotencyStore::run`](super::IdempotencyStore::run) composes; use cases call `run`.
 
 use crate::error::{ApiError, ErrorCode};
-use sha2::{Digest, Sha256};
 use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
 use std::time::Duration;
 use uuid::Uuid;
@@ -67,15 +53,6 @@ pub struct IdempotencyStore {
     lease: Duration,
     /// How long a concurrent duplicate waits for the first to finish before answering 409.
     wait: Duration,
-}
-
-/// Returns the fingerprint of a request: SHA-256 over the operation and its canonical bytes.
-pub fn fingerprint(operation: &str, canonical_request: &[u8]) -> Vec<u8> {
-    let mut hasher = Sha256::new();
-    hasher.update(operation.as_bytes());
-    hasher.update([0]);
-    hasher.update(canonical_request);
-    hasher.finalize().to_vec()
 }
 
 impl IdempotencyStore {
@@ -231,12 +208,12 @@ impl IdempotencyStore {
         ticket: &Ticket,
         recovery: &serde_json::Value,
     ) -> Result<(), ApiError> {
-        let update = format!(
-            "UPDATE {}.idempotency_keys SET recovery = $5, updated_at = now() \
-             WHERE customer_id = $1 AND operation = $2 AND idempotency_key = $3 AND owner = $4",
-            self.schema
-        );
-        self.owned_update(tx, ticket, update, recovery.clone()).await
+        let update = self.owned_update("recovery = $5");
+        let result = bind_ticket(sqlx::query(AssertSqlSafe(update)), ticket)
+            .bind(recovery)
+            .execute(tx)
+            .await?;
+        still_held(result.rows_affected())
     }
 
     /// Stores the outcome in the caller's business transaction; fails with a conflict when the
@@ -254,29 +231,13 @@ impl IdempotencyStore {
                 Some(serde_json::to_value(error).map_err(ApiError::internal)?),
             ),
         };
-        let update = format!(
-            "UPDATE {}.idempotency_keys SET state = 'completed', outcome = $5, outcome_error = $6, updated_at = now() \
-             WHERE customer_id = $1 AND operation = $2 AND idempotency_key = $3 AND owner = $4",
-            self.schema
-        );
-        let result = sqlx::query(AssertSqlSafe(update))
-            .bind(ticket.scope.customer_id)
-            .bind(ticket.scope.operation)
-            .bind(&ticket.scope.key)
-            .bind(ticket.owner)
+        let update = self.owned_update("state = 'completed', outcome = $5, outcome_error = $6");
+        let result = bind_ticket(sqlx::query(AssertSqlSafe(update)), ticket)
             .bind(bytes)
             .bind(error)
             .execute(tx)
             .await?;
-        if result.rows_affected() == 1 {
-            Ok(())
-        } else {
-            Err(ApiError::new(
-                ErrorCode::IdempotencyRequestInProgress,
-                "the idempotency claim was taken over",
-            )
-            .with_details(serde_json::json!({ "retryAfterSeconds": 1 })))
-        }
+        still_held(result.rows_affected())
     }
 
     /// Gives the claim up after a transient failure so that a retry may run at once (keeping the
@@ -289,11 +250,7 @@ impl IdempotencyStore {
              WHERE customer_id = $1 AND operation = $2 AND idempotency_key = $3 AND owner = $4 AND state = 'in_progress'",
             schema = self.schema
         );
-        let result = sqlx::query(AssertSqlSafe(release))
-            .bind(ticket.scope.customer_id)
-            .bind(ticket.scope.operation)
-            .bind(&ticket.scope.key)
-            .bind(ticket.owner)
+        let result = bind_ticket(sqlx::query(AssertSqlSafe(release)), ticket)
             .execute(pool)
             .await;
         if let Err(error) = result {
@@ -301,31 +258,38 @@ impl IdempotencyStore {
         }
     }
 
-    async fn owned_update(
-        &self,
-        tx: &mut PgConnection,
-        ticket: &Ticket,
-        statement: String,
-        recovery: serde_json::Value,
-    ) -> Result<(), ApiError> {
-        let result = sqlx::query(AssertSqlSafe(statement))
-            .bind(ticket.scope.customer_id)
-            .bind(ticket.scope.operation)
-            .bind(&ticket.scope.key)
-            .bind(ticket.owner)
-            .bind(recovery)
-            .execute(tx)
-            .await?;
-        if result.rows_affected() == 1 {
-            Ok(())
-        } else {
-            Err(ApiError::new(
-                ErrorCode::IdempotencyRequestInProgress,
-                "the idempotency claim was taken over",
-            )
-            .with_details(serde_json::json!({ "retryAfterSeconds": 1 })))
-        }
+    /// An update of the row `ticket` still owns (`$1`..`$4` are the ticket, see [`bind_ticket`]).
+    fn owned_update(&self, set: &str) -> String {
+        format!(
+            "UPDATE {}.idempotency_keys SET {set}, updated_at = now() \
+             WHERE customer_id = $1 AND operation = $2 AND idempotency_key = $3 AND owner = $4",
+            self.schema
+        )
     }
+}
+
+/// Binds a ticket's key and owner as `$1`..`$4`.
+fn bind_ticket<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ticket: &'q Ticket,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    query
+        .bind(ticket.scope.customer_id)
+        .bind(ticket.scope.operation)
+        .bind(&ticket.scope.key)
+        .bind(ticket.owner)
+}
+
+/// `Ok` when the owner's update changed its row; a conflict when the lease was lost.
+fn still_held(rows_affected: u64) -> Result<(), ApiError> {
+    if rows_affected == 1 {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorCode::IdempotencyRequestInProgress,
+        "the idempotency claim was taken over",
+    )
+    .with_details(serde_json::json!({ "retryAfterSeconds": 1 })))
 }
 
 fn stored_error(value: serde_json::Value) -> ApiError {

@@ -1,8 +1,13 @@
-//! Test utilities (feature `testing`): fresh databases, unique stream prefixes, polling.
+//! Test utilities (feature `testing`): fresh databases, unique stream prefixes, polling for what
+//! must happen ([`wait_for`]) and for what must not ([`holds_for`], [`nothing_more_arrives`]),
+//! and reading a schema's outbox and a stream's entries ([`events`]).
 //!
 //! Tests run against the real PostgreSQL and Redis named by `TEST_DATABASE_URL` (an admin URL,
 //! default `postgres://postgres@127.0.0.1:5432/postgres`) and `TEST_REDIS_URL` (default
-//! `redis://127.0.0.1:6379`); the README's test command starts them when missing.
+//! `redis://127.0.0.1:6379`); the README's test command starts them when missing. No test sleeps
+//! to let something happen or to prove that it does not: it polls.
+
+pub mod events;
 
 use sqlx::{AssertSqlSafe, Connection, PgConnection};
 use std::future::Future;
@@ -81,5 +86,79 @@ where
             "timed out after {timeout:?} waiting for {what}"
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Polls `probe` for the whole `window` and panics, naming `what`, at the first poll where it no
+/// longer holds: "this stays true" without a blind sleep that would miss a late change.
+pub async fn holds_for<F, Fut>(what: &str, window: Duration, mut probe: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let started = Instant::now();
+    loop {
+        assert!(
+            probe().await,
+            "{what} stopped holding after {:?}",
+            started.elapsed()
+        );
+        if started.elapsed() >= window {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Asserts that nothing more arrives for `window`: `count` (requests received, entries of a
+/// stream, rows) is read at once and polled for the whole window, and the first change fails,
+/// naming `what` and the counts.
+pub async fn nothing_more_arrives<F, Fut>(what: &str, window: Duration, mut count: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = usize>,
+{
+    let before = count().await;
+    let started = Instant::now();
+    loop {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        let now = count().await;
+        assert_eq!(
+            now,
+            before,
+            "{what}: the count went from {before} to {now} after {:?}",
+            started.elapsed()
+        );
+        if started.elapsed() >= window {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test]
+    async fn nothing_more_arrives_passes_a_quiet_window() {
+        nothing_more_arrives("anything", Duration::from_millis(100), || async { 3 }).await;
+    }
+
+    #[tokio::test]
+    #[should_panic(expected = "a late arrival: the count went from 0 to 1")]
+    async fn nothing_more_arrives_fails_at_a_late_arrival() {
+        let arrived = Arc::new(AtomicUsize::new(0));
+        let late = arrived.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            late.fetch_add(1, Ordering::SeqCst);
+        });
+        nothing_more_arrives("a late arrival", Duration::from_millis(400), || {
+            let arrived = arrived.clone();
+            async move { arrived.load(Ordering::SeqCst) }
+        })
+        .await;
     }
 }

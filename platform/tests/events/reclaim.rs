@@ -1,9 +1,8 @@
 //! Reclaiming reaches every stale pending entry: a consumer that takes over from a dead one
 //! pages through the whole pending list in one round, not only its first `batch` entries.
 
-use crate::events_support::*;
+use crate::support::*;
 use platform::consumer::{ConsumerSettings, StreamConsumer};
-use platform::testing::{unique_stream_prefix, wait_for};
 use redis::AsyncCommands;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +15,7 @@ const PAGE: usize = 5;
 #[tokio::test]
 async fn one_reclaim_round_settles_every_stale_pending_entry_even_beyond_one_page() {
     let pool = pool_with_event_tables().await;
-    let stream = platform::streams::stream_name(&unique_stream_prefix(), platform::streams::ORDERS);
+    let stream = orders_stream();
     let mut redis = redis_connection().await;
     for _ in 0..ENTRIES {
         xadd(&mut redis, &stream, &envelope_from("orders-svc")).await;

@@ -1,26 +1,26 @@
-//! Consumer of the orders stream (group `catalog-svc`): on `order.created` the quote is recorded
-//! as consumed by that order, once. This is informational; orders-svc enforces one order per
-//! quote. Other event types are acknowledged and ignored.
+//! The consumer of the orders stream (group `catalog-svc`): on `order.created` the quote is
+//! recorded as consumed by that order, once (`CatalogService::record_quote_consumed`). This is
+//! informational; orders-svc enforces one order per quote. Other event types are acknowledged
+//! and ignored.
 
-use crate::repo;
-use platform::consumer::{EventHandler, HandlerError, first_delivery};
-use platform::streams::GROUP_CATALOG;
+use crate::service::CatalogService;
+use platform::consumer::{EventHandler, HandlerError};
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
-use sqlx::PgPool;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// Event type this consumer acts on.
 pub const ORDER_CREATED: &str = "order.created";
 
-/// Applies orders-domain events to the catalog schema.
+/// Applies orders-domain events to the catalog.
 pub struct OrderEvents {
-    pool: PgPool,
+    service: Arc<CatalogService>,
 }
 
 impl OrderEvents {
-    pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+    pub fn new(service: Arc<CatalogService>) -> Self {
+        Self { service }
     }
 }
 
@@ -45,14 +45,9 @@ impl EventHandler for OrderEvents {
         let consumed_at = chrono::DateTime::parse_from_rfc3339(&created.created_at)
             .map(|time| time.to_utc())
             .unwrap_or_else(|_| platform::time::now());
-        let mut tx = self.pool.begin().await?;
-        if !first_delivery(&mut tx, crate::SCHEMA, GROUP_CATALOG, &event.id).await? {
-            return Ok(());
-        }
-        let changed =
-            repo::mark_quote_consumed(&mut tx, customer_id, quote_id, order_id, consumed_at).await?;
-        tx.commit().await?;
-        tracing::info!(%quote_id, %order_id, changed, "order.created applied to its quote");
-        Ok(())
+        self.service
+            .record_quote_consumed(&event.id, customer_id, quote_id, order_id, consumed_at)
+            .await
+            .map_err(|error| HandlerError::Retry(error.into()))
     }
 }
