@@ -3,7 +3,7 @@
 //! user, Redis refuses each user what is not its own (another domain's stream above all), and
 //! the manifests hand every process the password of its own user.
 
-use crate::support::{order_body, place_order, quote};
+use crate::support::bank_order;
 use platform::testing::wait_for;
 use redis::AsyncCommands;
 use std::collections::BTreeMap;
@@ -175,19 +175,7 @@ async fn the_mesh_works_with_each_process_as_its_own_redis_user_and_redis_refuse
 
     // A bank order paid end to end: every relay, consumer and housekeeping round of the flow.
     let agent = sandbox.customer("Acl Peptides", "all").await;
-    let quote = quote(&sandbox, &agent, &["BPC-157"]).await;
-    let created = place_order(
-        &sandbox,
-        &agent,
-        &order_body(quote["id"].as_str().unwrap()),
-        "acl-order-1",
-    )
-    .await;
-    assert_eq!(created.status, 201, "{:?}", created.body);
-    let order = &created.body["data"]["order"];
-    let order_id = order["id"].as_str().unwrap().to_owned();
-    let total = order["totalCents"].as_i64().unwrap().to_string();
-    let invoice = order["payment"]["invoiceNumber"].as_str().unwrap().to_owned();
+    let (order_id, invoice, total) = bank_order(&sandbox, &agent, "acl-order-1").await;
     sandbox
         .labctl(&[
             "payments",

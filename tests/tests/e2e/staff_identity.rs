@@ -2,7 +2,7 @@
 //! with only the role it needs, refusals for roles the operator lacks, and an audit trail naming
 //! the real operator.
 
-use crate::support::{order_body, place_order, quote};
+use crate::support::bank_order;
 use tests::Sandbox;
 
 #[tokio::test]
@@ -10,23 +10,7 @@ async fn an_operator_without_payments_admin_cannot_record_a_payment_and_the_reco
  {
     let sandbox = Sandbox::start().await;
     let agent = sandbox.customer("Audit Labs", "all").await;
-    let quote = quote(&sandbox, &agent, &["BPC-157"]).await;
-    let placed = place_order(
-        &sandbox,
-        &agent,
-        &order_body(quote["id"].as_str().unwrap()),
-        "audit-order-1",
-    )
-    .await;
-    assert_eq!(placed.status, 201, "{:?}", placed.body);
-    let invoice = placed.body["data"]["order"]["payment"]["invoiceNumber"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let total = placed.body["data"]["order"]["totalCents"]
-        .as_i64()
-        .unwrap()
-        .to_string();
+    let (_, invoice, total) = bank_order(&sandbox, &agent, "audit-order-1").await;
 
     let clerk = sandbox
         .labctl(&["operators", "create", "clerk", "--roles", "catalog.admin"])
@@ -83,23 +67,7 @@ async fn an_operator_without_payments_admin_cannot_record_a_payment_and_the_reco
 async fn a_mesh_outside_development_mode_runs_the_order_flow_on_its_own_keys_and_refuses_development_ones() {
     let sandbox = Sandbox::start_outside_development_mode().await;
     let agent = sandbox.customer("Production Labs", "all").await;
-    let quote = quote(&sandbox, &agent, &["BPC-157"]).await;
-    let placed = place_order(
-        &sandbox,
-        &agent,
-        &order_body(quote["id"].as_str().unwrap()),
-        "prod-order-1",
-    )
-    .await;
-    assert_eq!(placed.status, 201, "{:?}", placed.body);
-    let invoice = placed.body["data"]["order"]["payment"]["invoiceNumber"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let total = placed.body["data"]["order"]["totalCents"]
-        .as_i64()
-        .unwrap()
-        .to_string();
+    let (_, invoice, total) = bank_order(&sandbox, &agent, "prod-order-1").await;
     let recorded = sandbox
         .labctl(&[
             "payments",

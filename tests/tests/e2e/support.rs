@@ -55,6 +55,20 @@ pub async fn place_order(sandbox: &Sandbox, customer: &Customer, body: &Value, k
         .await
 }
 
+/// A bank-rail order placed by `customer` for one compound: (order id, invoice number, total in
+/// cents as text, as labctl takes it).
+pub async fn bank_order(sandbox: &Sandbox, customer: &Customer, key: &str) -> (String, String, String) {
+    let quote = quote(sandbox, customer, &["BPC-157"]).await;
+    let created = place_order(sandbox, customer, &order_body(quote["id"].as_str().unwrap()), key).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let order = &created.body["data"]["order"];
+    (
+        order["id"].as_str().unwrap().to_owned(),
+        order["payment"]["invoiceNumber"].as_str().unwrap().to_owned(),
+        order["totalCents"].as_i64().unwrap().to_string(),
+    )
+}
+
 /// Every event on a domain stream of the sandbox, in stream order.
 pub async fn stream_events(sandbox: &Sandbox, domain: &str) -> Vec<EventEnvelope> {
     let stream = platform::streams::stream_name(&sandbox.stream_prefix, domain);
