@@ -68,7 +68,7 @@ impl Application {
                 &common.staff_token_secret,
             )),
             rate_limiter: RateLimiter::new(settings.rate_limit),
-            redis: redis::Client::open(common.redis_url.as_str())?,
+            redis: platform::db::redis_client(&common.redis_url)?,
             pool,
             peer_health_timeout: settings.peer_health_timeout,
         };
@@ -119,8 +119,12 @@ impl Application {
         let grpc = platform::grpc::serve(grpc_router, self.grpc_listener, shutdown.clone());
 
         let service = app(state).into_make_service_with_connect_info::<SocketAddr>();
-        let rest = axum::serve(self.http_listener, service)
-            .with_graceful_shutdown(shutdown.clone().cancelled_owned());
+        // TCP_NODELAY on accepted REST connections: no Nagle stall behind a delayed ACK.
+        let http_listener = axum::serve::ListenerExt::tap_io(self.http_listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let rest =
+            axum::serve(http_listener, service).with_graceful_shutdown(shutdown.clone().cancelled_owned());
         tracing::info!(%http_addr, %grpc_addr, "{SERVICE_NAME} serving");
 
         // Either server ending stops the other; both then drain within the grace period.
