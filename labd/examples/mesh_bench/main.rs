@@ -53,6 +53,9 @@ struct Args {
     /// Which part to run: `all`, `reads` or `writes`.
     #[arg(long, default_value = "all")]
     only: String,
+    /// Routes of the read runs: `all`, or `order` for `GET /orders/{id}` alone (quick A/B runs).
+    #[arg(long, default_value = "all")]
+    routes: String,
     /// Sequential orders placed to count commits per order.
     #[arg(long, default_value_t = 50)]
     counted_orders: u32,
@@ -91,12 +94,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let mut rows = Vec::new();
 
     if args.only != "writes" {
-        let routes = [
-            format!("/orders/{}", bench.order_id),
-            "/catalog?limit=5".to_owned(),
-            "/invoices".to_owned(),
-            "/orders".to_owned(),
-        ];
+        let mut routes = vec![format!("/orders/{}", bench.order_id)];
+        if args.routes != "order" {
+            routes.extend(["/catalog?limit=5", "/invoices", "/orders"].map(str::to_owned));
+        }
         for route in &routes {
             let url = format!("{}/api/v1/agent{route}", bench.base_url);
             tools::wrk(&url, &bench.key, args.connections, warmup).await?;
