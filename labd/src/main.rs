@@ -5,6 +5,11 @@
 //! payments 50053, shipping 50054, results 50055, webhooks 50056), plus every service's own
 //! settings (see docs/operations.md).
 
+/// The allocator of the labd binary (see the `mimalloc` feature).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let _telemetry = platform::telemetry::init("labd");

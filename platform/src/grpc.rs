@@ -1,9 +1,12 @@
 //! gRPC plumbing: the server-side interceptor that verifies the principal token, the tower layer
 //! that continues the caller's trace, the metadata helpers of outgoing calls, and serving with a
-//! shutdown token.
+//! shutdown token (over TCP, and in memory for peers in the same process: [`in_process`]).
+
+pub mod in_process;
 
 use crate::error::{ApiError, ErrorCode};
 use crate::principal::{Principal, TokenKeys};
+use futures::StreamExt;
 use opentelemetry::propagation::{Extractor, Injector};
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -146,14 +149,23 @@ pub fn span_for_request<B>(request: &http::Request<B>) -> tracing::Span {
 }
 
 /// Serves a tonic router on `listener` until `shutdown` fires, then drains in-flight calls.
+/// A loopback listener also takes the in-memory connections of channels of this process that
+/// target its address ([`in_process`]).
 pub async fn serve(
     router: tonic::transport::server::Router,
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    let (registration, in_memory) = in_process::register(listener.local_addr()?);
+    let tcp = incoming(listener).map(|accepted| accepted.map(in_process::MeshStream::Tcp));
+    let in_memory = in_memory.map(|stream| Ok(in_process::MeshStream::Memory(stream)));
     router
-        .serve_with_incoming_shutdown(incoming(listener), shutdown.cancelled_owned())
+        .serve_with_incoming_shutdown(
+            futures::stream::select(tcp, in_memory),
+            shutdown.cancelled_owned(),
+        )
         .await?;
+    drop(registration);
     Ok(())
 }
 
@@ -174,9 +186,17 @@ pub fn server_builder() -> tonic::transport::Server {
         .trace_fn(span_for_request)
 }
 
-/// Connects lazily to a peer service; the first call establishes the connection.
+/// Connects lazily to a peer service; the first call establishes the connection. A peer at a
+/// loopback address is reached in memory when this process serves it ([`in_process`]).
 pub fn lazy_channel(address: &str) -> anyhow::Result<tonic::transport::Channel> {
-    Ok(peer_endpoint(address)?.connect_lazy())
+    let endpoint = peer_endpoint(address)?;
+    match in_process::loopback_target(endpoint.uri()) {
+        Some(target) if in_process::enabled() => {
+            let connector = tower::service_fn(move |_: http::Uri| in_process::connect(target));
+            Ok(endpoint.connect_with_connector_lazy(connector))
+        }
+        _ => Ok(endpoint.connect_lazy()),
+    }
 }
 
 /// The endpoint of a peer service: connect and call timeouts, and `TCP_NODELAY` as on the
@@ -231,6 +251,53 @@ mod tests {
             "the accepted socket has TCP_NODELAY"
         );
         drop(client);
+    }
+
+    #[tokio::test]
+    async fn a_peer_served_by_this_process_is_called_in_memory_and_others_over_tcp() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let (_reporter, health) = tonic_health::server::health_reporter();
+        let shutdown = CancellationToken::new();
+        let server = tokio::spawn(serve(
+            server_builder().add_service(health),
+            listener,
+            shutdown.clone(),
+        ));
+        let check = |channel| async move {
+            let mut client = tonic_health::pb::health_client::HealthClient::new(channel);
+            client
+                .check(tonic_health::pb::HealthCheckRequest::default())
+                .await
+                .map(|response| response.into_inner().status)
+        };
+        // The server registers itself when its task starts; until then channels use TCP.
+        let mut in_memory = false;
+        for _ in 0..100 {
+            let before = in_process::handed_over();
+            let channel = lazy_channel(&format!("http://{address}")).unwrap();
+            assert!(check(channel).await.is_ok());
+            if in_process::handed_over() > before {
+                in_memory = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(
+            in_memory,
+            "a channel to this process's own server connects in memory"
+        );
+        // Through "localhost" (a name, not a loopback literal) the same server answers over TCP.
+        let before = in_process::handed_over();
+        let channel = lazy_channel(&format!("http://localhost:{}", address.port())).unwrap();
+        assert!(check(channel).await.is_ok());
+        assert_eq!(
+            in_process::handed_over(),
+            before,
+            "no in-memory connection for a name"
+        );
+        shutdown.cancel();
+        server.await.unwrap().unwrap();
     }
 
     #[test]

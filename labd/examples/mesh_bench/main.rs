@@ -28,6 +28,11 @@ mod writes;
 use clap::Parser;
 use std::time::Duration;
 
+/// The same allocator as the labd binary (the mesh runs in this process).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Command line of the benchmark (and of its write-load child process).
 #[derive(Clone, Debug, Parser)]
 struct Args {
@@ -56,6 +61,9 @@ struct Args {
     /// Routes of the read runs: `all`, or `order` for `GET /orders/{id}` alone (quick A/B runs).
     #[arg(long, default_value = "all")]
     routes: String,
+    /// Peers over loopback TCP even where labd would reach them in memory (A/B runs).
+    #[arg(long)]
+    tcp_peers: bool,
     /// Sequential orders placed to count commits per order.
     #[arg(long, default_value_t = 50)]
     counted_orders: u32,

@@ -141,10 +141,20 @@ pub fn render(
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "Machine before: {machine_before}; after: {machine_after}. {}; RUST_LOG={}; PostgreSQL sslmode={} (pgbench the same); commit {}.",
+        "Machine before: {machine_before}; after: {machine_after}. {}; RUST_LOG={}; PostgreSQL sslmode={} (pgbench the same); peers {}; allocator {}; commit {}.",
         chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
         platform::config::env_var("RUST_LOG").unwrap_or_else(|| "(unset: info)".to_owned()),
         bench.pg_sslmode,
+        if platform::grpc::in_process::enabled() {
+            "in memory"
+        } else {
+            "over loopback TCP"
+        },
+        if cfg!(feature = "mimalloc") {
+            "mimalloc"
+        } else {
+            "system"
+        },
         git_revision()
     );
     out

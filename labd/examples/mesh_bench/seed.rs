@@ -32,6 +32,7 @@ pub struct Bench {
 impl Bench {
     /// Creates the database, starts the mesh and seeds it.
     pub async fn start(args: &Args) -> anyhow::Result<Self> {
+        platform::grpc::in_process::set_enabled(!args.tcp_peers);
         let database_url = fresh_database(&args.admin_url).await?;
         let stream_prefix = format!("bench-{}", uuid::Uuid::new_v4().simple());
         let mut settings = labd::MeshSettings::sandbox(&database_url, &args.redis_url, &stream_prefix);

@@ -67,7 +67,10 @@ impl Drop for Registration {
     fn drop(&mut self) {
         let Some(sender) = self.sender.take() else { return };
         let mut servers = servers();
-        if servers.get(&self.address).is_some_and(|current| current.same_channel(&sender)) {
+        if servers
+            .get(&self.address)
+            .is_some_and(|current| current.same_channel(&sender))
+        {
             servers.remove(&self.address);
         }
     }
@@ -180,7 +183,10 @@ mod tests {
     #[test]
     fn only_loopback_ip_literals_are_in_process_targets() {
         let target = |uri: &'static str| loopback_target(&http::Uri::from_static(uri));
-        assert_eq!(target("http://127.0.0.1:50052"), Some(SocketAddr::from(([127, 0, 0, 1], 50052))));
+        assert_eq!(
+            target("http://127.0.0.1:50052"),
+            Some(SocketAddr::from(([127, 0, 0, 1], 50052)))
+        );
         assert!(target("http://[::1]:7").is_some());
         assert_eq!(target("http://orders-svc:50052"), None);
         assert_eq!(target("http://localhost:50052"), None);
