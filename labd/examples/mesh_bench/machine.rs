@@ -91,6 +91,13 @@ impl Sample {
     }
 }
 
+/// CPU seconds (user and system) a process has used so far; 0 when it is gone.
+pub fn process_cpu(pid: i32) -> f64 {
+    process_times(&pid.to_string())
+        .map(|times| times[0] + times[1])
+        .unwrap_or_default()
+}
+
 /// utime, stime, cutime and cstime of a process in seconds.
 fn process_times(pid: &str) -> Option<[f64; 4]> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -111,7 +111,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
             tools::wrk(&url, &bench.key, args.connections, warmup).await?;
             for connections in [1, args.connections] {
                 let label = format!("GET {} ×{connections}", route_label(route));
-                rows.push(tools::wrk_row(&label, &url, &bench.key, connections, run_seconds).await?);
+                let database_before = bench.database_cpu().await;
+                let mut row = tools::wrk_row(&label, &url, &bench.key, connections, run_seconds).await?;
+                row.database_cpu_seconds = Some(bench.database_cpu().await - database_before);
+                rows.push(row);
             }
         }
         let database = seed::pgbench_database(&args.admin_url, &bench.pg_sslmode).await?;
@@ -119,7 +122,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     let mut commits = None;
     if args.only != "reads" {
-        rows.push(writes::load_row(&args, &bench, run_seconds).await?);
+        let database_before = bench.database_cpu().await;
+        let mut row = writes::load_row(&args, &bench, run_seconds).await?;
+        row.database_cpu_seconds = Some(bench.database_cpu().await - database_before);
+        rows.push(row);
         let database = seed::pgbench_database(&args.admin_url, &bench.pg_sslmode).await?;
         rows.push(
             tools::pgbench_row(

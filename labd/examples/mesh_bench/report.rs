@@ -20,6 +20,8 @@ pub struct Row {
     pub average_ms: Option<f64>,
     pub errors: u64,
     pub usage: Usage,
+    /// CPU seconds of the PostgreSQL backends serving the mesh's database during the run.
+    pub database_cpu_seconds: Option<f64>,
 }
 
 /// What one order costs in the database, per order, net of the idle mesh.
@@ -56,7 +58,7 @@ pub fn render(
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| Run | Rate | p50 | p99 | Errors | Mesh CPU per request | Cores used: mesh / load generator / PostgreSQL / Redis / rest of the machine |"
+        "| Run | Rate | p50 | p99 | Errors | CPU per request: mesh / its PostgreSQL backends | Cores used: mesh / load generator / PostgreSQL / Redis / rest of the machine |"
     );
     let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for row in rows {
@@ -69,9 +71,14 @@ pub fn render(
             "—".to_owned()
         } else {
             let unit = if row.unit == "orders/s" { "order" } else { "req" };
+            let done = (row.rate * row.usage.seconds).max(1.0);
+            let database = row
+                .database_cpu_seconds
+                .map(|seconds| format!("{:.0}", seconds * 1e6 / done))
+                .unwrap_or_else(|| "—".to_owned());
             format!(
-                "{:.0} µs/{unit}",
-                row.usage.mesh_cpu_seconds * 1e6 / (row.rate * row.usage.seconds).max(1.0)
+                "{:.0} / {database} µs/{unit}",
+                row.usage.mesh_cpu_seconds * 1e6 / done
             )
         };
         let usage = &row.usage;

@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use sqlx::{AssertSqlSafe, Connection, PgConnection};
 use std::time::Duration;
 
-/// Name prefix of the databases the benchmark creates (dropped by the next run).
+/// Name prefix of the databases the benchmark creates (dropped at its end, or by the next run
+/// after a crash).
 const DATABASE_PREFIX: &str = "mesh_bench_";
 /// The scratch database of pgbench.
 const PGBENCH_DATABASE: &str = "mesh_bench_pgbench";
@@ -25,6 +26,7 @@ pub struct Bench {
     pub database_url: String,
     /// The `sslmode` the mesh's pools connect with (pgbench is given the same).
     pub pg_sslmode: String,
+    admin_url: String,
     redis_url: String,
     stream_prefix: String,
 }
@@ -53,6 +55,7 @@ impl Bench {
             quote_body: Value::Null,
             database_url,
             pg_sslmode,
+            admin_url: args.admin_url.clone(),
             redis_url: args.redis_url.clone(),
             stream_prefix,
         };
@@ -170,9 +173,35 @@ impl Bench {
         }))
     }
 
-    /// Stops the mesh and removes its streams (its database stays until the next run).
+    /// CPU seconds used so far by the PostgreSQL backends serving the mesh's database.
+    pub async fn database_cpu(&self) -> f64 {
+        let Ok(mut admin) = PgConnection::connect(&self.admin_url).await else {
+            return 0.0;
+        };
+        let name = self.database_name();
+        let pids: Vec<i32> = sqlx::query_scalar("SELECT pid FROM pg_stat_activity WHERE datname = $1")
+            .bind(name)
+            .fetch_all(&mut admin)
+            .await
+            .unwrap_or_default();
+        pids.into_iter().map(crate::machine::process_cpu).sum()
+    }
+
+    fn database_name(&self) -> &str {
+        let name = self.database_url.rsplit('/').next().unwrap_or_default();
+        name.split('?').next().unwrap_or_default()
+    }
+
+    /// Stops the mesh and removes its streams and its database.
     pub async fn stop(self) {
+        let statement = format!(
+            "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+            self.database_name()
+        );
         self.mesh.stop().await;
+        if let Ok(mut admin) = PgConnection::connect(&self.admin_url).await {
+            let _ = sqlx::raw_sql(AssertSqlSafe(statement)).execute(&mut admin).await;
+        }
         if let Ok(client) = redis::Client::open(self.redis_url.as_str())
             && let Ok(mut connection) = client.get_multiplexed_async_connection().await
         {

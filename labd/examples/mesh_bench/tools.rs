@@ -77,6 +77,7 @@ pub async fn wrk_row(
         average_ms: None,
         errors: parsed.errors,
         usage,
+        database_cpu_seconds: None,
     })
 }
 
@@ -107,6 +108,7 @@ pub async fn pgbench_row(
         average_ms: Some(parsed.latency_ms),
         errors: 0,
         usage,
+        database_cpu_seconds: None,
     })
 }
 

@@ -40,6 +40,7 @@ pub async fn load_row(args: &Args, bench: &Bench, duration: Duration) -> anyhow:
         average_ms: None,
         errors: number("errors") as u64,
         usage,
+        database_cpu_seconds: None,
     })
 }
 
