@@ -22,6 +22,7 @@
 mod machine;
 mod report;
 mod seed;
+mod statement;
 mod tools;
 mod writes;
 
@@ -61,6 +62,10 @@ struct Args {
     /// Routes of the read runs: `all`, or `order` for `GET /orders/{id}` alone (quick A/B runs).
     #[arg(long, default_value = "all")]
     routes: String,
+    /// Fail (exit status 1) when a one-connection read's p50 exceeds this many milliseconds: the
+    /// regression check for a latency floor such as Nagle's 40 ms.
+    #[arg(long)]
+    max_p50_ms: Option<f64>,
     /// Peers over loopback TCP even where labd would reach them in memory (A/B runs).
     #[arg(long)]
     tcp_peers: bool,
@@ -117,6 +122,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 rows.push(row);
             }
         }
+        rows.push(statement::statement_row(&bench, args.connections, run_seconds).await?);
         let database = seed::pgbench_database(&args.admin_url, &bench.pg_sslmode).await?;
         rows.push(tools::pgbench_row("pgbench -S -c16 -j2", &database, &["-S"], run_seconds).await?);
     }
@@ -144,6 +150,18 @@ async fn run(args: Args) -> anyhow::Result<()> {
         report::render(&rows, commits.as_ref(), &machine_before, &machine_after, &bench)
     );
     bench.stop().await;
+    if let Some(limit) = args.max_p50_ms {
+        let slow: Vec<String> = rows
+            .iter()
+            .filter(|row| row.label.ends_with(" ×1") && row.p50_ms.is_some_and(|p50| p50 > limit))
+            .map(|row| format!("{} (p50 {:.2} ms)", row.label, row.p50_ms.unwrap_or_default()))
+            .collect();
+        anyhow::ensure!(
+            slow.is_empty(),
+            "above the p50 limit of {limit} ms: {}",
+            slow.join(", ")
+        );
+    }
     Ok(())
 }
 

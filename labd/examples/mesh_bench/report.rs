@@ -9,7 +9,7 @@ use std::fmt::Write;
 #[derive(Clone, Debug)]
 pub struct Row {
     pub label: String,
-    /// `req/s`, `TPS` or `orders/s`.
+    /// `req/s`, `queries/s`, `TPS` or `orders/s`.
     pub unit: &'static str,
     pub rate: f64,
     /// Requests, transactions or orders completed in the run.
@@ -70,7 +70,11 @@ pub fn render(
         let cpu_per_request = if row.unit == "TPS" || row.count <= 0.0 {
             "—".to_owned()
         } else {
-            let unit = if row.unit == "orders/s" { "order" } else { "req" };
+            let unit = match row.unit {
+                "orders/s" => "order",
+                "queries/s" => "query",
+                _ => "req",
+            };
             let done = (row.rate * row.usage.seconds).max(1.0);
             let database = row
                 .database_cpu_seconds
@@ -122,6 +126,14 @@ pub fn render(
             out,
             "* `GET /orders/{{id}}`, 16 connections: {:.0} req/s = **{ratio:.3}×** `pgbench -S -c16 -j2` ({:.0} TPS) (target ≥ 0.25× {verdict})",
             many.rate, select.rate
+        );
+    }
+    if let (Some(many), Some(statement)) = (many, find(rows, "its statement alone")) {
+        let _ = writeln!(
+            out,
+            "* `GET /orders/{{id}}`, 16 connections: {:.3}× its own statement run alone through sqlx ({:.0} queries/s)",
+            many.rate / statement.rate,
+            statement.rate
         );
     }
     if let (Some(writes), Some(update)) = (writes, update) {

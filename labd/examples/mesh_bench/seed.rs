@@ -20,6 +20,7 @@ pub struct Bench {
     pub base_url: String,
     pub http: reqwest::Client,
     pub key: String,
+    pub customer_id: String,
     pub order_id: String,
     /// The body of `POST /quotes` for two tests of the peptides category.
     pub quote_body: Value,
@@ -51,6 +52,7 @@ impl Bench {
             base_url,
             http,
             key: String::new(),
+            customer_id: String::new(),
             order_id: String::new(),
             quote_body: Value::Null,
             database_url,
@@ -85,6 +87,7 @@ impl Bench {
             ])
             .await?;
         bench.key = key["key"].as_str().unwrap_or_default().to_owned();
+        bench.customer_id = customer_id;
         bench.quote_body = bench.quote_body().await?;
         bench.order_id = bench.place_order("bench-seed-order").await?;
         Ok(bench)

@@ -96,6 +96,7 @@ pub async fn pgbench_row(
         .arg(database_url);
     let before = machine::sample();
     let text = output(command).await?;
+    wait_for_backends_to_exit(database_url).await;
     let usage = machine::sample().usage_since(&before);
     let parsed = parse_pgbench(&text).ok_or_else(|| anyhow::anyhow!("unreadable pgbench output:\n{text}"))?;
     Ok(Row {
@@ -110,6 +111,28 @@ pub async fn pgbench_row(
         usage,
         database_cpu_seconds: None,
     })
+}
+
+/// Waits (at most 2 s) until pgbench's server processes have exited, so that the CPU they used
+/// has been added to the postmaster's and shows in PostgreSQL's column.
+async fn wait_for_backends_to_exit(database_url: &str) {
+    use sqlx::Connection;
+    let Ok(mut connection) = sqlx::PgConnection::connect(database_url).await else {
+        return;
+    };
+    for _ in 0..40 {
+        let others: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        .fetch_one(&mut connection)
+        .await
+        .unwrap_or_default();
+        if others == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = connection.close().await;
 }
 
 #[derive(Debug, PartialEq)]
