@@ -165,11 +165,28 @@ async fn counters(database_url: &str) -> anyhow::Result<Counters> {
     })
 }
 
+/// Waits (at most 60 s) until the mesh has worked off the events of earlier load: its
+/// transactions per second settle below a few per second, or stop falling.
+async fn quiet_down(database_url: &str) -> anyhow::Result<()> {
+    let mut previous = f64::MAX;
+    for _ in 0..30 {
+        let start = counters(database_url).await?;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let end = counters(database_url).await?;
+        let rate = (end.transactions - start.transactions) / end.at.duration_since(start.at).as_secs_f64();
+        if rate < 10.0 || rate > previous * 0.9 {
+            return Ok(());
+        }
+        previous = rate;
+    }
+    Ok(())
+}
+
 /// Places `orders` orders one after another and counts what they cost, net of what the idle
 /// mesh (relays, consumers, housekeeping) does in the same time.
 pub async fn count_commits(bench: &Bench, orders: u32) -> anyhow::Result<Commits> {
     let settle = Duration::from_secs(3);
-    tokio::time::sleep(settle).await;
+    quiet_down(&bench.database_url).await?;
     let idle_start = counters(&bench.database_url).await?;
     tokio::time::sleep(settle).await;
     let idle_end = counters(&bench.database_url).await?;
