@@ -66,6 +66,9 @@ struct Args {
     /// regression check for a latency floor such as Nagle's 40 ms.
     #[arg(long)]
     max_p50_ms: Option<f64>,
+    /// Also write the Markdown report to this file (stdout carries the mesh's log lines too).
+    #[arg(long)]
+    report: Option<std::path::PathBuf>,
     /// Peers over loopback TCP even where labd would reach them in memory (A/B runs).
     #[arg(long)]
     tcp_peers: bool,
@@ -145,10 +148,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
         commits = Some(writes::count_commits(&bench, args.counted_orders).await?);
     }
     let machine_after = machine::describe();
-    println!(
-        "{}",
-        report::render(&rows, commits.as_ref(), &machine_before, &machine_after, &bench)
-    );
+    let rendered = report::render(&rows, commits.as_ref(), &machine_before, &machine_after, &bench);
+    println!("{rendered}");
+    if let Some(path) = &args.report {
+        std::fs::write(path, &rendered)?;
+    }
     bench.stop().await;
     if let Some(limit) = args.max_p50_ms {
         let slow: Vec<String> = rows
