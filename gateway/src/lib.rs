@@ -114,7 +114,7 @@ impl Application {
         if common.dev_mode {
             staff.ensure_development_operator().await?;
         }
-        let redis = redis::Client::open(common.redis_url.as_str())?;
+        let redis = platform::db::redis_client(&common.redis_url)?;
         let manager_config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_millis(500)))
             .set_response_timeout(Some(Duration::from_millis(500)))
@@ -247,7 +247,11 @@ impl Application {
             readiness.start_draining();
         };
         let service = app(state).into_make_service_with_connect_info::<SocketAddr>();
-        let rest = axum::serve(self.http_listener, service).with_graceful_shutdown(stop_accepting);
+        // TCP_NODELAY on accepted REST connections: no Nagle stall behind a delayed ACK.
+        let http_listener = axum::serve::ListenerExt::tap_io(self.http_listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let rest = axum::serve(http_listener, service).with_graceful_shutdown(stop_accepting);
         tracing::info!(%http_addr, %grpc_addr, "{SERVICE_NAME} serving");
 
         // Either server ending stops the other; both then drain within the grace period.

@@ -1,6 +1,8 @@
 //! labd: the gateway and every domain service in one process — the local default and the test
 //! sandbox. Each service keeps its own listener (fixed loopback ports, or free ports in tests) and
-//! the gateway and orders-svc reach their peers over real gRPC, exactly as in a deployment.
+//! the gateway and orders-svc reach their peers over real gRPC, as in a deployment; since their
+//! addresses are loopback listeners of this process, the connections run over in-memory pipes
+//! instead of loopback TCP (`platform::grpc::in_process`; labctl and other processes use TCP).
 
 #![forbid(unsafe_code)]
 

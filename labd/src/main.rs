@@ -6,6 +6,11 @@
 //! settings (see docs/operations.md). Outside development mode (`LAB_DEV_MODE=1`) it needs
 //! real keys and secrets like any deployment.
 
+/// The allocator of the labd binary (see the `mimalloc` feature).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let _telemetry = platform::telemetry::init("labd");

@@ -1,26 +1,87 @@
-//! Database connection: creates the database when missing (a newcomer's first run), connects a
-//! pool, and runs a service's embedded migrations (each crate's `sqlx.toml` places the
-//! migrations table inside the service's own schema).
+//! Connections to the stores: creates the database when missing (a newcomer's first run),
+//! connects a pool, runs a service's embedded migrations (each crate's `sqlx.toml` places the
+//! migrations table inside the service's own schema), and opens Redis clients.
+//!
+//! Two choices for latency: a loopback PostgreSQL is reached without TLS unless the URL or
+//! `PGSSLMODE` asks for it ([`connect_options`]), and a pooled connection is pinged only after
+//! sitting idle ([`PING_IDLE_AFTER`]), not before every query.
+//!
+//! `TCP_NODELAY`: Redis clients set it here (redis-rs leaves it off). sqlx 0.9.0 neither sets
+//! it nor offers a hook (upstream issue transact-rs/sqlx#4335, fixed after 0.9.0); it writes
+//! each request in one flush and then reads, so Nagle's algorithm has no unacknowledged data
+//! to wait on, and the benchmark (docs/performance.md) shows no 40 ms stall on that hop.
 
 use secrecy::{ExposeSecret, SecretString};
 use sqlx::ConnectOptions;
 use sqlx::migrate::Migrator;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgSslMode};
+use std::net::IpAddr;
 use std::str::FromStr;
 use std::time::Duration;
 
+/// A pooled connection idle at least this long is pinged before it is handed out.
+///
+/// Why: sqlx pings every connection it hands out by default, one more round trip before
+/// each query; a connection used a moment ago is almost surely alive, and a dead one only
+/// fails its request (the pool then discards it), so only connections that sat idle long
+/// enough to have been cut (server restart, idle timeouts on the path) are checked.
+const PING_IDLE_AFTER: Duration = Duration::from_secs(10);
+
 /// Connects a pool to `url`, creating the database first when it does not exist.
 pub async fn connect(url: &SecretString, max_connections: u32) -> anyhow::Result<PgPool> {
-    let options = PgConnectOptions::from_str(url.expose_secret())?
-        .log_statements(tracing::log::LevelFilter::Trace)
-        .log_slow_statements(tracing::log::LevelFilter::Warn, Duration::from_secs(1));
+    let options = connect_options(url.expose_secret())?;
     ensure_database(&options).await?;
     let pool = PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(10))
+        .test_before_acquire(false)
+        .before_acquire(|connection, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= PING_IDLE_AFTER {
+                    sqlx::Connection::ping(connection).await?;
+                }
+                Ok(true)
+            })
+        })
         .connect_with(options)
         .await?;
     Ok(pool)
+}
+
+/// The options a pool connects with for `url`: the URL's own, except that a loopback server
+/// is reached without TLS when nothing asked for TLS (no `sslmode` in the URL, no
+/// `PGSSLMODE`). sqlx's default (`prefer`) would encrypt loopback traffic, which protects
+/// nothing on the same host and costs CPU on both ends of every query. A remote server, and
+/// any explicit `sslmode`, keep what was configured.
+pub fn connect_options(url: &str) -> Result<PgConnectOptions, sqlx::Error> {
+    let options = PgConnectOptions::from_str(url)?
+        .log_statements(tracing::log::LevelFilter::Trace)
+        .log_slow_statements(tracing::log::LevelFilter::Warn, Duration::from_secs(1));
+    let tls_asked = url_sets_sslmode(url) || crate::config::env_var("PGSSLMODE").is_some();
+    if !tls_asked && is_loopback(&options) {
+        return Ok(options.ssl_mode(PgSslMode::Disable));
+    }
+    Ok(options)
+}
+
+/// True when the URL's query names an `sslmode` (either spelling sqlx accepts).
+fn url_sets_sslmode(url: &str) -> bool {
+    let Some((_, query)) = url.split_once('?') else {
+        return false;
+    };
+    query.split('&').any(|pair| {
+        let name = pair.split('=').next().unwrap_or_default();
+        name.eq_ignore_ascii_case("sslmode") || name.eq_ignore_ascii_case("ssl-mode")
+    })
+}
+
+/// True for a Unix socket, `localhost` and loopback IP literals.
+fn is_loopback(options: &PgConnectOptions) -> bool {
+    if options.get_socket().is_some() {
+        return true;
+    }
+    let host = options.get_host().trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Creates the database named in `options` when it is missing (tolerating a concurrent creator).
@@ -53,4 +114,72 @@ pub async fn ensure_database(options: &PgConnectOptions) -> anyhow::Result<()> {
 pub async fn migrate(pool: &PgPool, migrator: &Migrator) -> anyhow::Result<()> {
     migrator.run(pool).await?;
     Ok(())
+}
+
+/// Opens a Redis client whose connections set `TCP_NODELAY`.
+///
+/// Why: a multiplexed connection writes a command while the previous one may still be
+/// unacknowledged, and Nagle's algorithm would hold the small write until a delayed ACK.
+pub fn redis_client(url: &str) -> redis::RedisResult<redis::Client> {
+    let info = redis::IntoConnectionInfo::into_connection_info(url)?
+        .set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true));
+    redis::Client::open(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(url: &str) -> PgSslMode {
+        connect_options(url).unwrap().get_ssl_mode()
+    }
+
+    #[test]
+    fn a_loopback_database_without_an_sslmode_is_reached_without_tls() {
+        if crate::config::env_var("PGSSLMODE").is_some() {
+            return; // an explicit PGSSLMODE is respected; nothing to check here
+        }
+        assert!(matches!(
+            mode("postgres://postgres@127.0.0.1:5432/lab"),
+            PgSslMode::Disable
+        ));
+        assert!(matches!(
+            mode("postgres://postgres@localhost/lab"),
+            PgSslMode::Disable
+        ));
+        assert!(matches!(
+            mode("postgres://postgres@[::1]:5432/lab"),
+            PgSslMode::Disable
+        ));
+    }
+
+    #[test]
+    fn remote_databases_and_explicit_sslmodes_keep_their_tls() {
+        if crate::config::env_var("PGSSLMODE").is_some() {
+            return;
+        }
+        assert!(matches!(
+            mode("postgres://lab@db.internal:5432/lab"),
+            PgSslMode::Prefer
+        ));
+        assert!(matches!(mode("postgres://lab@10.0.0.5/lab"), PgSslMode::Prefer));
+        assert!(matches!(
+            mode("postgres://lab@127.0.0.1/lab?sslmode=prefer"),
+            PgSslMode::Prefer
+        ));
+        assert!(matches!(
+            mode("postgres://lab@127.0.0.1/lab?ssl-mode=require"),
+            PgSslMode::Require
+        ));
+        assert!(matches!(
+            mode("postgres://lab@db.internal/lab?sslmode=verify-full"),
+            PgSslMode::VerifyFull
+        ));
+    }
+
+    #[test]
+    fn redis_clients_set_tcp_nodelay() {
+        let client = redis_client("redis://127.0.0.1:6379/0").unwrap();
+        assert!(client.get_connection_info().tcp_settings().nodelay());
+    }
 }

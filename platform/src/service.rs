@@ -99,7 +99,7 @@ impl ServiceBase {
         shutdown: CancellationToken,
     ) -> anyhow::Result<()> {
         let identity = self.identity;
-        let redis = redis::Client::open(self.common.redis_url.as_str())?;
+        let redis = crate::db::redis_client(&self.common.redis_url)?;
         let (reporter, health) = tonic_health::server::health_reporter();
         let mut tasks = workers;
         tasks.push(crate::health::spawn_health_probe(
@@ -121,7 +121,7 @@ impl ServiceBase {
             self.pool.clone(),
             identity.schema,
             Some((
-                redis::Client::open(self.common.redis_url.as_str())?,
+                crate::db::redis_client(&self.common.redis_url)?,
                 self.stream(identity.domain),
             )),
             shutdown.clone(),

@@ -143,9 +143,12 @@ struct Tuning {
 async fn start(tuning: Tuning) -> anyhow::Result<Bench> {
     let receiver = TestReceiver::start().await;
     let mut database_url = platform::testing::fresh_database().await;
-    if !tuning.database_tls {
-        database_url.push_str("?sslmode=disable");
-    }
+    // Explicit either way: without an sslmode, platform::db reaches a loopback server without TLS.
+    database_url.push_str(if tuning.database_tls {
+        "?sslmode=prefer"
+    } else {
+        "?sslmode=disable"
+    });
     if let Ok(extra) = std::env::var("BENCH_DB_PARAMS") {
         database_url.push(if database_url.contains('?') { '&' } else { '?' });
         database_url.push_str(&extra);

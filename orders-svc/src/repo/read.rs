@@ -1,5 +1,6 @@
-//! Reads: one order by reference, one page of orders. Child rows (lines, charges, history) of all
-//! the orders read are loaded with one query each (`order_id = ANY($2)`), never per order.
+//! Reads: one order by reference, one page of orders. Each is one statement: the orders' rows
+//! with their children (lines, charges, history) aggregated as JSON arrays by correlated
+//! subqueries, so a read costs one round trip to PostgreSQL instead of four.
 
 use super::corrupt;
 use crate::domain::order::{
@@ -10,20 +11,33 @@ use crate::domain::reference::OrderReference;
 use crate::domain::status::OrderStatus;
 use chrono::{DateTime, Utc};
 use platform::money::Cents;
+use serde::Deserialize;
 use sqlx::PgConnection;
 use sqlx::types::Json;
-use std::collections::HashMap;
 use uuid::Uuid;
 
+/// `SELECT` of the order columns and the children of each order `o`, up to `FROM`.
 macro_rules! select_orders {
-    ($tail:literal) => {
+    ($from_and_tail:literal) => {
         concat!(
-            "SELECT id, order_number, customer_id, quote_id, status, payment_method, catalog_revision, category_id, \
-               turnaround, turnaround_business_days, conformity_samples, client_reference, notes, publish_raw_data, \
-               expected_payer_address, billing_address_id, shipping_address_id, total_cents, currency, invoice_id, \
-               invoice_number, invoice_status, amount_due_cents, invoice_due_at, bank_instructions, created_at, updated_at \
-             FROM orders.orders ",
-            $tail
+            "SELECT o.id, o.order_number, o.customer_id, o.quote_id, o.status, o.payment_method, \
+               o.catalog_revision, o.category_id, o.turnaround, o.turnaround_business_days, \
+               o.conformity_samples, o.client_reference, o.notes, o.publish_raw_data, \
+               o.expected_payer_address, o.billing_address_id, o.shipping_address_id, o.total_cents, \
+               o.currency, o.invoice_id, o.invoice_number, o.invoice_status, o.amount_due_cents, \
+               o.invoice_due_at, o.bank_instructions, o.created_at, o.updated_at, \
+               (SELECT json_agg(l ORDER BY l.line_number) FROM ( \
+                  SELECT line_number, compound_name, lot_number, matrix_notes, items, sample_requirements, \
+                         subtotal_cents \
+                  FROM orders.order_lines WHERE customer_id = o.customer_id AND order_id = o.id) l) AS lines, \
+               (SELECT json_agg(c ORDER BY c.position) FROM ( \
+                  SELECT position, kind, description, quantity, unit_price_cents, amount_cents \
+                  FROM orders.order_charges WHERE customer_id = o.customer_id AND order_id = o.id) c) AS charges, \
+               (SELECT json_agg(h ORDER BY h.id) FROM ( \
+                  SELECT id, from_status, to_status, changed_at, reason \
+                  FROM orders.order_status_history WHERE customer_id = o.customer_id AND order_id = o.id) h) AS history \
+             FROM ",
+            $from_and_tail
         )
     };
 }
@@ -44,26 +58,27 @@ pub async fn find_order(
     reference: &OrderReference,
 ) -> Result<Option<Order>, sqlx::Error> {
     let query = match reference {
-        OrderReference::Id(id) => {
-            sqlx::query_as::<_, OrderRow>(select_orders!("WHERE customer_id = $1 AND id = $2"))
-                .bind(customer_id)
-                .bind(*id)
-        }
-        OrderReference::OrderNumber(number) => {
-            sqlx::query_as(select_orders!("WHERE customer_id = $1 AND order_number = $2"))
-                .bind(customer_id)
-                .bind(number)
-        }
-        OrderReference::InvoiceNumber(number) => {
-            sqlx::query_as(select_orders!("WHERE customer_id = $1 AND invoice_number = $2"))
-                .bind(customer_id)
-                .bind(number)
-        }
+        OrderReference::Id(id) => sqlx::query_as::<_, OrderRow>(select_orders!(
+            "orders.orders o WHERE o.customer_id = $1 AND o.id = $2"
+        ))
+        .bind(customer_id)
+        .bind(*id),
+        OrderReference::OrderNumber(number) => sqlx::query_as(select_orders!(
+            "orders.orders o WHERE o.customer_id = $1 AND o.order_number = $2"
+        ))
+        .bind(customer_id)
+        .bind(number),
+        OrderReference::InvoiceNumber(number) => sqlx::query_as(select_orders!(
+            "orders.orders o WHERE o.customer_id = $1 AND o.invoice_number = $2"
+        ))
+        .bind(customer_id)
+        .bind(number),
     };
-    let Some(row) = query.fetch_optional(&mut *conn).await? else {
-        return Ok(None);
-    };
-    Ok(with_children(conn, customer_id, vec![row]).await?.pop())
+    query
+        .fetch_optional(&mut *conn)
+        .await?
+        .map(OrderRow::into_order)
+        .transpose()
 }
 
 /// Reads one page of the customer's orders, newest first.
@@ -74,9 +89,11 @@ pub async fn list_orders(
 ) -> Result<Vec<Order>, sqlx::Error> {
     let (after_time, after_id) = filter.after.unzip();
     let rows: Vec<OrderRow> = sqlx::query_as(select_orders!(
-        "WHERE customer_id = $1 AND ($2::text IS NULL OR status = $2) \
-           AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4)) \
-         ORDER BY created_at DESC, id DESC LIMIT $5"
+        "(SELECT * FROM orders.orders \
+           WHERE customer_id = $1 AND ($2::text IS NULL OR status = $2) \
+             AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4)) \
+           ORDER BY created_at DESC, id DESC LIMIT $5) o \
+         ORDER BY o.created_at DESC, o.id DESC"
     ))
     .bind(customer_id)
     .bind(filter.status.map(OrderStatus::as_str))
@@ -85,70 +102,7 @@ pub async fn list_orders(
     .bind(filter.limit)
     .fetch_all(&mut *conn)
     .await?;
-    with_children(conn, customer_id, rows).await
-}
-
-/// Loads lines, charges and history of `rows` in three queries and assembles the orders.
-async fn with_children(
-    conn: &mut PgConnection,
-    customer_id: Uuid,
-    rows: Vec<OrderRow>,
-) -> Result<Vec<Order>, sqlx::Error> {
-    if rows.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ids: Vec<Uuid> = rows.iter().map(|row| row.id).collect();
-    let mut lines = group(
-        sqlx::query_as::<_, LineRow>(
-            "SELECT order_id, line_number, compound_name, lot_number, matrix_notes, items, sample_requirements, subtotal_cents \
-             FROM orders.order_lines WHERE customer_id = $1 AND order_id = ANY($2) ORDER BY order_id, line_number",
-        )
-        .bind(customer_id)
-        .bind(&ids)
-        .fetch_all(&mut *conn)
-        .await?,
-        |row| row.order_id,
-    );
-    let mut charges = group(
-        sqlx::query_as::<_, ChargeRow>(
-            "SELECT order_id, kind, description, quantity, unit_price_cents, amount_cents \
-             FROM orders.order_charges WHERE customer_id = $1 AND order_id = ANY($2) ORDER BY order_id, position",
-        )
-        .bind(customer_id)
-        .bind(&ids)
-        .fetch_all(&mut *conn)
-        .await?,
-        |row| row.order_id,
-    );
-    let mut history = group(
-        sqlx::query_as::<_, HistoryRow>(
-            "SELECT order_id, from_status, to_status, changed_at, reason \
-             FROM orders.order_status_history WHERE customer_id = $1 AND order_id = ANY($2) ORDER BY order_id, id",
-        )
-        .bind(customer_id)
-        .bind(&ids)
-        .fetch_all(&mut *conn)
-        .await?,
-        |row| row.order_id,
-    );
-    rows.into_iter()
-        .map(|row| {
-            let id = row.id;
-            row.into_order(
-                lines.remove(&id).unwrap_or_default(),
-                charges.remove(&id).unwrap_or_default(),
-                history.remove(&id).unwrap_or_default(),
-            )
-        })
-        .collect()
-}
-
-fn group<T>(rows: Vec<T>, key: impl Fn(&T) -> Uuid) -> HashMap<Uuid, Vec<T>> {
-    let mut grouped: HashMap<Uuid, Vec<T>> = HashMap::new();
-    for row in rows {
-        grouped.entry(key(&row)).or_default().push(row);
-    }
-    grouped
+    rows.into_iter().map(OrderRow::into_order).collect()
 }
 
 #[derive(sqlx::FromRow)]
@@ -180,23 +134,25 @@ struct OrderRow {
     bank_instructions: Option<Json<BankInstructions>>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
+    /// `NULL` when the order has none.
+    lines: Option<Json<Vec<LineRow>>>,
+    charges: Option<Json<Vec<ChargeRow>>>,
+    history: Option<Json<Vec<HistoryRow>>>,
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(Deserialize)]
 struct LineRow {
-    order_id: Uuid,
     line_number: i32,
     compound_name: String,
     lot_number: Option<String>,
     matrix_notes: Option<String>,
-    items: Json<Vec<LineItem>>,
-    sample_requirements: Json<Vec<SampleRequirement>>,
+    items: Vec<LineItem>,
+    sample_requirements: Vec<SampleRequirement>,
     subtotal_cents: i64,
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(Deserialize)]
 struct ChargeRow {
-    order_id: Uuid,
     kind: String,
     description: String,
     quantity: i64,
@@ -204,9 +160,8 @@ struct ChargeRow {
     amount_cents: i64,
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(Deserialize)]
 struct HistoryRow {
-    order_id: Uuid,
     from_status: String,
     to_status: String,
     changed_at: DateTime<Utc>,
@@ -218,12 +173,10 @@ fn parse_status(value: &str) -> Result<OrderStatus, sqlx::Error> {
 }
 
 impl OrderRow {
-    fn into_order(
-        self,
-        lines: Vec<LineRow>,
-        charges: Vec<ChargeRow>,
-        history: Vec<HistoryRow>,
-    ) -> Result<Order, sqlx::Error> {
+    fn into_order(self) -> Result<Order, sqlx::Error> {
+        let lines = self.lines.map(|json| json.0).unwrap_or_default();
+        let charges = self.charges.map(|json| json.0).unwrap_or_default();
+        let history = self.history.map(|json| json.0).unwrap_or_default();
         let payment = match (self.invoice_id, self.invoice_number) {
             (Some(invoice_id), Some(invoice_number)) => Some(PaymentSummary {
                 invoice_id,
@@ -277,8 +230,8 @@ impl OrderRow {
                     compound_name: row.compound_name,
                     lot_number: row.lot_number,
                     matrix_notes: row.matrix_notes,
-                    items: row.items.0,
-                    sample_requirements: row.sample_requirements.0,
+                    items: row.items,
+                    sample_requirements: row.sample_requirements,
                     subtotal: Cents(row.subtotal_cents),
                 })
                 .collect(),

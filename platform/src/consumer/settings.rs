@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 /// Connects to Redis with timeouts suited to blocking stream reads.
 pub async fn connect_redis(url: &str) -> anyhow::Result<MultiplexedConnection> {
-    let client = redis::Client::open(url)?;
+    let client = crate::db::redis_client(url)?;
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(Duration::from_secs(2)))
         .set_response_timeout(Some(Duration::from_secs(10)));

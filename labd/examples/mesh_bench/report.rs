@@ -1,0 +1,200 @@
+//! The benchmark's Markdown report: one row per run with CPU use by party, the ratios the
+//! targets are stated in, the commits one order costs, and the machine's state.
+
+use crate::machine::Usage;
+use crate::seed::Bench;
+use std::fmt::Write;
+
+/// One measured run.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub label: String,
+    /// `req/s`, `queries/s`, `TPS` or `orders/s`.
+    pub unit: &'static str,
+    pub rate: f64,
+    /// Requests, transactions or orders completed in the run.
+    pub count: f64,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// pgbench reports only the average.
+    pub average_ms: Option<f64>,
+    pub errors: u64,
+    pub usage: Usage,
+    /// CPU seconds of the PostgreSQL backends serving the mesh's database during the run.
+    pub database_cpu_seconds: Option<f64>,
+}
+
+/// What one order costs in the database, per order, net of the idle mesh.
+#[derive(Clone, Debug)]
+pub struct Commits {
+    pub orders: u32,
+    /// Transactions committed in the mesh's database (read-only ones included).
+    pub transactions: f64,
+    /// Transaction ids assigned server-wide: the transactions that wrote.
+    pub xids: f64,
+    /// WAL flushes server-wide (fsyncs of commits; group commit can merge several).
+    pub wal_flushes: f64,
+    pub idle_transactions_per_second: f64,
+}
+
+fn milliseconds(value: Option<f64>) -> String {
+    value
+        .map(|ms| format!("{ms:.2} ms"))
+        .unwrap_or_else(|| "—".to_owned())
+}
+
+fn find<'a>(rows: &'a [Row], prefix: &str) -> Option<&'a Row> {
+    rows.iter().find(|row| row.label.starts_with(prefix))
+}
+
+/// Renders the whole report.
+pub fn render(
+    rows: &[Row],
+    commits: Option<&Commits>,
+    machine_before: &str,
+    machine_after: &str,
+    bench: &Bench,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| Run | Rate | p50 | p99 | Errors | CPU per request: mesh / its PostgreSQL backends | Cores used: mesh / load generator / PostgreSQL / Redis / rest of the machine |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    for row in rows {
+        let latency_p50 = match (row.p50_ms, row.average_ms) {
+            (Some(p50), _) => milliseconds(Some(p50)),
+            (None, Some(average)) => format!("avg {}", milliseconds(Some(average))),
+            (None, None) => "—".to_owned(),
+        };
+        let cpu_per_request = if row.unit == "TPS" || row.count <= 0.0 {
+            "—".to_owned()
+        } else {
+            let unit = match row.unit {
+                "orders/s" => "order",
+                "queries/s" => "query",
+                _ => "req",
+            };
+            let done = (row.rate * row.usage.seconds).max(1.0);
+            let database = row
+                .database_cpu_seconds
+                .map(|seconds| format!("{:.0}", seconds * 1e6 / done))
+                .unwrap_or_else(|| "—".to_owned());
+            format!(
+                "{:.0} / {database} µs/{unit}",
+                row.usage.mesh_cpu_seconds * 1e6 / done
+            )
+        };
+        let usage = &row.usage;
+        let _ = writeln!(
+            out,
+            "| {} | {:.0} {} | {} | {} | {} | {} | {:.2} / {:.2} / {:.2} / {:.2} / {:.2} |",
+            row.label,
+            row.rate,
+            row.unit,
+            latency_p50,
+            milliseconds(row.p99_ms),
+            row.errors,
+            cpu_per_request,
+            usage.mesh,
+            usage.load,
+            usage.postgres,
+            usage.redis,
+            usage.other
+        );
+    }
+    let _ = writeln!(out);
+    let one = find(rows, "GET /orders/{id} ×1");
+    let many = rows
+        .iter()
+        .find(|row| row.label.starts_with("GET /orders/{id} ×") && !row.label.ends_with("×1"));
+    let select = find(rows, "pgbench -S");
+    let writes = find(rows, "POST /quotes");
+    let update = find(rows, "pgbench -b simple-update");
+    if let Some(one) = one {
+        let p50 = one.p50_ms.unwrap_or_default();
+        let verdict = if p50 <= 2.0 { "✔" } else { "✘" };
+        let _ = writeln!(
+            out,
+            "* `GET /orders/{{id}}`, 1 connection: p50 {p50:.2} ms (target ≤ 2 ms {verdict})"
+        );
+    }
+    if let (Some(many), Some(select)) = (many, select) {
+        let ratio = many.rate / select.rate;
+        let verdict = if ratio >= 0.25 { "✔" } else { "✘" };
+        let _ = writeln!(
+            out,
+            "* `GET /orders/{{id}}`, 16 connections: {:.0} req/s = **{ratio:.3}×** `pgbench -S -c16 -j2` ({:.0} TPS) (target ≥ 0.25× {verdict})",
+            many.rate, select.rate
+        );
+    }
+    if let (Some(many), Some(statement)) = (many, find(rows, "its statement alone")) {
+        let _ = writeln!(
+            out,
+            "* `GET /orders/{{id}}`, 16 connections: {:.3}× its own statement run alone through sqlx ({:.0} queries/s)",
+            many.rate / statement.rate,
+            statement.rate
+        );
+    }
+    if let (Some(writes), Some(update)) = (writes, update) {
+        let _ = writeln!(
+            out,
+            "* write path: {:.0} orders/s = **{:.3}×** `pgbench -b simple-update -c16 -j2` ({:.0} TPS)",
+            writes.rate,
+            writes.rate / update.rate,
+            update.rate
+        );
+    }
+    if let Some(commits) = commits {
+        let _ = writeln!(
+            out,
+            "* one order (quote + order, {} placed one after another, net of the idle mesh's {:.1} transactions/s): \
+             {:.1} transactions in the mesh's database, {:.1} of them writing (transaction ids), {:.1} WAL flushes",
+            commits.orders,
+            commits.idle_transactions_per_second,
+            commits.transactions,
+            commits.xids,
+            commits.wal_flushes
+        );
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Machine before: {machine_before}; after: {machine_after}. {}; RUST_LOG={}; PostgreSQL sslmode={} (pgbench the same); peers {}; allocator {}; commit {}.",
+        chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
+        platform::config::env_var("RUST_LOG").unwrap_or_else(|| "(unset: info)".to_owned()),
+        bench.pg_sslmode,
+        if platform::grpc::in_process::enabled() {
+            "in memory"
+        } else {
+            "over loopback TCP"
+        },
+        if cfg!(feature = "mimalloc") {
+            "mimalloc"
+        } else {
+            "system"
+        },
+        git_revision()
+    );
+    out
+}
+
+/// The checked-out commit, with `+dirty` when the work tree has changes.
+fn git_revision() -> String {
+    let run = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    };
+    let revision = run(&["rev-parse", "--short", "HEAD"]).unwrap_or_default();
+    let dirty =
+        run(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|status| !status.is_empty());
+    if dirty {
+        format!("{revision}+dirty")
+    } else {
+        revision
+    }
+}

@@ -1,0 +1,242 @@
+//! The external load generators: `wrk` on a route of the gateway and `pgbench` on a scratch
+//! database, each run as a child process off the mesh's runtime threads, with their output
+//! parsed into a table row.
+
+use crate::machine;
+use crate::report::Row;
+use std::process::Command;
+use std::time::Duration;
+
+/// Fails early, with the fix, when a load generator is missing.
+pub fn require_programs() -> anyhow::Result<()> {
+    for (program, package) in [
+        ("wrk", "wrk"),
+        ("pgbench", "postgresql (pgbench ships with the server)"),
+    ] {
+        let found = Command::new(program).arg("--version").output().is_ok();
+        anyhow::ensure!(
+            found,
+            "`{program}` is missing: install the Debian package {package} (deploy/bench/mesh.sh does)"
+        );
+    }
+    Ok(())
+}
+
+/// Runs a command to completion on a blocking thread and returns its standard output.
+async fn output(mut command: Command) -> anyhow::Result<String> {
+    let shown = format!("{command:?}");
+    let output = tokio::task::spawn_blocking(move || command.output()).await??;
+    anyhow::ensure!(
+        output.status.success(),
+        "{shown} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+fn wrk_command(url: &str, key: &str, connections: u32, duration: Duration) -> Command {
+    let mut command = Command::new("wrk");
+    command
+        .arg(format!("-t{}", connections.clamp(1, 2)))
+        .arg(format!("-c{connections}"))
+        .arg(format!("-d{}s", duration.as_secs().max(1)))
+        .arg("--latency")
+        .arg("-H")
+        .arg(format!("Authorization: Bearer {key}"))
+        .arg(url);
+    command
+}
+
+/// Loads `url` without measuring (warm-up).
+pub async fn wrk(url: &str, key: &str, connections: u32, duration: Duration) -> anyhow::Result<()> {
+    if !duration.is_zero() {
+        output(wrk_command(url, key, connections, duration)).await?;
+    }
+    Ok(())
+}
+
+/// One measured `wrk` run.
+pub async fn wrk_row(
+    label: &str,
+    url: &str,
+    key: &str,
+    connections: u32,
+    duration: Duration,
+) -> anyhow::Result<Row> {
+    let before = machine::sample();
+    let text = output(wrk_command(url, key, connections, duration)).await?;
+    let usage = machine::sample().usage_since(&before);
+    let parsed = parse_wrk(&text).ok_or_else(|| anyhow::anyhow!("unreadable wrk output:\n{text}"))?;
+    Ok(Row {
+        label: label.to_owned(),
+        unit: "req/s",
+        rate: parsed.rate,
+        count: parsed.requests,
+        p50_ms: Some(parsed.p50_ms),
+        p99_ms: Some(parsed.p99_ms),
+        average_ms: None,
+        errors: parsed.errors,
+        usage,
+        database_cpu_seconds: None,
+    })
+}
+
+/// One measured `pgbench` run with `options` (e.g. `-S`) at 16 clients on 2 threads.
+pub async fn pgbench_row(
+    label: &str,
+    database_url: &str,
+    options: &[&str],
+    duration: Duration,
+) -> anyhow::Result<Row> {
+    let mut command = Command::new("pgbench");
+    command
+        .args(options)
+        .args(["-c16", "-j2", "-n"])
+        .arg(format!("-T{}", duration.as_secs().max(1)))
+        .arg(database_url);
+    let before = machine::sample();
+    let text = output(command).await?;
+    wait_for_backends_to_exit(database_url).await;
+    let usage = machine::sample().usage_since(&before);
+    let parsed = parse_pgbench(&text).ok_or_else(|| anyhow::anyhow!("unreadable pgbench output:\n{text}"))?;
+    Ok(Row {
+        label: label.to_owned(),
+        unit: "TPS",
+        rate: parsed.tps,
+        count: parsed.transactions,
+        p50_ms: None,
+        p99_ms: None,
+        average_ms: Some(parsed.latency_ms),
+        errors: 0,
+        usage,
+        database_cpu_seconds: None,
+    })
+}
+
+/// Waits (at most 2 s) until pgbench's server processes have exited, so that the CPU they used
+/// has been added to the postmaster's and shows in PostgreSQL's column.
+async fn wait_for_backends_to_exit(database_url: &str) {
+    use sqlx::Connection;
+    let Ok(mut connection) = sqlx::PgConnection::connect(database_url).await else {
+        return;
+    };
+    for _ in 0..40 {
+        let others: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        .fetch_one(&mut connection)
+        .await
+        .unwrap_or_default();
+        if others == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = connection.close().await;
+}
+
+#[derive(Debug, PartialEq)]
+struct WrkResult {
+    rate: f64,
+    requests: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    errors: u64,
+}
+
+fn parse_wrk(text: &str) -> Option<WrkResult> {
+    let mut result = WrkResult {
+        rate: 0.0,
+        requests: 0.0,
+        p50_ms: 0.0,
+        p99_ms: 0.0,
+        errors: 0,
+    };
+    for line in text.lines().map(str::trim) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["50%", value] => result.p50_ms = milliseconds(value)?,
+            ["99%", value] => result.p99_ms = milliseconds(value)?,
+            ["Requests/sec:", value] => result.rate = value.parse().ok()?,
+            [count, "requests", "in", ..] => result.requests = count.parse().ok()?,
+            ["Non-2xx", "or", "3xx", "responses:", count] => result.errors += count.parse::<u64>().ok()?,
+            ["Socket", "errors:", ..] => {
+                result.errors += line
+                    .split(|c: char| !c.is_ascii_digit())
+                    .filter_map(|n| n.parse::<u64>().ok())
+                    .sum::<u64>()
+            }
+            _ => {}
+        }
+    }
+    (result.rate > 0.0).then_some(result)
+}
+
+/// `635.00us`, `1.23ms`, `2.00s` in milliseconds.
+fn milliseconds(value: &str) -> Option<f64> {
+    let split = value.find(|c: char| c.is_ascii_alphabetic())?;
+    let (number, unit) = value.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    Some(match unit {
+        "us" => number / 1000.0,
+        "ms" => number,
+        "s" => number * 1000.0,
+        "m" => number * 60_000.0,
+        _ => return None,
+    })
+}
+
+#[derive(Debug, PartialEq)]
+struct PgbenchResult {
+    tps: f64,
+    transactions: f64,
+    latency_ms: f64,
+}
+
+fn parse_pgbench(text: &str) -> Option<PgbenchResult> {
+    let mut result = PgbenchResult {
+        tps: 0.0,
+        transactions: 0.0,
+        latency_ms: 0.0,
+    };
+    for line in text.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("tps = ") {
+            result.tps = rest.split_whitespace().next()?.parse().ok()?;
+        } else if let Some(rest) = line.strip_prefix("latency average = ") {
+            result.latency_ms = rest.split_whitespace().next()?.parse().ok()?;
+        } else if let Some(rest) = line.strip_prefix("number of transactions actually processed: ") {
+            result.transactions = rest.split('/').next()?.parse().ok()?;
+        }
+    }
+    (result.tps > 0.0).then_some(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrk_reports_parse_into_milliseconds_and_errors() {
+        let text = "Running 10s test @ http://127.0.0.1:1/x\n  1 threads and 1 connections\n  \
+                    Latency Distribution\n     50%  635.00us\n     75%    1.00ms\n     99%    2.50ms\n  \
+                    6999 requests in 10.00s, 1.00MB read\n  Non-2xx or 3xx responses: 3\n\
+                    Requests/sec:    699.90\nTransfer/sec:    100.00KB\n";
+        let parsed = parse_wrk(text).unwrap();
+        assert_eq!(parsed.p50_ms, 0.635);
+        assert_eq!(parsed.p99_ms, 2.5);
+        assert_eq!(parsed.rate, 699.9);
+        assert_eq!(parsed.requests, 6999.0);
+        assert_eq!(parsed.errors, 3);
+    }
+
+    #[test]
+    fn pgbench_reports_parse() {
+        let text = "number of transactions actually processed: 123456\n\
+                    latency average = 1.296 ms\n\
+                    tps = 12345.678901 (without initial connection time)\n";
+        let parsed = parse_pgbench(text).unwrap();
+        assert_eq!(parsed.tps, 12345.678901);
+        assert_eq!(parsed.transactions, 123456.0);
+        assert_eq!(parsed.latency_ms, 1.296);
+    }
+}
