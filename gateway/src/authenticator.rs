@@ -186,7 +186,7 @@ impl Authenticator {
             Arc::new(KeyRecord {
                 key: credentials.key,
                 verifier: credentials.verifier,
-                principal,
+                principal: Arc::new(principal),
             })
         });
         self.inner.cache.store(public_id, record.clone(), epoch);

@@ -9,13 +9,14 @@ use std::sync::Arc;
 /// An authenticated API key, as the handlers and translation functions see it.
 #[derive(Clone, Debug)]
 pub struct Caller {
-    pub principal: Principal,
+    /// Shared with the key's cached record: a request clones a pointer, not the scopes.
+    pub principal: Arc<Principal>,
     tokens: TokenIssuer,
 }
 
 impl Caller {
     /// The caller `principal`, whose tokens `tokens` signs.
-    pub fn new(principal: Principal, tokens: TokenIssuer) -> Self {
+    pub fn new(principal: Arc<Principal>, tokens: TokenIssuer) -> Self {
         Self { principal, tokens }
     }
 

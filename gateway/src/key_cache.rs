@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 pub struct KeyRecord {
     pub key: ApiKey,
     pub verifier: Vec<u8>,
-    /// The principal services receive for this key.
-    pub principal: Principal,
+    /// The principal services receive for this key (shared by every request of the key).
+    pub principal: std::sync::Arc<Principal>,
 }
 
 /// What the cache knows of a public id.
@@ -160,7 +160,7 @@ mod tests {
         Arc::new(KeyRecord {
             key,
             verifier: vec![],
-            principal,
+            principal: Arc::new(principal),
         })
     }
 

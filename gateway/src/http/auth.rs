@@ -30,6 +30,7 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Method, header};
 use platform::error::{ApiError, ErrorCode};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 
 /// Path prefix of the agent REST area.
 pub const AGENT_PREFIX: &str = "/api/v1/agent";
@@ -54,9 +55,28 @@ enum Target {
     Unknown,
 }
 
+/// What the front door reads of the application state, behind one `Arc` so that a request clones
+/// a pointer, not the whole state.
+pub struct Guard {
+    front_door: Arc<FrontDoor>,
+    authenticator: crate::authenticator::Authenticator,
+    tokens: platform::tokens::TokenIssuer,
+}
+
+impl Guard {
+    /// The front door of `state`.
+    pub fn of(state: &AppState) -> Arc<Self> {
+        Arc::new(Self {
+            front_door: Arc::clone(&state.front_door),
+            authenticator: state.authenticator.clone(),
+            tokens: state.tokens.clone(),
+        })
+    }
+}
+
 /// The middleware; install with `Router::layer` after the routes and fallbacks.
 pub async fn guard(
-    State(state): State<AppState>,
+    State(state): State<Arc<Guard>>,
     matched: Option<MatchedPath>,
     mut request: Request,
     next: Next,
@@ -98,9 +118,11 @@ pub async fn guard(
         Err(AuthError::Unavailable(error)) => return ErrorResponse(error).into_response(),
     };
     let span = tracing::Span::current();
-    span.record("key_id", record.principal.subject.as_str());
-    if let Some(customer_id) = record.principal.customer_id {
-        span.record("customer_id", customer_id.to_string());
+    if !span.is_disabled() {
+        span.record("key_id", record.principal.subject.as_str());
+        if let Some(customer_id) = record.principal.customer_id {
+            span.record("customer_id", customer_id.to_string());
+        }
     }
     let per_key = front_door.per_key.check(record.key.id).await;
     if !per_key.is_allowed() {
@@ -119,7 +141,7 @@ pub async fn guard(
         }
         request
             .extensions_mut()
-            .insert(Caller::new(record.principal.clone(), state.tokens.clone()));
+            .insert(Caller::new(Arc::clone(&record.principal), state.tokens.clone()));
     }
     let mut response = next.run(request).await;
     rate_limit::set_headers(response.headers_mut(), front_door.per_key.policy(), per_key);
@@ -133,7 +155,7 @@ pub async fn fixed_caller(State(caller): State<Caller>, mut request: Request, ne
 }
 
 /// The client address of a request (unspecified when the server gave no peer address).
-fn client_of(state: &AppState, request: &Request) -> IpAddr {
+fn client_of(state: &Guard, request: &Request) -> IpAddr {
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()

@@ -94,7 +94,7 @@ type FrontDoorLayer = BoxCloneSyncServiceLayer<Route, Request, Response, Infalli
 
 /// Builds the REST application.
 pub fn app(state: AppState) -> Router {
-    let guard = BoxCloneSyncServiceLayer::new(from_fn_with_state(state.clone(), auth::guard));
+    let guard = BoxCloneSyncServiceLayer::new(from_fn_with_state(auth::Guard::of(&state), auth::guard));
     assemble(state, guard)
 }
 

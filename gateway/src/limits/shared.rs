@@ -1,15 +1,18 @@
 //! The per-key limit shared by every gateway replica: one GCRA bucket per key in Redis, from
 //! which each replica *leases* small batches of tokens and spends them locally.
 //!
-//! * Request path: a mutex and a counter while the replica holds tokens of the key; a Redis
-//!   round trip (one `EVAL` under `<prefix>:gateway:ratelimit:<key id>`, on Redis's own clock
-//!   when the ACL allows `TIME`, else the replicas' clocks) only when its lease is used up or
-//!   expired, one at a time per key (the other requests of that key wait for it).
+//! * Request path: a mutex and a counter while the replica holds tokens of the key. The next
+//!   lease is asked for in the background when a quarter of the current one is left (one
+//!   `EVALSHA` under `<prefix>:gateway:ratelimit:<key id>`, on Redis's own clock when the ACL
+//!   allows `TIME`, else the replicas' clocks), so a busy key's requests do not wait for Redis;
+//!   only a key whose tokens ran out (or expired) waits for its one lease request in flight.
 //! * Lease size: what the replica spent of the key in the last [`LEASE_LIFETIME`], between 1 and
 //!   a quarter of the burst; a lease expires after [`LEASE_LIFETIME`] and unused tokens are
-//!   dropped. So, while Redis answers, the replicas together never admit more than the GCRA
-//!   bound stretched by one lease lifetime (burst + rate × (window + 0.25 s)), and a key can be
-//!   refused early by at most `burst / 4` tokens held idle per replica for at most 0.25 s.
+//!   dropped (a lease that arrives while tokens are left adds to them and renews the expiry). So,
+//!   while Redis answers, the replicas together never admit more than the GCRA bound stretched by
+//!   one lease lifetime (burst + rate × (window + 0.25 s)), and a key can be refused early by at
+//!   most `burst / 2` tokens held idle per replica (a lease and the rest of the one before) for at
+//!   most 0.25 s.
 //! * A refusal is remembered until a token can exist again, so a key hammering past its limit
 //!   costs no Redis traffic.
 //! * Redis unavailable (error or no answer within [`REDIS_TIMEOUT`]): the gateway fails open to
@@ -36,6 +39,8 @@ const KEY_CAPACITY: usize = 100_000;
 
 /// The lease script (its arguments and answer are described at its top).
 const LEASE_SCRIPT: &str = include_str!("lease.lua");
+/// The next lease is asked for when this share of the current one is left (1/4).
+const RENEW_AT_DIVISOR: u32 = 4;
 
 /// What a replica knows of one key.
 struct KeyState {
@@ -102,6 +107,8 @@ pub struct SharedLimiter {
 
 struct Inner {
     policy: Policy,
+    /// The lease script, sent by its SHA-1 (`EVALSHA`, loaded on first use).
+    script: redis::Script,
     redis: redis::aio::ConnectionManager,
     /// Redis key prefix: `<stream prefix>:gateway:ratelimit:` (the gateway's Redis user may touch
     /// only `<stream prefix>:gateway:*`).
@@ -121,6 +128,7 @@ impl SharedLimiter {
         Self {
             inner: Arc::new(Inner {
                 policy,
+                script: redis::Script::new(LEASE_SCRIPT),
                 redis,
                 prefix: format!("{stream_prefix}:gateway:ratelimit:"),
                 keys: Mutex::new(LruCache::new(KEY_CAPACITY)),
@@ -154,6 +162,14 @@ impl SharedLimiter {
                 };
                 if state.tokens > 0 && now < state.expires {
                     state.tokens -= 1;
+                    let low = state.tokens <= state.last_size / RENEW_AT_DIVISOR;
+                    if low && state.pending.is_none() && state.refused_until.is_none() {
+                        // Ask for the next lease now, so that nobody waits when this one runs out.
+                        let pending = Arc::new(Notify::new());
+                        let wanted = state.wanted(now, self.lease_cap());
+                        state.pending = Some(Arc::clone(&pending));
+                        tokio::spawn(self.clone().lease(key, wanted, pending));
+                    }
                     return Decision::Allowed {
                         remaining: state.tokens.saturating_add(state.shared_remaining),
                         reset: state.full_at.saturating_duration_since(now),
@@ -174,8 +190,7 @@ impl SharedLimiter {
                     None => {
                         let pending = Arc::new(Notify::new());
                         let notified = Arc::clone(&pending).notified_owned();
-                        let cap = (self.inner.policy.settings.burst / 4).max(1);
-                        let wanted = state.wanted(now, cap);
+                        let wanted = state.wanted(now, self.lease_cap());
                         state.pending = Some(Arc::clone(&pending));
                         // A task of its own: a request that goes away cannot strand the others.
                         tokio::spawn(self.clone().lease(key, wanted, pending));
@@ -185,6 +200,11 @@ impl SharedLimiter {
             };
             notified.await;
         }
+    }
+
+    /// The most tokens one lease asks for: a quarter of the burst.
+    fn lease_cap(&self) -> u32 {
+        (self.inner.policy.settings.burst / 4).max(1)
     }
 
     /// Leases tokens from Redis and publishes the outcome to the waiting requests.
@@ -203,7 +223,9 @@ impl SharedLimiter {
                         remaining,
                         full_in,
                     } => {
-                        state.tokens = tokens;
+                        // Tokens left of the previous lease (a renewal asked for early) stay.
+                        let left = if now < state.expires { state.tokens } else { 0 };
+                        state.tokens = left.saturating_add(tokens);
                         state.expires = now + LEASE_LIFETIME;
                         state.shared_remaining = remaining;
                         state.full_at = now + full_in;
@@ -212,7 +234,7 @@ impl SharedLimiter {
                         state.last_at = now;
                     }
                     Lease::Refused { wait, full_in } => {
-                        state.tokens = 0;
+                        // Tokens already leased stay usable; none come after them until `wait`.
                         state.shared_remaining = 0;
                         state.full_at = now + full_in;
                         state.refused_until = Some(now + wait);
@@ -230,18 +252,18 @@ impl SharedLimiter {
         let wall_clock = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
-        let mut command = redis::cmd("EVAL");
-        command
-            .arg(LEASE_SCRIPT)
-            .arg(1)
-            .arg(format!("{}{key}", self.inner.prefix))
+        let mut invocation = self.inner.script.key(format!("{}{key}", self.inner.prefix));
+        invocation
             .arg(micros(self.inner.policy.interval))
             .arg(micros(self.inner.policy.tolerance))
             .arg(wanted)
             .arg(micros(wall_clock));
         let mut redis = self.inner.redis.clone();
-        let answer =
-            tokio::time::timeout(REDIS_TIMEOUT, command.query_async::<(u64, u64, u64)>(&mut redis)).await;
+        let answer = tokio::time::timeout(
+            REDIS_TIMEOUT,
+            invocation.invoke_async::<(u64, u64, u64)>(&mut redis),
+        )
+        .await;
         let (granted, second, full_in) = match answer {
             Ok(Ok(answer)) => answer,
             Ok(Err(error)) => return self.degrade(&error.to_string()),
