@@ -209,6 +209,29 @@ impl Mesh {
         }
     }
 
+    /// The labctl command line (`labctl --json` with this mesh's addresses and the operator
+    /// `credential`) for `args`: what the tests and the benchmark run as staff.
+    pub fn labctl_argv(&self, credential: &str, args: &[&str]) -> Vec<String> {
+        let mut argv: Vec<String> = [
+            "labctl",
+            "--json",
+            "--identity-addr",
+            &self.identity_uri,
+            "--catalog-addr",
+            &self.catalog_uri,
+            "--payments-addr",
+            &self.payments_uri,
+            "--webhooks-addr",
+            &self.webhooks_uri,
+            "--credential",
+            credential,
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        argv.extend(args.iter().map(|arg| (*arg).to_owned()));
+        argv
+    }
+
     /// A token that stops the mesh when cancelled.
     pub fn shutdown_token(&self) -> CancellationToken {
         self.shutdown.clone()

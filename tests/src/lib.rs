@@ -174,21 +174,7 @@ impl Sandbox {
 
     /// Runs a labctl command as the operator whose credential is `credential`.
     pub async fn labctl_as(&self, credential: &str, args: &[&str]) -> anyhow::Result<Value> {
-        let mut argv = vec![
-            "labctl".to_owned(),
-            "--json".to_owned(),
-            "--identity-addr".to_owned(),
-            self.mesh.identity_uri.clone(),
-            "--catalog-addr".to_owned(),
-            self.mesh.catalog_uri.clone(),
-            "--payments-addr".to_owned(),
-            self.mesh.payments_uri.clone(),
-            "--webhooks-addr".to_owned(),
-            self.mesh.webhooks_uri.clone(),
-            "--credential".to_owned(),
-            credential.to_owned(),
-        ];
-        argv.extend(args.iter().map(|arg| (*arg).to_owned()));
+        let argv = self.mesh.labctl_argv(credential, args);
         labctl::execute(labctl::Cli::try_parse_from(argv)?).await
     }
 

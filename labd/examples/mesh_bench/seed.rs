@@ -96,21 +96,9 @@ impl Bench {
     /// Runs a labctl command against the mesh as the development operator (the sandbox runs in
     /// development mode).
     async fn labctl(&self, args: &[&str]) -> anyhow::Result<Value> {
-        let mut argv = vec![
-            "labctl".to_owned(),
-            "--json".to_owned(),
-            "--identity-addr".to_owned(),
-            self.mesh.identity_uri.clone(),
-            "--catalog-addr".to_owned(),
-            self.mesh.catalog_uri.clone(),
-            "--payments-addr".to_owned(),
-            self.mesh.payments_uri.clone(),
-            "--webhooks-addr".to_owned(),
-            self.mesh.webhooks_uri.clone(),
-            "--credential".to_owned(),
-            gateway::domain::operator::DEV_OPERATOR_CREDENTIAL.to_owned(),
-        ];
-        argv.extend(args.iter().map(|arg| (*arg).to_owned()));
+        let argv = self
+            .mesh
+            .labctl_argv(gateway::domain::operator::DEV_OPERATOR_CREDENTIAL, args);
         labctl::execute(labctl::Cli::try_parse_from(argv)?).await
     }
 
