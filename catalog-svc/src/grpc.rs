@@ -13,13 +13,14 @@ use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
 /// Who may call each rpc: API keys with their scope; orders-svc reads a customer's quote when
-/// it places the order; operators with `catalog.admin` import revisions.
+/// it places the order, shipping-svc when it derives the order's packing steps; operators with
+/// `catalog.admin` import revisions.
 pub const ACCESS: AccessTable = &[
     ("ListCatalogItems", access::customer(&[CATALOG_READ])),
     ("CreateQuote", access::customer(&[QUOTES_WRITE])),
     (
         "GetQuote",
-        access::customer(&[QUOTES_WRITE]).or_services(&["orders-svc"]),
+        access::customer(&[QUOTES_WRITE]).or_services(&["orders-svc", "shipping-svc"]),
     ),
     ("ImportCatalog", access::staff(roles::CATALOG_ADMIN)),
 ];

@@ -363,6 +363,52 @@ ensure_python_test_packages() {
     export PATH="$venv/bin:$PATH"
 }
 
+# ensure_node_test_packages DIR — Node.js and npm (Debian's `nodejs` and `npm` when either is missing)
+# and the npm packages of DIR's committed package.json and package-lock.json, installed with `npm ci`
+# when DIR/node_modules is missing or older than the lockfile (for example the official MCP
+# TypeScript SDK in tests/clients/node that the e2e tests drive).
+ensure_node_test_packages() {
+    local dir="$1"
+    if ! have node || ! have npm; then
+        ensure_apt_packages nodejs npm
+    fi
+    if [[ ! -d $dir/node_modules ]] || [[ $dir/package-lock.json -nt $dir/node_modules ]]; then
+        log "installing npm test packages in $dir"
+        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+        touch "$dir/node_modules"
+    fi
+}
+
+# ensure_browser_test_tools — what the browser test (tests/tests/e2e/browser_checkout.rs) needs:
+# Debian's chromium and npm `playwright-core` in tests/browser/ (its own package.json and
+# package-lock.json; playwright never downloads a browser, it drives /usr/bin/chromium).
+ensure_browser_test_tools() {
+    have chromium || ensure_apt_packages chromium
+    ensure_node_test_packages "$LAB_REPO_ROOT/tests/browser"
+}
+
+# ensure_node_tools PACKAGE... — npm packages whose commands the tests run, installed privately under
+# $LAB_STATE_DIR/node (for example `@foundry-rs/anvil`, the local Ethereum node of the stablecoin
+# rail's tests, and `solc`, whose solcjs regenerates their test ERC-20). Puts their bin first on PATH.
+ensure_node_tools() {
+    if ! have npm; then
+        ensure_apt_packages nodejs npm
+    fi
+    local dir="$LAB_STATE_DIR/node"
+    mkdir -p "$dir"
+    [[ -f $dir/package.json ]] || printf '{ "private": true }\n' >"$dir/package.json"
+    local missing=()
+    local package
+    for package in "$@"; do
+        [[ -d $dir/node_modules/$package ]] || missing+=("$package")
+    done
+    if [[ ${#missing[@]} -gt 0 ]]; then
+        log "installing npm test packages: ${missing[*]}"
+        (cd "$dir" && npm install --no-audit --no-fund --silent "${missing[@]}")
+    fi
+    export PATH="$dir/node_modules/.bin:$PATH"
+}
+
 wait_http() {
     local url="$1" seconds="$2" pid="${3:-}"
     local deadline=$((SECONDS + seconds)) code

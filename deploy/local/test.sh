@@ -18,9 +18,22 @@ ensure_postgres
 ensure_redis
 # The outbox test starts and stops a redis-server of its own, whatever Redis the suite uses.
 have redis-server || ensure_apt_packages redis-server
-ensure_python_test_packages stripe
+# stripe verifies webhook signatures as receivers do; mcp is the official MCP Python SDK (it brings
+# jsonschema, which checks every tool's output against its outputSchema); prometheus_client's
+# OpenMetrics parser reads the metrics endpoints; aiosmtpd is the real SMTP server the label
+# email reaches.
+ensure_python_test_packages stripe mcp prometheus_client aiosmtpd
+# The official MCP TypeScript SDK (tests/clients/node), driven by the e2e tests like the Python one.
+ensure_node_test_packages "$LAB_REPO_ROOT/tests/clients/node"
+# The COA PDF tests read the document's text (pdftotext) and decode its QR code (pdftoppm + zbarimg).
+{ have pdftotext && have pdftoppm && have zbarimg; } || ensure_apt_packages poppler-utils zbar-tools
+# The stablecoin rail's tests run a real anvil (and solcjs regenerates their test ERC-20).
+ensure_node_tools @foundry-rs/anvil solc
 # Tests that cross-check with Python tools fail instead of skipping when those are missing.
 export LAB_REQUIRE_PYTHON_TOOLS=1
+# The hosted checkout page is tested in a real browser (chromium + npm playwright-core).
+ensure_browser_test_tools
+export LAB_REQUIRE_BROWSER=1
 
 # Tests connect as a superuser to the `postgres` database and create a fresh database per test.
 export TEST_DATABASE_URL="$PG_ADMIN_URL"

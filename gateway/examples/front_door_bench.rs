@@ -85,7 +85,9 @@ async fn setup() -> anyhow::Result<(Setup, String)> {
         catalog: orders.clone(),
         orders: orders.clone(),
         payments: orders.clone(),
-        webhooks: orders,
+        shipping: orders.clone(),
+        webhooks: orders.clone(),
+        results: orders,
     };
     let mut settings = Settings::local(
         &database_url,
@@ -344,6 +346,48 @@ impl OrdersService for FakeOrders {
         &self,
         _: Request<orders::ListOrdersRequest>,
     ) -> Result<Response<orders::ListOrdersResponse>, Status> {
+        Err(Status::unimplemented("not in this benchmark"))
+    }
+
+    async fn receive_samples(
+        &self,
+        _: Request<orders::ReceiveSamplesRequest>,
+    ) -> Result<Response<orders::ReceiveSamplesResponse>, Status> {
+        Err(Status::unimplemented("not in this benchmark"))
+    }
+
+    async fn start_testing(
+        &self,
+        _: Request<orders::StartTestingRequest>,
+    ) -> Result<Response<orders::StartTestingResponse>, Status> {
+        Err(Status::unimplemented("not in this benchmark"))
+    }
+
+    async fn get_lab_order(
+        &self,
+        _: Request<orders::GetOrderRequest>,
+    ) -> Result<Response<orders::GetOrderResponse>, Status> {
+        Err(Status::unimplemented("not in this benchmark"))
+    }
+
+    async fn list_samples(
+        &self,
+        _: Request<orders::ListSamplesRequest>,
+    ) -> Result<Response<orders::ListSamplesResponse>, Status> {
+        Err(Status::unimplemented("not in this benchmark"))
+    }
+
+    async fn get_eta(
+        &self,
+        _: Request<orders::GetOrderRequest>,
+    ) -> Result<Response<orders::GetEtaResponse>, Status> {
+        Err(Status::unimplemented("not in this benchmark"))
+    }
+
+    async fn get_custody(
+        &self,
+        _: Request<orders::GetCustodyRequest>,
+    ) -> Result<Response<orders::GetCustodyResponse>, Status> {
         Err(Status::unimplemented("not in this benchmark"))
     }
 }

@@ -7,7 +7,8 @@
 //! `CATALOG_SVC_ADDR` [http://127.0.0.1:50051], `ORDERS_SVC_ADDR` [http://127.0.0.1:50052],
 //! `PAYMENTS_SVC_ADDR` [http://127.0.0.1:50053], `WEBHOOKS_SVC_ADDR` [http://127.0.0.1:50056],
 //! `GATEWAY_KEY_CACHE_TTL_MS` [5000, at most 5000], the front-door settings of
-//! [`FrontDoorSettings::from_env`], plus the common `DATABASE_URL`, `REDIS_URL`,
+//! [`FrontDoorSettings::from_env`], `GATEWAY_MCP_ALLOWED_ORIGINS` and `GATEWAY_MCP_ALLOWED_HOSTS`
+//! ([`crate::mcp::McpSettings`]), plus the common `DATABASE_URL`, `REDIS_URL`,
 //! `STREAM_PREFIX`, `LAB_TOKEN_TRUSTED_KEYS`, `GATEWAY_TOKEN_SIGNING_KEY`, `LAB_DEV_MODE`,
 //! `DATABASE_MAX_CONNECTIONS` (each also readable as `GATEWAY_<NAME>`).
 
@@ -31,17 +32,22 @@ pub struct PeerAddrs {
     pub catalog: String,
     pub orders: String,
     pub payments: String,
+    pub shipping: String,
     pub webhooks: String,
+    pub results: String,
 }
 
 impl PeerAddrs {
-    /// Reads `CATALOG_SVC_ADDR`, `ORDERS_SVC_ADDR`, `PAYMENTS_SVC_ADDR` and `WEBHOOKS_SVC_ADDR`.
+    /// Reads `CATALOG_SVC_ADDR`, `ORDERS_SVC_ADDR`, `PAYMENTS_SVC_ADDR`, `SHIPPING_SVC_ADDR`,
+    /// `WEBHOOKS_SVC_ADDR` and `RESULTS_SVC_ADDR`.
     pub fn from_env() -> Self {
         Self {
             catalog: prefixed_or_common(PREFIX, "CATALOG_SVC_ADDR", "http://127.0.0.1:50051"),
             orders: prefixed_or_common(PREFIX, "ORDERS_SVC_ADDR", "http://127.0.0.1:50052"),
             payments: prefixed_or_common(PREFIX, "PAYMENTS_SVC_ADDR", "http://127.0.0.1:50053"),
+            shipping: prefixed_or_common(PREFIX, "SHIPPING_SVC_ADDR", "http://127.0.0.1:50054"),
             webhooks: prefixed_or_common(PREFIX, "WEBHOOKS_SVC_ADDR", "http://127.0.0.1:50056"),
+            results: prefixed_or_common(PREFIX, "RESULTS_SVC_ADDR", "http://127.0.0.1:50055"),
         }
     }
 }
@@ -177,6 +183,8 @@ pub struct Settings {
     pub key_cache_ttl: Duration,
     /// How long the internal peer-health check waits for each peer's answer.
     pub peer_health_timeout: Duration,
+    /// Allowed origins and hosts of the MCP endpoint.
+    pub mcp: crate::mcp::McpSettings,
 }
 
 impl Settings {
@@ -200,6 +208,7 @@ impl Settings {
             front_door: FrontDoorSettings::from_env()?,
             key_cache_ttl: Duration::from_millis(u64::from(cache_ms)).min(MAX_KEY_CACHE_TTL),
             peer_health_timeout: Duration::from_secs(1),
+            mcp: crate::mcp::McpSettings::from_env(),
         })
     }
 
@@ -215,6 +224,7 @@ impl Settings {
             front_door: FrontDoorSettings::local(),
             key_cache_ttl: MAX_KEY_CACHE_TTL,
             peer_health_timeout: Duration::from_secs(1),
+            mcp: crate::mcp::McpSettings::default(),
         }
     }
 }

@@ -7,6 +7,7 @@ use crate::domain::operator::Operator;
 use crate::service::IdentityService;
 use crate::staff::StaffService;
 use platform::access::{self, AccessTable};
+use platform::error::{ApiError, ErrorCode};
 use platform::principal::roles;
 use platform::time::to_timestamp;
 use proto::identity as pb;
@@ -25,6 +26,8 @@ pub const ACCESS: AccessTable = &[
     ("DisableOperator", ADMIN),
     ("CreateCustomer", ADMIN),
     ("ListCustomers", ADMIN),
+    // shipping-svc addresses labels and their emails, acting for the customer it names.
+    ("GetCustomer", access::services(&["shipping-svc"])),
     ("CreateApiKey", ADMIN),
     ("ListApiKeys", ADMIN),
     ("RevokeApiKey", ADMIN),
@@ -131,6 +134,21 @@ impl IdentityRpc for IdentityGrpc {
         let customers = self.service.list_customers().await?;
         Ok(Response::new(pb::ListCustomersResponse {
             customers: customers.into_iter().map(customer_to_proto).collect(),
+        }))
+    }
+
+    async fn get_customer(
+        &self,
+        request: Request<pb::GetCustomerRequest>,
+    ) -> Result<Response<pb::GetCustomerResponse>, Status> {
+        // A service acts for one customer: it reads that customer only.
+        let acting_for = platform::grpc::principal(&request)?.customer()?;
+        if request.get_ref().customer_id != acting_for.to_string() {
+            return Err(ApiError::new(ErrorCode::NotFound, "customer not found").into());
+        }
+        let customer = self.service.get_customer(acting_for).await?;
+        Ok(Response::new(pb::GetCustomerResponse {
+            customer: Some(customer_to_proto(customer)),
         }))
     }
 

@@ -1,5 +1,6 @@
 //! The gateway: a thin axum application that authenticates API keys, enforces scopes and rate
-//! limits, and translates REST (`/api/v1/agent/...`) into gRPC calls on the domain services;
+//! limits, and translates REST (`/api/v1/agent/...`) and MCP tool calls (`POST /api/mcp`,
+//! [`mcp`]) into gRPC calls on the domain services through the same [`operations`];
 //! plus the internal `lab.identity.v1.IdentityService` (customers and API keys, schema
 //! `gateway`) that staff reach through labctl.
 
@@ -15,6 +16,7 @@ pub mod grpc;
 pub mod http;
 pub mod key_cache;
 pub mod limits;
+pub mod mcp;
 pub mod operations;
 pub mod operations_api;
 pub mod peers;
@@ -157,6 +159,7 @@ impl Application {
             readiness: Arc::new(Readiness::new(pool.clone(), redis.clone())),
             request_timeout: front_door.request_timeout,
             max_concurrent_requests: front_door.max_concurrent_requests,
+            mcp: Arc::new(settings.mcp.clone()),
         };
         let http_listener = TcpListener::bind(settings.http_addr).await?;
         let grpc_listener = TcpListener::bind(common.grpc_addr).await?;
@@ -233,6 +236,12 @@ impl Application {
             self.redis.clone(),
             shutdown.clone(),
         );
+        let pool = self.pool.clone();
+        // Reported while the gateway serves (dropped with it).
+        let _metrics = platform::metrics::on_scrape(move || {
+            platform::metrics::record_pool(SERVICE_NAME, &pool);
+            Box::pin(std::future::ready(()))
+        });
         let subscriber = tokio::spawn(self.subscriber.run(shutdown.clone()));
         let grpc_router = platform::grpc::server_builder()
             .add_service(health)

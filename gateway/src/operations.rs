@@ -1,8 +1,11 @@
 //! Translation of each REST use case to its gRPC call: JSON shapes in, the service call with
-//! the caller's principal token (and idempotency key), JSON shapes out. REST handlers (and the
-//! MCP tools later) call these, so every use case has exactly one mapping to gRPC. The webhook
-//! use cases are in [`webhooks`].
+//! the caller's principal token (and idempotency key), JSON shapes out. REST handlers and the
+//! MCP tools (`crate::mcp::call`) call these, so every use case has exactly one mapping to gRPC. The webhook
+//! use cases are in [`webhooks`], payment preparation and the pay page's calls in [`checkout`].
 
+pub mod checkout;
+pub mod results;
+pub mod shipping;
 pub mod webhooks;
 
 use crate::caller::Caller;
@@ -136,16 +139,32 @@ pub async fn list_orders(peers: &Peers, caller: &Caller, query: OrdersQuery) -> 
     Ok(OrderList::new(data, page.next_cursor))
 }
 
-/// `GET /orders/{reference}`: one order by UUID, order number or invoice number.
+/// `GET /orders/{reference}`: one order by UUID, order number, invoice number or tracking
+/// number, with its `shipping` block once the label exists.
 pub async fn get_order(peers: &Peers, caller: &Caller, reference: String) -> Result<OrderEnvelope, ApiError> {
+    let order = match read_order(peers, caller, reference.clone()).await {
+        Err(error) if error.code == ErrorCode::NotFound => {
+            // Not an order, invoice or UUID reference of the customer: maybe a tracking number.
+            let Some(order_id) = shipping::order_of_tracking_number(peers, caller, &reference).await? else {
+                return Err(error);
+            };
+            read_order(peers, caller, order_id).await?
+        }
+        other => other?,
+    };
+    let mut order = Order::try_from(order)?;
+    order.shipping = shipping::order_shipping(peers, caller, &order.id).await?;
+    Ok(order.into())
+}
+
+async fn read_order(peers: &Peers, caller: &Caller, reference: String) -> Result<orders::Order, ApiError> {
     let request = orders::GetOrderRequest { reference };
     let response = peers
         .orders()
         .get_order(outgoing(request, &caller.token(ORDERS_SVC)))
         .await
         .map_err(service_error)?;
-    let order = response.into_inner().order.ok_or_else(|| missing("order"))?;
-    Ok(Order::try_from(order)?.into())
+    response.into_inner().order.ok_or_else(|| missing("order"))
 }
 
 /// `GET /invoices`: one page of the customer's invoices.

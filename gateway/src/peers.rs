@@ -6,6 +6,8 @@ use crate::config::PeerAddrs;
 use proto::catalog::catalog_service_client::CatalogServiceClient;
 use proto::orders::orders_service_client::OrdersServiceClient;
 use proto::payments::payments_service_client::PaymentsServiceClient;
+use proto::results::results_service_client::ResultsServiceClient;
+use proto::shipping::shipping_service_client::ShippingServiceClient;
 use proto::webhooks::webhooks_service_client::WebhooksServiceClient;
 use std::time::{Duration, Instant};
 use tonic::transport::Channel;
@@ -20,7 +22,9 @@ pub struct Peers {
     catalog: Channel,
     orders: Channel,
     payments: Channel,
+    shipping: Channel,
     webhooks: Channel,
+    results: Channel,
 }
 
 /// A peer's gRPC health as the gateway sees it.
@@ -52,7 +56,9 @@ impl Peers {
             catalog: platform::grpc::lazy_channel(&addrs.catalog)?,
             orders: platform::grpc::lazy_channel(&addrs.orders)?,
             payments: platform::grpc::lazy_channel(&addrs.payments)?,
+            shipping: platform::grpc::lazy_channel(&addrs.shipping)?,
             webhooks: platform::grpc::lazy_channel(&addrs.webhooks)?,
+            results: platform::grpc::lazy_channel(&addrs.results)?,
         })
     }
 
@@ -68,8 +74,16 @@ impl Peers {
         PaymentsServiceClient::new(self.payments.clone())
     }
 
+    pub fn shipping(&self) -> ShippingServiceClient<Channel> {
+        ShippingServiceClient::new(self.shipping.clone())
+    }
+
     pub fn webhooks(&self) -> WebhooksServiceClient<Channel> {
         WebhooksServiceClient::new(self.webhooks.clone())
+    }
+
+    pub fn results(&self) -> ResultsServiceClient<Channel> {
+        ResultsServiceClient::new(self.results.clone())
     }
 
     /// Asks every peer's gRPC health service (overall status) in parallel, each within `timeout`.
@@ -78,7 +92,9 @@ impl Peers {
             ("catalog-svc", &self.addrs.catalog, &self.catalog),
             ("orders-svc", &self.addrs.orders, &self.orders),
             ("payments-svc", &self.addrs.payments, &self.payments),
+            ("shipping-svc", &self.addrs.shipping, &self.shipping),
             ("webhooks-svc", &self.addrs.webhooks, &self.webhooks),
+            ("results-svc", &self.addrs.results, &self.results),
         ]
         .map(|(name, address, channel)| async move {
             let started = Instant::now();

@@ -90,6 +90,16 @@ pub async fn customer_by_email(pool: &PgPool, email: &str) -> Result<Option<Cust
     Ok(row.map(Customer::from))
 }
 
+/// The customer with this id.
+pub async fn customer_by_id(pool: &PgPool, id: Uuid) -> Result<Option<Customer>, sqlx::Error> {
+    let row: Option<CustomerRow> =
+        sqlx::query_as("SELECT id, name, email, created_at FROM gateway.customers WHERE id = $1")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?;
+    Ok(row.map(Customer::from))
+}
+
 /// True when the customer exists.
 pub async fn customer_exists(pool: &PgPool, id: Uuid) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM gateway.customers WHERE id = $1)")

@@ -147,6 +147,7 @@ pub const OPERATIONS: &[Operation] = &[
     op("GET", "/payments/{reference}", &[PAYMENTS_READ]),
     idempotent(op("POST", "/payments/prepare", &[PAYMENTS_WRITE])),
     idempotent(op("POST", "/payments/stablecoin/submit", &[PAYMENTS_WRITE])),
+    addition(op("GET", "/spend-envelope", &[PAYMENTS_READ])),
     op("GET", "/shipments", &[SHIPMENTS_READ]),
     op("GET", "/shipments/{reference}", &[SHIPMENTS_READ]),
     op("GET", "/shipments/{reference}/label", &[SHIPMENTS_READ]),
@@ -166,6 +167,8 @@ pub const OPERATIONS: &[Operation] = &[
         &[RESULTS_READ, ORDERS_WRITE],
     )),
     public("GET", "/verify"),
+    public("POST", "/verify"),
+    public("GET", "/verify/batch"),
     public("POST", "/verify/batch"),
     op("GET", "/webhooks", &[WEBHOOKS_READ]),
     idempotent(op("POST", "/webhooks", &[WEBHOOKS_WRITE])),
@@ -218,8 +221,9 @@ mod tests {
 
     #[test]
     fn the_table_lists_each_operation_once_with_known_scopes() {
-        assert_eq!(OPERATIONS.len(), 42);
-        assert_eq!(OPERATIONS.iter().filter(|o| o.addition).count(), 1);
+        // The spec's one row "GET, POST /verify and /verify/batch" is four operations here.
+        assert_eq!(OPERATIONS.len(), 45);
+        assert_eq!(OPERATIONS.iter().filter(|o| o.addition).count(), 2);
         for (index, operation) in OPERATIONS.iter().enumerate() {
             let duplicate = OPERATIONS[..index]
                 .iter()

@@ -57,6 +57,13 @@ impl IdentityService {
         Ok(repo::list_customers(&self.pool).await?)
     }
 
+    /// One customer; `not_found` when absent.
+    pub async fn get_customer(&self, id: Uuid) -> Result<Customer, ApiError> {
+        repo::customer_by_id(&self.pool, id)
+            .await?
+            .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "customer not found"))
+    }
+
     /// Creates a key for an existing customer; `not_found` when the customer does not exist.
     pub async fn create_api_key(&self, operator: &str, key: NewApiKey) -> Result<CreatedKey, ApiError> {
         self.require_customer(key.customer_id).await?;

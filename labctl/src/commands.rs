@@ -39,10 +39,21 @@ pub async fn execute(cli: Cli) -> anyhow::Result<Value> {
             let token = staff_token(connection, mesh::PAYMENTS_SVC, roles::PAYMENTS_ADMIN).await?;
             payments(connection, &token, command).await
         }
+        Command::Shipments(command) => crate::shipments::execute(connection, command).await,
         Command::Webhooks(command) => {
             let token = staff_token(connection, mesh::WEBHOOKS_SVC, roles::WEBHOOKS_ADMIN).await?;
             webhooks(connection, &token, command).await
         }
+        Command::Samples(command) => {
+            let token = staff_token(connection, mesh::ORDERS_SVC, roles::LAB_TECHNICIAN).await?;
+            crate::lab::samples(connection, &token, command).await
+        }
+        Command::Results(command) => {
+            let role = crate::lab::role_of(&command);
+            let token = staff_token(connection, mesh::RESULTS_SVC, role).await?;
+            crate::lab::results(connection, &token, command).await
+        }
+        Command::Demo { order, qa_credential } => crate::demo::walk(connection, &order, &qa_credential).await,
         Command::Health => {
             // Any operator may look; the token carries no role.
             let token = staff_token(connection, mesh::GATEWAY, "").await?;
@@ -176,12 +187,49 @@ async fn catalog(connection: &Connection, token: &str, command: CatalogCommand) 
 }
 
 async fn payments(connection: &Connection, token: &str, command: PaymentsCommand) -> anyhow::Result<Value> {
-    let PaymentsCommand::Record {
-        invoice,
-        amount_cents,
-        bank_reference,
-        received_at,
-    } = command;
+    let (invoice, amount_cents, bank_reference, received_at) = match command {
+        PaymentsCommand::Record {
+            invoice,
+            amount_cents,
+            bank_reference,
+            received_at,
+        } => (invoice, amount_cents, bank_reference, received_at),
+        PaymentsCommand::SetEnvelope {
+            customer,
+            key,
+            per_order_cents,
+            daily_cents,
+            monthly_cents,
+        } => {
+            let message = proto::payments::SetSpendEnvelopeRequest {
+                customer_id: customer,
+                key_id: key,
+                per_order_cap_cents: per_order_cents,
+                daily_cap_cents: daily_cents,
+                monthly_cap_cents: monthly_cents,
+            };
+            let mut client = payments_client(connection).await?;
+            let response = client
+                .set_spend_envelope(request(message, token))
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            return Ok(envelope_json(&response.envelope.unwrap_or_default()));
+        }
+        PaymentsCommand::GetEnvelope { customer, key } => {
+            let message = proto::payments::GetSpendEnvelopeRequest {
+                customer_id: Some(customer),
+                key_id: Some(key),
+            };
+            let mut client = payments_client(connection).await?;
+            let response = client
+                .get_spend_envelope(request(message, token))
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            return Ok(envelope_json(&response.envelope.unwrap_or_default()));
+        }
+    };
     let received_at = match received_at {
         Some(text) => Some(rfc3339_timestamp(&text, "--received-at")?),
         None => None,
@@ -286,4 +334,24 @@ async fn webhooks(connection: &Connection, token: &str, command: WebhooksCommand
             Ok(json!({ "queued": response.queued }))
         }
     }
+}
+
+async fn payments_client(
+    connection: &Connection,
+) -> anyhow::Result<PaymentsServiceClient<tonic::transport::Channel>> {
+    PaymentsServiceClient::connect(connection.payments_addr.clone())
+        .await
+        .with_context(|| format!("cannot reach payments-svc at {}", connection.payments_addr))
+}
+
+fn envelope_json(envelope: &proto::payments::SpendEnvelope) -> Value {
+    json!({
+        "keyId": envelope.key_id, "customerId": envelope.customer_id, "configured": envelope.configured,
+        "perOrderCapCents": envelope.per_order_cap_cents, "dailyCapCents": envelope.daily_cap_cents,
+        "monthlyCapCents": envelope.monthly_cap_cents, "spentTodayCents": envelope.spent_today_cents,
+        "spentThisMonthCents": envelope.spent_this_month_cents,
+        "remainingTodayCents": envelope.remaining_today_cents,
+        "remainingThisMonthCents": envelope.remaining_this_month_cents,
+        "withoutEnvelope": envelope.without_envelope,
+    })
 }

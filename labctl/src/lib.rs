@@ -11,8 +11,11 @@
 
 mod client;
 mod commands;
+mod demo;
 mod health;
+mod lab;
 mod operators;
+mod shipments;
 
 pub use commands::execute;
 
@@ -50,6 +53,22 @@ pub struct Connection {
         global = true
     )]
     pub catalog_addr: String,
+    /// orders-svc gRPC address.
+    #[arg(
+        long,
+        env = "ORDERS_SVC_ADDR",
+        default_value = "http://127.0.0.1:50052",
+        global = true
+    )]
+    pub orders_addr: String,
+    /// results-svc gRPC address.
+    #[arg(
+        long,
+        env = "RESULTS_SVC_ADDR",
+        default_value = "http://127.0.0.1:50055",
+        global = true
+    )]
+    pub results_addr: String,
     /// payments-svc gRPC address.
     #[arg(
         long,
@@ -58,6 +77,14 @@ pub struct Connection {
         global = true
     )]
     pub payments_addr: String,
+    /// shipping-svc gRPC address.
+    #[arg(
+        long,
+        env = "SHIPPING_SVC_ADDR",
+        default_value = "http://127.0.0.1:50054",
+        global = true
+    )]
+    pub shipping_addr: String,
     /// webhooks-svc gRPC address.
     #[arg(
         long,
@@ -91,12 +118,32 @@ pub enum Command {
     /// Payments received.
     #[command(subcommand)]
     Payments(PaymentsCommand),
+    /// Shipments: carrier scans, sandbox scan scripts, paid pickups.
+    #[command(subcommand)]
+    Shipments(ShipmentsCommand),
     /// Webhook deliveries.
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
     /// Lab operators and their credentials.
     #[command(subcommand)]
     Operators(OperatorsCommand),
+    /// Samples: receiving and the start of testing (lab.technician).
+    #[command(subcommand)]
+    Samples(SamplesCommand),
+    /// Results and COAs: record, submit (lab.analyst); approve, send back, publish, retract,
+    /// amend (lab.qa); show (any operator).
+    #[command(subcommand)]
+    Results(ResultsCommand),
+    /// Walks an order through the lab with plausible results (demo).
+    Demo {
+        /// Order number (ORD-…) or id.
+        #[arg(long)]
+        order: String,
+        /// Credential of a second operator with lab.qa, who approves and publishes (four eyes:
+        /// the operator running the command records the results).
+        #[arg(long, env = "LABCTL_QA_CREDENTIAL", hide_env_values = true)]
+        qa_credential: String,
+    },
     /// Principal-token signing keys.
     #[command(subcommand)]
     Tokens(TokensCommand),
@@ -105,11 +152,55 @@ pub enum Command {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum ShipmentsCommand {
+    /// Records one carrier scan of a shipment (needs shipping.admin). A scan with the carrier id
+    /// of an earlier one changes nothing; an older scan joins the history only.
+    Scan {
+        /// Tracking number of the shipment.
+        tracking_number: String,
+        /// Normalized status: pre_transit, in_transit, out_for_delivery, delivered, exception,
+        /// returned or lost.
+        #[arg(long)]
+        status: String,
+        /// The carrier's status code (default: the status).
+        #[arg(long)]
+        status_code: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+        #[arg(long)]
+        location: Option<String>,
+        /// When the scan happened (RFC 3339; default now).
+        #[arg(long)]
+        occurred_at: Option<String>,
+        /// The carrier's id of the scan, for deduplication.
+        #[arg(long)]
+        event_id: Option<String>,
+    },
+    /// Plays a sandbox carrier scan script on a shipment: delivered, delayed, returned or lost
+    /// (needs shipping.admin).
+    Simulate {
+        tracking_number: String,
+        #[arg(long, default_value = "delivered")]
+        script: String,
+    },
+    /// Books a door pickup whose payment arrived (needs payments.admin): the interim path until
+    /// the hosted pickup payment page confirms it.
+    PickupPaid {
+        /// Pickup id.
+        pickup_id: String,
+        /// Reference of the payment received.
+        #[arg(long)]
+        payment_reference: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum OperatorsCommand {
     /// Registers an operator with roles and prints their credential once.
     Create {
         name: String,
-        /// Comma-separated roles (catalog.admin, payments.admin, identity.admin, webhooks.admin), or "all".
+        /// Comma-separated roles (catalog.admin, payments.admin, identity.admin, webhooks.admin,
+        /// lab.technician, lab.analyst, lab.qa, shipping.admin), or "all".
         #[arg(long)]
         roles: String,
     },
@@ -228,6 +319,109 @@ pub enum PaymentsCommand {
         /// When the money arrived (RFC 3339); now when absent.
         #[arg(long)]
         received_at: Option<String>,
+    },
+    /// Sets an API key's spend envelope (caps in USD cents; an omitted cap is no cap). Days and
+    /// months are UTC calendar days and months.
+    SetEnvelope {
+        /// Customer id of the key.
+        #[arg(long)]
+        customer: String,
+        /// API key id (as `keys list` shows it).
+        #[arg(long)]
+        key: String,
+        /// Largest total of one order (pickup, add-on).
+        #[arg(long)]
+        per_order_cents: Option<i64>,
+        /// Most the key may commit per UTC day.
+        #[arg(long)]
+        daily_cents: Option<i64>,
+        /// Most the key may commit per UTC month.
+        #[arg(long)]
+        monthly_cents: Option<i64>,
+    },
+    /// Shows an API key's spend envelope and what it committed today and this month.
+    GetEnvelope {
+        #[arg(long)]
+        customer: String,
+        #[arg(long)]
+        key: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SamplesCommand {
+    /// Receives a shipment's samples against an order: one --sample per order line.
+    Receive {
+        /// Order number (ORD-…) or id.
+        #[arg(long)]
+        order: String,
+        /// Inbound tracking number, when known.
+        #[arg(long, default_value = "")]
+        tracking: String,
+        /// LINE:UNITS:CONDITION:LOCATION:CONTAINERS, for example
+        /// `1:2:intact:FRZ-1/A1:2 x 2 mL amber vial` (conditions: intact, damaged,
+        /// temperature_excursion, insufficient).
+        #[arg(long = "sample", required = true)]
+        samples: Vec<String>,
+    },
+    /// Starts testing of a received order (in_lab, testing.started).
+    StartTesting {
+        #[arg(long)]
+        order: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ResultsCommand {
+    /// Records (or replaces, by analyte) results of a sample's draft COA.
+    Record {
+        #[arg(long)]
+        accession: String,
+        /// JSON array of rows: analyte, testId, value or qualifier, unit, loq, lod,
+        /// specification, outcome, method, instrument, measuredAt.
+        #[arg(long)]
+        results_json: String,
+    },
+    /// Submits a sample's results for QA review.
+    Submit {
+        #[arg(long)]
+        accession: String,
+    },
+    /// Approves submitted results (not by an analyst who entered them).
+    Approve {
+        #[arg(long)]
+        accession: String,
+    },
+    /// Sends submitted results back to the analyst.
+    SendBack {
+        #[arg(long)]
+        accession: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Publishes an approved COA (held until the order is paid).
+    Publish {
+        #[arg(long)]
+        accession: String,
+    },
+    /// Retracts a published COA (by accession or COA id).
+    Retract {
+        #[arg(long)]
+        coa: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Opens an amendment of a published or retracted COA (by accession or COA id).
+    Amend {
+        #[arg(long)]
+        coa: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Shows the current COA of an accession in any state.
+    Show {
+        #[arg(long)]
+        accession: String,
     },
 }
 

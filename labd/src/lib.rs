@@ -21,6 +21,9 @@ pub struct MeshSettings {
     pub shipping: shipping_svc::Settings,
     pub results: results_svc::Settings,
     pub webhooks: webhooks_svc::Settings,
+    /// The metrics endpoint of the whole process (`LABD_METRICS_ADDR`, default
+    /// 127.0.0.1:9464; `off`: none). A sandbox serves it on a free port.
+    pub metrics_addr: Option<SocketAddr>,
 }
 
 /// Database pool size per process, chosen so that a whole mesh fits PostgreSQL's default of
@@ -62,6 +65,12 @@ impl MeshSettings {
             .parse()
             .map_err(|_| anyhow::anyhow!("LABD_GRPC_BASE_PORT must be a port number"))?;
         let http = env_var("LABD_HTTP_ADDR").unwrap_or_else(|| "127.0.0.1:8080".to_owned());
+        let metrics = env_var("LABD_METRICS_ADDR").unwrap_or_else(|| "127.0.0.1:9464".to_owned());
+        let metrics_addr = if metrics.eq_ignore_ascii_case("off") {
+            None
+        } else {
+            Some(socket_addr("LABD_METRICS_ADDR", &metrics)?)
+        };
         let mut settings = Self {
             gateway: gateway::Settings::from_env()?,
             catalog: catalog_svc::Settings::from_env()?,
@@ -70,8 +79,13 @@ impl MeshSettings {
             shipping: shipping_svc::Settings::from_env()?,
             results: results_svc::Settings::from_env()?,
             webhooks: webhooks_svc::Settings::from_env()?,
+            metrics_addr,
         };
         settings.gateway.http_addr = socket_addr("LABD_HTTP_ADDR", &http)?;
+        if env_var("PAYMENTS_SITE_URL").is_none() && env_var("SITE_URL").is_none() {
+            // The pay page is served by this process's gateway.
+            settings.payments.site_url = String::new();
+        }
         settings.apply_common(&base, Some(base_port));
         Ok(settings)
     }
@@ -85,17 +99,25 @@ impl MeshSettings {
             catalog: String::new(),
             orders: String::new(),
             payments: String::new(),
+            shipping: String::new(),
             webhooks: String::new(),
+            results: String::new(),
         };
         let mut settings = Self {
             gateway: gateway::Settings::local(database_url, redis_url, stream_prefix, peers),
             catalog: catalog_svc::Settings::local(database_url, redis_url, stream_prefix),
             orders: orders_svc::Settings::local(base.clone(), "", ""),
             payments: payments_svc::Settings::local(base.clone()),
-            shipping: shipping_svc::Settings { common: base.clone() },
-            results: results_svc::Settings { common: base.clone() },
+            shipping: shipping_svc::Settings::local(base.clone()),
+            results: results_svc::Settings::local(base.clone()),
             webhooks: webhooks_svc::Settings::local(base.clone()),
+            metrics_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         };
+        // The pay page is served by the sandbox's own gateway (its address is known at start).
+        settings.payments.site_url = String::new();
+        // Keys without an envelope may order in tests (as in development mode); the spend tests
+        // set envelopes, and the refusal is tested on its own.
+        settings.payments.spend_without_envelope = payments_svc::domain::spend::WithoutEnvelope::Allow;
         settings.gateway.rate_limit.per_second = 10_000;
         settings.gateway.rate_limit.burst = 10_000;
         settings.apply_common(&base, None);
@@ -127,6 +149,8 @@ pub struct Mesh {
     pub shipping_uri: String,
     pub results_uri: String,
     pub webhooks_uri: String,
+    /// Where the process's Prometheus metrics are served (`GET /metrics`), if anywhere.
+    pub metrics_addr: Option<SocketAddr>,
     shutdown: CancellationToken,
     tasks: JoinSet<(&'static str, anyhow::Result<()>)>,
 }
@@ -139,9 +163,22 @@ fn uri(addr: SocketAddr) -> String {
 pub async fn start(mut settings: MeshSettings) -> anyhow::Result<Mesh> {
     let shutdown = CancellationToken::new();
     let mut tasks = JoinSet::new();
+    let metrics_addr = match settings.metrics_addr {
+        Some(addr) => {
+            let endpoint = platform::metrics::MetricsEndpoint::bind(addr).await?;
+            let bound = endpoint.local_addr();
+            let handle = endpoint.spawn(shutdown.clone());
+            tasks.spawn(async move { ("metrics", handle.await.map_err(anyhow::Error::from)) });
+            Some(bound)
+        }
+        None => None,
+    };
 
     let catalog = catalog_svc::Application::build(settings.catalog).await?;
-    let payments = payments_svc::Application::build(settings.payments).await?;
+    // shipping-svc reads quotes at catalog-svc; the identity API (the gateway) comes last.
+    settings.shipping.catalog_addr = uri(catalog.local_addr());
+    let site_url = settings.payments.site_url.clone();
+    let mut payments = payments_svc::Application::build(settings.payments).await?;
     let shipping = shipping_svc::Application::build(settings.shipping).await?;
     let results = results_svc::Application::build(settings.results).await?;
     let webhooks = webhooks_svc::Application::build(settings.webhooks).await?;
@@ -161,11 +198,17 @@ pub async fn start(mut settings: MeshSettings) -> anyhow::Result<Mesh> {
         catalog: catalog_uri.clone(),
         orders: orders_uri.clone(),
         payments: payments_uri.clone(),
+        shipping: shipping_uri.clone(),
         webhooks: webhooks_uri.clone(),
+        results: results_uri.clone(),
     };
     let gateway = gateway::Application::build(settings.gateway).await?;
     let http_addr = gateway.http_addr();
     let identity_uri = uri(gateway.grpc_addr());
+    let shipping = shipping.with_identity_addr(&identity_uri)?;
+    if site_url.is_empty() {
+        payments.set_site_url(&uri(http_addr));
+    }
 
     let token = shutdown.clone();
     tasks.spawn(async move { ("catalog-svc", catalog.run_until_stopped(token).await) });
@@ -191,6 +234,7 @@ pub async fn start(mut settings: MeshSettings) -> anyhow::Result<Mesh> {
         shipping_uri,
         results_uri,
         webhooks_uri,
+        metrics_addr,
         shutdown,
         tasks,
     })
@@ -221,6 +265,12 @@ impl Mesh {
             &self.catalog_uri,
             "--payments-addr",
             &self.payments_uri,
+            "--shipping-addr",
+            &self.shipping_uri,
+            "--orders-addr",
+            &self.orders_uri,
+            "--results-addr",
+            &self.results_uri,
             "--webhooks-addr",
             &self.webhooks_uri,
             "--credential",

@@ -2,7 +2,8 @@
 //!
 //! Settings: `DATABASE_URL`, `REDIS_URL`, `LABD_HTTP_ADDR` (default 127.0.0.1:8080) and
 //! `LABD_GRPC_BASE_PORT` (default 50050: gateway identity 50050, catalog 50051, orders 50052,
-//! payments 50053, shipping 50054, results 50055, webhooks 50056), plus every service's own
+//! payments 50053, shipping 50054, results 50055, webhooks 50056), `LABD_METRICS_ADDR` (Prometheus
+//! metrics of the whole process, default 127.0.0.1:9464, `off` for none), plus every service's own
 //! settings (see docs/operations.md). Outside development mode (`LAB_DEV_MODE=1`) it needs
 //! real keys and secrets like any deployment.
 

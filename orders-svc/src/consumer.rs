@@ -1,11 +1,14 @@
-//! The consumer of the payments stream (group `orders-svc`): `payment.confirmed`,
-//! `invoice.created` and `invoice.updated` become the `InvoiceNews` of the order they name and
-//! are applied by the use case; other events of the stream are acknowledged without effect.
+//! The consumer of the payments, results and shipping streams (group `orders-svc`):
+//! `payment.confirmed`, `invoice.created` and `invoice.updated` become the `InvoiceNews` of the
+//! order they name and are applied by the use case; `coa.published` moves the order towards
+//! `completed`; `shipment.label_created` and `shipment.updated` move it to `label_generated` and
+//! `in_transit`; other events are acknowledged without effect.
 
 use crate::convert;
-use crate::service::{EventTarget, OrdersService};
+use crate::service::{EventTarget, OrdersService, ShipmentNews};
 use platform::consumer::{EventHandler, HandlerError};
 use proto::events::EventEnvelope;
+use proto::events::event_envelope::Data;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -23,6 +26,12 @@ impl PaymentEventsHandler {
 
 impl EventHandler for PaymentEventsHandler {
     async fn handle(&self, event: &EventEnvelope) -> Result<(), HandlerError> {
+        if let Some(Data::CoaPublished(published)) = &event.data {
+            return self.coa_published(event, published).await;
+        }
+        if let Some(news) = shipment_news(event) {
+            return self.shipment(event, news).await;
+        }
         let Some((order_id, news)) = event.data.as_ref().and_then(convert::invoice_news) else {
             return Ok(());
         };
@@ -41,6 +50,72 @@ impl EventHandler for PaymentEventsHandler {
         };
         self.orders
             .apply_invoice_news(target, &news)
+            .await
+            .map_err(|error| HandlerError::Retry(error.into()))
+    }
+}
+
+/// What a shipping event asks of its order, with the order id it names.
+fn shipment_news(event: &EventEnvelope) -> Option<(&str, ShipmentNews)> {
+    match &event.data {
+        Some(Data::ShipmentLabelCreated(created)) => Some((&created.order_id, ShipmentNews::LabelCreated)),
+        Some(Data::ShipmentUpdated(updated)) => {
+            ShipmentNews::of_scan(&updated.status).map(|news| (updated.order_id.as_str(), news))
+        }
+        _ => None,
+    }
+}
+
+impl PaymentEventsHandler {
+    async fn shipment(
+        &self,
+        event: &EventEnvelope,
+        (order_id, news): (&str, ShipmentNews),
+    ) -> Result<(), HandlerError> {
+        let (Ok(customer_id), Ok(order_id)) =
+            (Uuid::parse_str(&event.customer_id), Uuid::parse_str(order_id))
+        else {
+            return Err(HandlerError::Permanent(anyhow::anyhow!(
+                "event {} names no valid customer and order",
+                event.id
+            )));
+        };
+        let target = EventTarget {
+            event_id: &event.id,
+            customer_id,
+            order_id,
+        };
+        self.orders
+            .apply_shipment_news(target, news)
+            .await
+            .map_err(|error| HandlerError::Retry(error.into()))
+    }
+
+    async fn coa_published(
+        &self,
+        event: &EventEnvelope,
+        published: &proto::results::CoaPublished,
+    ) -> Result<(), HandlerError> {
+        let (Ok(customer_id), Ok(coa_id)) = (
+            Uuid::parse_str(&event.customer_id),
+            Uuid::parse_str(&published.coa_id),
+        ) else {
+            return Err(HandlerError::Permanent(anyhow::anyhow!(
+                "event {} names no valid customer and COA",
+                event.id
+            )));
+        };
+        let published_at = chrono::DateTime::parse_from_rfc3339(&published.published_at)
+            .map(|at| at.to_utc())
+            .unwrap_or_else(|_| platform::time::now());
+        self.orders
+            .apply_coa_published(
+                &event.id,
+                customer_id,
+                &published.accession_number,
+                coa_id,
+                published_at,
+            )
             .await
             .map_err(|error| HandlerError::Retry(error.into()))
     }

@@ -7,6 +7,8 @@ use crate::domain::order::{
 };
 use crate::domain::quote::{Quote, QuoteLine};
 use crate::domain::request::{UncheckedOrderRequest, UncheckedSampleMetadata};
+use crate::domain::sample::{Sample, UncheckedReceipt};
+use crate::repo::samples::CustodyRow;
 use platform::error::ApiError;
 use platform::money::Cents;
 use platform::time::{from_timestamp, to_timestamp, to_timestamp_opt};
@@ -124,6 +126,15 @@ impl From<&payments::Invoice> for PaymentSummary {
                 swift: bank.swift.clone(),
                 reference: bank.reference.clone(),
             }),
+            hosted_url: invoice
+                .checkout
+                .as_ref()
+                .map(|checkout| checkout.hosted_url.clone()),
+            checkout_expires_at: invoice
+                .checkout
+                .as_ref()
+                .and_then(|checkout| checkout.expires_at.as_ref())
+                .and_then(from_timestamp),
         }
     }
 }
@@ -141,6 +152,7 @@ pub fn create_invoice_request(order: &Order) -> payments::CreateInvoiceRequest {
             .map(payments::InvoiceLine::from)
             .collect(),
         total_cents: order.total.0,
+        checkout_expires_at: to_timestamp_opt(order.quote_expires_at),
     }
 }
 
@@ -186,7 +198,57 @@ impl From<&Order> for orders::Order {
             payment: order.payment.as_ref().map(orders::OrderPayment::from),
             created_at: Some(to_timestamp(order.created_at)),
             updated_at: Some(to_timestamp(order.updated_at)),
+            payment_state: order.payment_state().to_owned(),
+            accession_numbers: order.accession_numbers.clone(),
         }
+    }
+}
+
+impl From<&Sample> for orders::Sample {
+    fn from(sample: &Sample) -> Self {
+        orders::Sample {
+            accession_number: sample.accession_number.clone(),
+            line_number: sample.line_number,
+            compound_name: sample.compound_name.clone(),
+            lot_number: sample.lot_number.clone(),
+            units: sample.units,
+            containers: sample.containers.clone(),
+            condition: sample.condition.clone(),
+            storage_location: sample.storage_location.clone(),
+            received_at: Some(to_timestamp(sample.received_at)),
+            received_by: sample.received_by.clone(),
+            testing_started_at: to_timestamp_opt(sample.testing_started_at),
+            retain_until: Some(to_timestamp(sample.retain_until)),
+            test_ids: sample.test_ids.clone(),
+            test_names: sample.test_names.clone(),
+        }
+    }
+}
+
+impl From<orders::SampleReceipt> for UncheckedReceipt {
+    fn from(receipt: orders::SampleReceipt) -> Self {
+        UncheckedReceipt {
+            line_number: receipt.line_number,
+            units: receipt.units,
+            containers: receipt.containers,
+            condition: receipt.condition,
+            storage_location: receipt.storage_location,
+        }
+    }
+}
+
+/// One stored custody entry as the API answers it.
+pub fn custody_entry((facts, previous_hash, hash): &CustodyRow) -> orders::CustodyEntry {
+    orders::CustodyEntry {
+        sequence: facts.sequence,
+        occurred_at: Some(to_timestamp(facts.occurred_at)),
+        action: facts.action.clone(),
+        accession_number: facts.accession_number.clone(),
+        actor: facts.actor.clone(),
+        location: facts.location.clone(),
+        details: facts.details.clone(),
+        previous_hash: previous_hash.clone(),
+        hash: hash.clone(),
     }
 }
 
@@ -258,6 +320,8 @@ impl From<&PaymentSummary> for orders::OrderPayment {
                     swift: bank.swift.clone(),
                     reference: bank.reference.clone(),
                 }),
+            hosted_url: payment.hosted_url.clone(),
+            checkout_expires_at: to_timestamp_opt(payment.checkout_expires_at),
         }
     }
 }
@@ -283,6 +347,8 @@ pub fn invoice_news(data: &Data) -> Option<(&str, InvoiceNews)> {
                     .ok()
                     .map(|at| at.to_utc()),
                 bank_instructions: None,
+                hosted_url: None,
+                checkout_expires_at: None,
             }),
         )),
         Data::InvoiceUpdated(updated) => Some((
@@ -295,5 +361,25 @@ pub fn invoice_news(data: &Data) -> Option<(&str, InvoiceNews)> {
             },
         )),
         _ => None,
+    }
+}
+
+/// The answer of GetEta.
+pub fn eta_response(order: &Order, eta: &crate::domain::eta::Eta) -> orders::GetEtaResponse {
+    orders::GetEtaResponse {
+        order: Some(order.into()),
+        stages: eta
+            .stages
+            .iter()
+            .map(|stage| orders::EtaStage {
+                stage: stage.stage.to_owned(),
+                state: stage.state.to_owned(),
+                at: to_timestamp_opt(stage.at),
+                estimated_at: to_timestamp_opt(stage.estimated_at),
+            })
+            .collect(),
+        estimated_completion: to_timestamp_opt(eta.estimated_completion),
+        turnaround_business_days: order.turnaround_business_days,
+        basis: eta.basis.clone(),
     }
 }

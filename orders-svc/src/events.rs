@@ -1,16 +1,25 @@
-//! The events orders-svc emits through its outbox: `order.created` and `order.status_changed`.
+//! The events orders-svc emits through its outbox: `order.created`, `order.status_changed`,
+//! `sample.received` and `testing.started`.
 //! (What it consumes is `crate::consumer`.)
 
 use crate::domain::order::{Order, StatusChange};
+use crate::domain::sample::Sample;
+use chrono::{DateTime, Utc};
 use platform::outbox::NewEvent;
 use proto::events::event_envelope::Data;
-use proto::orders::{OrderCreated, OrderEventLine, OrderStatusChanged};
+use proto::orders::{
+    OrderCreated, OrderEventLine, OrderStatusChanged, ReceivedSample, SampleReceived, TestingStarted,
+};
 use uuid::Uuid;
 
 /// Event type of a placed order.
 pub const ORDER_CREATED: &str = "order.created";
 /// Event type of a status transition.
 pub const ORDER_STATUS_CHANGED: &str = "order.status_changed";
+/// Event type of samples received at the lab.
+pub const SAMPLE_RECEIVED: &str = "sample.received";
+/// Event type of an order entering the lab.
+pub const TESTING_STARTED: &str = "testing.started";
 
 /// Builds `order.created` for a freshly placed order.
 pub fn order_created(order: &Order) -> NewEvent {
@@ -38,6 +47,7 @@ pub fn order_created(order: &Order) -> NewEvent {
             })
             .collect(),
         created_at: platform::time::rfc3339(order.created_at),
+        shipping_address_id: order.shipping_address_id.map(|id| id.to_string()),
     };
     NewEvent {
         event_type: ORDER_CREATED,
@@ -70,5 +80,59 @@ pub fn order_status_changed(
         customer_id,
         subject_id: order_id.to_string(),
         data: Data::OrderStatusChanged(data),
+    }
+}
+
+/// Builds `sample.received` for the samples of one shipment.
+pub fn sample_received(
+    customer_id: Uuid,
+    order: (Uuid, &str),
+    tracking_number: &str,
+    received_by: &str,
+    samples: &[Sample],
+) -> NewEvent {
+    let (order_id, order_number) = order;
+    let received_at = samples
+        .first()
+        .map(|sample| platform::time::rfc3339(sample.received_at))
+        .unwrap_or_default();
+    let data = SampleReceived {
+        order_id: order_id.to_string(),
+        order_number: order_number.to_owned(),
+        tracking_number: tracking_number.to_owned(),
+        received_at,
+        samples: samples
+            .iter()
+            .map(|sample| ReceivedSample {
+                accession_number: sample.accession_number.clone(),
+                line_number: sample.line_number,
+                compound_name: sample.compound_name.clone(),
+                lot_number: sample.lot_number.clone(),
+                test_ids: sample.test_ids.clone(),
+                test_names: sample.test_names.clone(),
+                condition: sample.condition.clone(),
+            })
+            .collect(),
+        received_by: received_by.to_owned(),
+    };
+    NewEvent {
+        event_type: SAMPLE_RECEIVED,
+        customer_id,
+        subject_id: order_id.to_string(),
+        data: Data::SampleReceived(data),
+    }
+}
+
+/// Builds `testing.started` for an order entering the lab.
+pub fn testing_started(customer_id: Uuid, order_id: Uuid, order_number: &str, at: DateTime<Utc>) -> NewEvent {
+    NewEvent {
+        event_type: TESTING_STARTED,
+        customer_id,
+        subject_id: order_id.to_string(),
+        data: Data::TestingStarted(TestingStarted {
+            order_id: order_id.to_string(),
+            order_number: order_number.to_owned(),
+            started_at: platform::time::rfc3339(at),
+        }),
     }
 }

@@ -9,19 +9,29 @@ use platform::access::{self, AccessTable};
 use platform::grpc::principal;
 use platform::idempotency::IdempotencyKey;
 use platform::pagination::PageRequest;
+use platform::principal::roles;
 use proto::orders::orders_service_server::OrdersService as OrdersApi;
 use proto::orders::{
-    CreateOrderRequest, CreateOrderResponse, GetOrderRequest, GetOrderResponse, ListOrdersRequest,
-    ListOrdersResponse,
+    CreateOrderRequest, CreateOrderResponse, GetCustodyRequest, GetCustodyResponse, GetEtaResponse,
+    GetOrderRequest, GetOrderResponse, ListOrdersRequest, ListOrdersResponse, ListSamplesRequest,
+    ListSamplesResponse, ReceiveSamplesRequest, ReceiveSamplesResponse, StartTestingRequest,
+    StartTestingResponse,
 };
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
-/// Who may call each rpc: API keys with their scope.
+/// Who may call each rpc: API keys with their scope; lab technicians receive samples and start
+/// testing.
 pub const ACCESS: AccessTable = &[
     ("CreateOrder", access::customer(&[proto::scopes::ORDERS_WRITE])),
     ("GetOrder", access::customer(&[proto::scopes::ORDERS_READ])),
     ("ListOrders", access::customer(&[proto::scopes::ORDERS_READ])),
+    ("ReceiveSamples", access::staff(roles::LAB_TECHNICIAN)),
+    ("StartTesting", access::staff(roles::LAB_TECHNICIAN)),
+    ("GetLabOrder", access::ANY_OPERATOR),
+    ("ListSamples", access::customer(&[proto::scopes::ORDERS_READ])),
+    ("GetCustody", access::customer(&[proto::scopes::ORDERS_READ])),
+    ("GetEta", access::customer(&[proto::scopes::ORDERS_READ])),
 ];
 
 /// The tonic service over the orders use cases.
@@ -87,6 +97,95 @@ impl OrdersApi for OrdersGrpc {
         Ok(Response::new(ListOrdersResponse {
             orders,
             next_cursor: page.next_cursor,
+        }))
+    }
+
+    async fn receive_samples(
+        &self,
+        request: Request<ReceiveSamplesRequest>,
+    ) -> Result<Response<ReceiveSamplesResponse>, Status> {
+        let operator = principal(&request)?.subject;
+        let ReceiveSamplesRequest {
+            order_reference,
+            tracking_number,
+            samples,
+        } = request.into_inner();
+        let receipts = samples.into_iter().map(Into::into).collect();
+        let step = self
+            .orders
+            .receive_samples(&operator, &order_reference, &tracking_number, receipts)
+            .await?;
+        Ok(Response::new(ReceiveSamplesResponse {
+            order: Some((&step.order).into()),
+            samples: step.samples.iter().map(Into::into).collect(),
+            already_received: step.unchanged,
+        }))
+    }
+
+    async fn start_testing(
+        &self,
+        request: Request<StartTestingRequest>,
+    ) -> Result<Response<StartTestingResponse>, Status> {
+        let operator = principal(&request)?.subject;
+        let step = self
+            .orders
+            .start_testing(&operator, &request.get_ref().order_reference)
+            .await?;
+        Ok(Response::new(StartTestingResponse {
+            order: Some((&step.order).into()),
+            already_started: step.unchanged,
+        }))
+    }
+
+    async fn get_lab_order(
+        &self,
+        request: Request<GetOrderRequest>,
+    ) -> Result<Response<GetOrderResponse>, Status> {
+        let order = self.orders.get_lab_order(&request.get_ref().reference).await?;
+        Ok(Response::new(GetOrderResponse {
+            order: Some((&order).into()),
+        }))
+    }
+
+    async fn list_samples(
+        &self,
+        request: Request<ListSamplesRequest>,
+    ) -> Result<Response<ListSamplesResponse>, Status> {
+        let principal = principal(&request)?;
+        let view = self
+            .orders
+            .list_samples(principal.customer()?, &request.get_ref().reference)
+            .await?;
+        Ok(Response::new(ListSamplesResponse {
+            order: Some((&view.order).into()),
+            samples: view.samples.iter().map(Into::into).collect(),
+        }))
+    }
+
+    async fn get_eta(&self, request: Request<GetOrderRequest>) -> Result<Response<GetEtaResponse>, Status> {
+        let principal = principal(&request)?;
+        let order = self
+            .orders
+            .get_order(principal.customer()?, &request.get_ref().reference)
+            .await?;
+        let eta = crate::domain::eta::eta(&order, platform::time::now());
+        Ok(Response::new(crate::convert::eta_response(&order, &eta)))
+    }
+
+    async fn get_custody(
+        &self,
+        request: Request<GetCustodyRequest>,
+    ) -> Result<Response<GetCustodyResponse>, Status> {
+        let principal = principal(&request)?;
+        let view = self
+            .orders
+            .get_custody(principal.customer()?, &request.get_ref().reference)
+            .await?;
+        Ok(Response::new(GetCustodyResponse {
+            order: Some((&view.order).into()),
+            entries: view.entries.iter().map(crate::convert::custody_entry).collect(),
+            chain_intact: view.chain_intact,
+            retain_until: platform::time::to_timestamp_opt(view.retain_until),
         }))
     }
 }

@@ -86,7 +86,11 @@ impl Application {
             acknowledge: timing.acknowledge,
             ..ConsumerSettings::new(
                 platform::streams::GROUP_ORDERS,
-                vec![base.stream(platform::streams::PAYMENTS)],
+                vec![
+                    base.stream(platform::streams::PAYMENTS),
+                    base.stream(platform::streams::RESULTS),
+                    base.stream(platform::streams::SHIPPING),
+                ],
             )
             .with_timing(timing.reclaim_idle, timing.block)
         };

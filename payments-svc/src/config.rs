@@ -1,9 +1,21 @@
 //! Settings of payments-svc: the common settings (`PAYMENTS_*` prefix, gRPC on 127.0.0.1:50053),
-//! the bank account printed on bank invoices, the payment term, and the consumer's timing.
+//! the bank account printed on bank invoices, the payment term, the consumer's timing, the card
+//! processor and the site that serves the hosted pay page.
 
 use crate::domain::BankInstructions;
+use crate::domain::spend::WithoutEnvelope;
+use crate::processor::stripe::StripeSettings;
 use platform::config::{CommonSettings, env_var};
 use std::time::Duration;
+
+/// Which card processor takes card payments.
+#[derive(Clone, Debug)]
+pub enum CardProcessorSettings {
+    /// The built-in sandbox (the local default): test cards on our own pay page.
+    Sandbox,
+    /// A Stripe-shaped PSP.
+    Stripe(StripeSettings),
+}
 
 /// Environment prefix of this service.
 pub const ENV_PREFIX: &str = "PAYMENTS";
@@ -73,16 +85,40 @@ pub struct Settings {
     /// Days between issue and due date.
     pub invoice_due_days: i64,
     pub consumer: ConsumerTiming,
+    /// The stablecoin rail; `None` when not configured (the rail is then unavailable).
+    pub stablecoin: Option<crate::stablecoin::StablecoinSettings>,
+    /// Root of the site that serves the pay page (`{site_url}/pay/…`).
+    pub site_url: String,
+    /// Lifetime of a fresh checkout link minted by `POST /payments/prepare` (and of a session
+    /// whose order named no quote expiry).
+    pub checkout_ttl: Duration,
+    pub card_processor: CardProcessorSettings,
+    /// How often the jobs run: expiring checkout sessions, overdue bank invoices.
+    pub jobs_interval: Duration,
+    /// What a key without a spend envelope may commit: `refuse` outside development mode,
+    /// `allow` in it (`PAYMENTS_SPEND_WITHOUT_ENVELOPE`).
+    pub spend_without_envelope: WithoutEnvelope,
 }
 
 impl Settings {
     /// Settings with the defaults around `common` (tests and labd).
     pub fn local(common: CommonSettings) -> Self {
+        let spend_without_envelope = if common.dev_mode {
+            WithoutEnvelope::Allow
+        } else {
+            WithoutEnvelope::Refuse
+        };
         Self {
+            spend_without_envelope,
             common,
             bank: BankAccount::default(),
             invoice_due_days: 30,
             consumer: ConsumerTiming::default(),
+            stablecoin: None,
+            site_url: "http://127.0.0.1:8080".to_owned(),
+            checkout_ttl: Duration::from_secs(15 * 60),
+            card_processor: CardProcessorSettings::Sandbox,
+            jobs_interval: Duration::from_secs(30),
         }
     }
 
@@ -111,6 +147,47 @@ impl Settings {
         }
         if let Some(millis) = number("CONSUMER_BLOCK_MS")? {
             settings.consumer.block = Duration::from_millis(millis.max(1).unsigned_abs());
+        }
+        settings.stablecoin = crate::stablecoin::StablecoinSettings::from_env(ENV_PREFIX)?;
+        if let Some(site) = env_var(&format!("{ENV_PREFIX}_SITE_URL")).or_else(|| env_var("SITE_URL")) {
+            settings.site_url = site.trim_end_matches('/').to_owned();
+        }
+        if let Some(seconds) = number("CHECKOUT_TTL_SECONDS")? {
+            anyhow::ensure!(
+                seconds >= 60,
+                "{ENV_PREFIX}_CHECKOUT_TTL_SECONDS must be at least 60"
+            );
+            settings.checkout_ttl = Duration::from_secs(seconds.unsigned_abs());
+        }
+        if let Some(millis) = number("JOBS_INTERVAL_MS")? {
+            settings.jobs_interval = Duration::from_millis(millis.max(100).unsigned_abs());
+        }
+        match env_var(&format!("{ENV_PREFIX}_SPEND_WITHOUT_ENVELOPE")).as_deref() {
+            None => {}
+            Some("refuse") => settings.spend_without_envelope = WithoutEnvelope::Refuse,
+            Some("allow") => settings.spend_without_envelope = WithoutEnvelope::Allow,
+            Some(other) => {
+                anyhow::bail!("{ENV_PREFIX}_SPEND_WITHOUT_ENVELOPE must be refuse or allow, not {other:?}")
+            }
+        }
+        match env_var(&format!("{ENV_PREFIX}_CARD_PROCESSOR")).as_deref() {
+            None | Some("sandbox") => {}
+            Some("stripe") => {
+                let required = |name: &str| {
+                    env_var(&format!("{ENV_PREFIX}_{name}")).ok_or_else(|| {
+                        anyhow::anyhow!("{ENV_PREFIX}_{name} is required with the stripe processor")
+                    })
+                };
+                settings.card_processor = CardProcessorSettings::Stripe(StripeSettings {
+                    api_base: env_var(&format!("{ENV_PREFIX}_STRIPE_API_BASE"))
+                        .unwrap_or_else(|| "https://api.stripe.com".to_owned()),
+                    secret_key: required("STRIPE_SECRET_KEY")?.into(),
+                    webhook_secret: required("STRIPE_WEBHOOK_SECRET")?.into(),
+                });
+            }
+            Some(other) => {
+                anyhow::bail!("{ENV_PREFIX}_CARD_PROCESSOR must be sandbox or stripe, not {other:?}")
+            }
         }
         Ok(settings)
     }

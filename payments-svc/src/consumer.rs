@@ -1,6 +1,7 @@
 //! The consumer of the orders stream (group `payments-svc`): `order.created` is the invoice
 //! backstop, issuing the order's invoice when orders-svc's synchronous CreateInvoice call did
-//! not; other order events are acknowledged without effect.
+//! not; `order.cancelled` releases the order's spend commitment (idempotent: releasing a
+//! released commitment changes nothing); other order events are acknowledged without effect.
 
 use crate::convert;
 use crate::service::PaymentsService;
@@ -23,6 +24,9 @@ impl OrderEventsHandler {
 
 impl EventHandler for OrderEventsHandler {
     async fn handle(&self, event: &EventEnvelope) -> Result<(), HandlerError> {
+        if let Some(Data::OrderCancelled(cancelled)) = &event.data {
+            return self.release_cancelled(event, cancelled).await;
+        }
         let Some(Data::OrderCreated(order)) = &event.data else {
             return Ok(());
         };
@@ -43,5 +47,30 @@ impl EventHandler for OrderEventsHandler {
             ),
             Err(error) => Err(permanent(error)),
         }
+    }
+}
+
+impl OrderEventsHandler {
+    async fn release_cancelled(
+        &self,
+        event: &EventEnvelope,
+        cancelled: &proto::orders::OrderCancelled,
+    ) -> Result<(), HandlerError> {
+        let Ok(customer_id) = Uuid::parse_str(&event.customer_id) else {
+            return Err(HandlerError::Permanent(anyhow::anyhow!(
+                "order.cancelled without a customer id"
+            )));
+        };
+        self.service
+            .release_spend(
+                customer_id,
+                crate::domain::spend::SpendKind::Order,
+                &cancelled.order_id,
+            )
+            .await
+            .map(|_| ())
+            .map_err(|error| {
+                HandlerError::Retry(anyhow::anyhow!("{}: {}", error.code.as_str(), error.message))
+            })
     }
 }

@@ -2,7 +2,9 @@
 //! and the domain.
 
 use crate::domain::backstop::{OrderLine, backstop_lines};
+use crate::domain::checkout::{CheckoutPage, CheckoutSession, PayOutcome, PaymentSource, TestCard};
 use crate::domain::reference::optional_uuid;
+use crate::domain::spend::EnvelopeView;
 use crate::domain::{
     BankPayment, Invoice, InvoiceLine, InvoiceReference, InvoiceStatus, NewInvoice, Payment, RawInvoice,
 };
@@ -34,6 +36,10 @@ impl TryFrom<pb::CreateInvoiceRequest> for NewInvoice {
             currency: request.currency,
             lines,
             total_cents: request.total_cents,
+            checkout_expires_at: request
+                .checkout_expires_at
+                .as_ref()
+                .and_then(platform::time::from_timestamp),
         })
     }
 }
@@ -57,6 +63,7 @@ pub fn backstop_invoice(order: &proto::orders::OrderCreated) -> Result<NewInvoic
         currency: order.currency.clone(),
         lines: backstop_lines(&order.order_number, Cents(order.total_cents), &order_lines),
         total_cents: order.total_cents,
+        checkout_expires_at: None,
     })
 }
 
@@ -101,7 +108,7 @@ pub fn invoice_filter(request: &pb::ListInvoicesRequest) -> Result<InvoiceFilter
             ApiError::field(
                 ErrorCode::InvalidRequest,
                 "status",
-                "status must be open, paid or void",
+                "status must be open, overdue, paid or void",
             )
         })?),
     };
@@ -155,7 +162,93 @@ impl From<Invoice> for pb::Invoice {
                 swift: bank.swift,
                 reference: bank.reference,
             }),
+            checkout: invoice.checkout.map(Into::into),
         }
+    }
+}
+
+impl From<CheckoutSession> for pb::CheckoutSession {
+    fn from(session: CheckoutSession) -> Self {
+        let now = platform::time::now();
+        pb::CheckoutSession {
+            status: session.status_at(now).as_str().to_owned(),
+            id: session.id,
+            hosted_url: session.hosted_url,
+            expires_at: Some(to_timestamp(session.expires_at)),
+            amount_cents: session.amount.0,
+            currency: session.currency,
+            processor: session.processor.as_str().to_owned(),
+            processor_url: session.processor_url,
+        }
+    }
+}
+
+impl From<CheckoutPage> for pb::CheckoutPage {
+    fn from(page: CheckoutPage) -> Self {
+        pb::CheckoutPage {
+            last_error: page.session.last_error.clone(),
+            awaiting_confirmation: page.awaiting_confirmation,
+            session: Some(page.session.into()),
+            order_number: page.order_number,
+            invoice_number: page.invoice_number,
+            lines: page
+                .lines
+                .into_iter()
+                .map(|line| pb::InvoiceLine {
+                    description: line.description,
+                    quantity: line.quantity,
+                    unit_price_cents: line.unit_price.0,
+                    amount_cents: line.amount.0,
+                })
+                .collect(),
+            total_cents: page.total.0,
+            saved_cards: page
+                .saved_cards
+                .into_iter()
+                .map(|card| pb::SavedCard {
+                    token: card.token,
+                    brand: card.brand,
+                    last4: card.last4,
+                    exp_month: card.exp_month,
+                    exp_year: card.exp_year,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The payment source of a PayCheckout call: a typed card (validated) or a saved card's token.
+pub fn payment_source(request: &pb::PayCheckoutRequest) -> Result<PaymentSource, ApiError> {
+    match (&request.card, request.saved_card_token.as_deref()) {
+        (Some(card), None) => Ok(PaymentSource::Card {
+            card: TestCard::parse(&card.number, card.exp_month, card.exp_year, &card.cvc)?,
+            save: request.save_card,
+        }),
+        (None, Some(token)) if !token.trim().is_empty() => Ok(PaymentSource::Saved {
+            token: token.trim().to_owned(),
+        }),
+        _ => Err(ApiError::field(
+            ErrorCode::InvalidRequest,
+            "card",
+            "pay with either a card or a saved card",
+        )),
+    }
+}
+
+/// The PayCheckout / ConfirmCheckout answer.
+pub fn pay_response(outcome: PayOutcome, page: CheckoutPage) -> pb::PayCheckoutResponse {
+    let (decline_code, message) = match &outcome {
+        PayOutcome::Paid => (None, "Payment received. Thank you.".to_owned()),
+        PayOutcome::AlreadyPaid => (None, "This checkout has already been paid.".to_owned()),
+        PayOutcome::Declined { code, message } => (Some((*code).to_owned()), message.clone()),
+        PayOutcome::RequiresConfirmation => (None, "Your bank asks you to confirm this payment.".to_owned()),
+        PayOutcome::Expired => (None, "This checkout link has expired.".to_owned()),
+    };
+    pb::PayCheckoutResponse {
+        outcome: outcome.as_str().to_owned(),
+        decline_code,
+        message,
+        page: Some(page.into()),
     }
 }
 
@@ -176,6 +269,50 @@ impl From<Payment> for pb::Payment {
             received_at: Some(to_timestamp(payment.received_at)),
             created_at: Some(to_timestamp(payment.created_at)),
             recorded_by: payment.recorded_by,
+        }
+    }
+}
+
+/// A required UUID field; `invalid_request` on `field` otherwise.
+pub fn required_uuid(value: &str, field: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(value.trim()).map_err(|_| {
+        ApiError::field(
+            ErrorCode::InvalidRequest,
+            field,
+            format!("{field} must be a uuid"),
+        )
+    })
+}
+
+/// A required non-empty text field of at most 200 characters.
+pub fn required_text(value: &str, field: &str) -> Result<String, ApiError> {
+    let value = value.trim();
+    if value.is_empty() || value.chars().count() > 200 {
+        return Err(ApiError::field(
+            ErrorCode::InvalidRequest,
+            field,
+            format!("{field} must be 1 to 200 characters"),
+        ));
+    }
+    Ok(value.to_owned())
+}
+
+impl From<EnvelopeView> for pb::SpendEnvelope {
+    fn from(view: EnvelopeView) -> Self {
+        pb::SpendEnvelope {
+            remaining_today_cents: view.remaining_today().map(|cents| cents.0),
+            remaining_this_month_cents: view.remaining_this_month().map(|cents| cents.0),
+            key_id: view.key_id,
+            customer_id: view.customer_id.to_string(),
+            configured: view.caps.is_some(),
+            per_order_cap_cents: view.caps.and_then(|caps| caps.per_order).map(|cents| cents.0),
+            daily_cap_cents: view.caps.and_then(|caps| caps.daily).map(|cents| cents.0),
+            monthly_cap_cents: view.caps.and_then(|caps| caps.monthly).map(|cents| cents.0),
+            spent_today_cents: view.committed.today.0,
+            spent_this_month_cents: view.committed.this_month.0,
+            day_resets_at: Some(to_timestamp(view.windows.day_end)),
+            month_resets_at: Some(to_timestamp(view.windows.month_end)),
+            without_envelope: view.without_envelope.as_str().to_owned(),
         }
     }
 }

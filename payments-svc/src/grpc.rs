@@ -3,19 +3,26 @@
 //! back to proto.
 
 use crate::convert;
-use crate::domain::{BankPayment, NewInvoice};
+use crate::domain::spend::{Caps, SpendKind};
+use crate::domain::{BankPayment, InvoiceReference, NewInvoice};
 use crate::service::PaymentsService;
+use crate::service::SpendCommitment;
 use platform::access::{self, AccessTable};
 use platform::grpc::principal;
+use platform::idempotency::IdempotencyKey;
+use platform::money::Cents;
 use platform::pagination::PageRequest;
+use platform::principal::PrincipalKind;
 use platform::principal::roles;
 use proto::payments as pb;
 use proto::payments::payments_service_server::PaymentsService as PaymentsApi;
-use proto::scopes::{INVOICES_READ, PAYMENTS_READ};
+use proto::scopes::{INVOICES_READ, PAYMENTS_READ, PAYMENTS_WRITE};
 use tonic::{Request, Response, Status};
 
 /// Who may call each rpc: orders-svc issues an order's invoice; API keys read with their scope;
-/// operators with `payments.admin` record bank payments.
+/// operators with `payments.admin` record bank payments; the gateway serves the pay page and
+/// passes processor webhooks on (the session id in the hosted URL, or the webhook signature,
+/// authenticates the payer or the processor; the gateway's token only says who relays).
 pub const ACCESS: AccessTable = &[
     ("CreateInvoice", access::services(&["orders-svc"])),
     ("GetInvoice", access::customer(&[INVOICES_READ])),
@@ -23,16 +30,49 @@ pub const ACCESS: AccessTable = &[
     ("GetPayment", access::customer(&[PAYMENTS_READ])),
     ("ListPayments", access::customer(&[PAYMENTS_READ])),
     ("RecordBankPayment", access::staff(roles::PAYMENTS_ADMIN)),
+    // The stablecoin rail: orders-svc requests at order creation, API keys with payments:write
+    // (re)prepare and submit, payments:read reads.
+    (
+        "RequestStablecoinPayment",
+        access::customer(&[PAYMENTS_WRITE]).or_services(&["orders-svc"]),
+    ),
+    ("GetStablecoinPayment", access::customer(&[PAYMENTS_READ])),
+    ("SubmitStablecoinTransaction", access::customer(&[PAYMENTS_WRITE])),
+    ("GetCheckout", access::services(&["gateway"])),
+    ("PayCheckout", access::services(&["gateway"])),
+    ("ConfirmCheckout", access::services(&["gateway"])),
+    ("HandleProcessorWebhook", access::services(&["gateway"])),
+    ("PreparePayment", access::customer(&[PAYMENTS_WRITE])),
+    ("CommitSpend", access::services(&["orders-svc"])),
+    ("ReleaseSpend", access::services(&["orders-svc"])),
+    ("SetSpendEnvelope", access::staff(roles::PAYMENTS_ADMIN)),
+    (
+        "GetSpendEnvelope",
+        access::customer(&[PAYMENTS_READ]).or_staff(roles::PAYMENTS_ADMIN),
+    ),
 ];
 
 /// Serves the payments API over the use cases.
 pub struct PaymentsGrpc {
     service: PaymentsService,
+    /// The stablecoin rail, when this deployment offers it.
+    stablecoin: Option<crate::stablecoin::StablecoinRail>,
+    idempotency: platform::idempotency::IdempotencyStore,
 }
 
 impl PaymentsGrpc {
     pub fn new(service: PaymentsService) -> Self {
-        Self { service }
+        Self {
+            service,
+            stablecoin: None,
+            idempotency: platform::idempotency::IdempotencyStore::new(crate::SCHEMA),
+        }
+    }
+
+    /// Offers the stablecoin rail.
+    pub fn with_stablecoin(mut self, rail: Option<crate::stablecoin::StablecoinRail>) -> Self {
+        self.stablecoin = rail;
+        self
     }
 }
 
@@ -136,6 +176,166 @@ impl PaymentsApi for PaymentsGrpc {
             payment: Some(recorded.payment.into()),
             invoice: Some(recorded.invoice.into()),
             already_recorded: recorded.already_recorded,
+        }))
+    }
+
+    async fn request_stablecoin_payment(
+        &self,
+        request: Request<pb::RequestStablecoinPaymentRequest>,
+    ) -> Result<Response<pb::StablecoinPaymentResponse>, Status> {
+        crate::stablecoin::grpc::request_payment(self.stablecoin.as_ref(), request).await
+    }
+
+    async fn get_stablecoin_payment(
+        &self,
+        request: Request<pb::GetStablecoinPaymentRequest>,
+    ) -> Result<Response<pb::StablecoinPaymentResponse>, Status> {
+        crate::stablecoin::grpc::get_payment(self.stablecoin.as_ref(), request).await
+    }
+
+    async fn submit_stablecoin_transaction(
+        &self,
+        request: Request<pb::SubmitStablecoinTransactionRequest>,
+    ) -> Result<Response<pb::StablecoinPaymentResponse>, Status> {
+        crate::stablecoin::grpc::submit(self.stablecoin.as_ref(), &self.idempotency, request).await
+    }
+
+    async fn get_checkout(
+        &self,
+        request: Request<pb::GetCheckoutRequest>,
+    ) -> Result<Response<pb::GetCheckoutResponse>, Status> {
+        let page = self.service.checkout_page(&request.get_ref().session_id).await?;
+        Ok(Response::new(pb::GetCheckoutResponse {
+            page: Some(page.into()),
+        }))
+    }
+
+    async fn pay_checkout(
+        &self,
+        request: Request<pb::PayCheckoutRequest>,
+    ) -> Result<Response<pb::PayCheckoutResponse>, Status> {
+        let source = convert::payment_source(request.get_ref())?;
+        let (outcome, page) = self
+            .service
+            .pay_checkout(&request.get_ref().session_id, source)
+            .await?;
+        Ok(Response::new(convert::pay_response(outcome, page)))
+    }
+
+    async fn confirm_checkout(
+        &self,
+        request: Request<pb::ConfirmCheckoutRequest>,
+    ) -> Result<Response<pb::PayCheckoutResponse>, Status> {
+        let message = request.get_ref();
+        let (outcome, page) = self
+            .service
+            .confirm_checkout(&message.session_id, message.approve)
+            .await?;
+        Ok(Response::new(convert::pay_response(outcome, page)))
+    }
+
+    async fn handle_processor_webhook(
+        &self,
+        request: Request<pb::HandleProcessorWebhookRequest>,
+    ) -> Result<Response<pb::HandleProcessorWebhookResponse>, Status> {
+        let message = request.get_ref();
+        let outcome = self
+            .service
+            .handle_processor_webhook(&message.processor, &message.payload, &message.signature)
+            .await?;
+        Ok(Response::new(pb::HandleProcessorWebhookResponse {
+            outcome: outcome.to_owned(),
+        }))
+    }
+
+    async fn prepare_payment(
+        &self,
+        request: Request<pb::PreparePaymentRequest>,
+    ) -> Result<Response<pb::PreparePaymentResponse>, Status> {
+        let caller = principal(&request)?;
+        let key = IdempotencyKey::from_grpc(&request)?;
+        let reference = InvoiceReference::parse(&request.get_ref().order_reference, "orderReference")?;
+        self.service
+            .prepare_payment(caller.customer()?, &caller.subject, key, reference)
+            .await
+            .into_response(|prepared| pb::PreparePaymentResponse {
+                state: prepared.state().to_owned(),
+                invoice: Some(prepared.invoice.into()),
+            })
+    }
+
+    async fn commit_spend(
+        &self,
+        request: Request<pb::CommitSpendRequest>,
+    ) -> Result<Response<pb::CommitSpendResponse>, Status> {
+        let caller = principal(&request)?;
+        let message = request.into_inner();
+        let commitment = SpendCommitment {
+            customer_id: caller.customer()?,
+            key_id: message.key_id,
+            kind: SpendKind::parse(&message.kind)?,
+            subject_id: message.subject_id,
+            amount: Cents(message.amount_cents),
+        };
+        let already_committed = self.service.commit_spend(&commitment).await?;
+        Ok(Response::new(pb::CommitSpendResponse { already_committed }))
+    }
+
+    async fn release_spend(
+        &self,
+        request: Request<pb::ReleaseSpendRequest>,
+    ) -> Result<Response<pb::ReleaseSpendResponse>, Status> {
+        let caller = principal(&request)?;
+        let message = request.get_ref();
+        let released = self
+            .service
+            .release_spend(
+                caller.customer()?,
+                SpendKind::parse(&message.kind)?,
+                &message.subject_id,
+            )
+            .await?;
+        Ok(Response::new(pb::ReleaseSpendResponse { released }))
+    }
+
+    async fn set_spend_envelope(
+        &self,
+        request: Request<pb::SetSpendEnvelopeRequest>,
+    ) -> Result<Response<pb::SpendEnvelopeResponse>, Status> {
+        let operator = principal(&request)?.subject;
+        let message = request.into_inner();
+        let customer_id = convert::required_uuid(&message.customer_id, "customerId")?;
+        let key_id = convert::required_text(&message.key_id, "keyId")?;
+        let caps = Caps::parse(
+            message.per_order_cap_cents,
+            message.daily_cap_cents,
+            message.monthly_cap_cents,
+        )?;
+        let view = self
+            .service
+            .set_envelope(&operator, customer_id, &key_id, caps)
+            .await?;
+        Ok(Response::new(pb::SpendEnvelopeResponse {
+            envelope: Some(view.into()),
+        }))
+    }
+
+    async fn get_spend_envelope(
+        &self,
+        request: Request<pb::GetSpendEnvelopeRequest>,
+    ) -> Result<Response<pb::SpendEnvelopeResponse>, Status> {
+        let caller = principal(&request)?;
+        let message = request.get_ref();
+        let (customer_id, key_id) = match caller.kind {
+            PrincipalKind::Staff => (
+                convert::required_uuid(message.customer_id.as_deref().unwrap_or_default(), "customerId")?,
+                convert::required_text(message.key_id.as_deref().unwrap_or_default(), "keyId")?,
+            ),
+            _ => (caller.customer()?, caller.subject.clone()),
+        };
+        let view = self.service.envelope(customer_id, &key_id).await?;
+        Ok(Response::new(pb::SpendEnvelopeResponse {
+            envelope: Some(view.into()),
         }))
     }
 }

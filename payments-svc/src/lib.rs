@@ -1,5 +1,6 @@
-//! payments-svc: itemized invoices of orders, bank payments recorded by staff, and the
-//! `order.created` backstop that guarantees every order an invoice.
+//! payments-svc: itemized invoices of orders, bank payments recorded by staff, hosted card
+//! checkout (sandbox processor or a Stripe-shaped PSP), payment preparation, the overdue job,
+//! and the `order.created` backstop that guarantees every order an invoice.
 //!
 //! Owns the schema `payments`; emits `invoice.created`, `invoice.updated` and
 //! `payment.confirmed` through its outbox to the stream `<prefix>:events:payments`; reads the
@@ -7,14 +8,17 @@
 
 #![forbid(unsafe_code)]
 
+pub mod chain;
 pub mod config;
 pub mod consumer;
 pub mod convert;
 pub mod domain;
 pub mod events;
 pub mod grpc;
+pub mod processor;
 pub mod repo;
 pub mod service;
+pub mod stablecoin;
 
 pub use config::Settings;
 
@@ -65,15 +69,38 @@ impl Application {
         &self.base.pool
     }
 
+    /// Sets the site root of the hosted pay page (labd knows the gateway's address only after
+    /// this service is built).
+    pub fn set_site_url(&mut self, site_url: &str) {
+        self.settings.site_url = site_url.trim_end_matches('/').to_owned();
+    }
+
+    /// The use cases as this application runs them (tests drive the jobs through it).
+    pub fn service(&self) -> anyhow::Result<service::PaymentsService> {
+        let processor: Arc<dyn processor::CardProcessor> = match &self.settings.card_processor {
+            config::CardProcessorSettings::Sandbox => Arc::new(processor::sandbox::SandboxProcessor),
+            config::CardProcessorSettings::Stripe(stripe) => {
+                Arc::new(processor::stripe::StripeProcessor::new(stripe.clone())?)
+            }
+        };
+        Ok(service::PaymentsService::new(
+            self.base.pool.clone(),
+            self.settings.bank.clone(),
+            self.settings.invoice_due_days,
+            service::CardSettings {
+                processor,
+                site_url: self.settings.site_url.clone(),
+                checkout_ttl: self.settings.checkout_ttl,
+            },
+            self.settings.spend_without_envelope,
+        ))
+    }
+
     /// Serves the API, relays the outbox and consumes the orders stream until `shutdown` fires,
     /// then drains.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let service = self.service()?;
         let base = self.base;
-        let service = service::PaymentsService::new(
-            base.pool.clone(),
-            self.settings.bank.clone(),
-            self.settings.invoice_due_days,
-        );
         let timing = self.settings.consumer;
         let consumer_settings = ConsumerSettings::new(
             platform::streams::GROUP_PAYMENTS,
@@ -81,19 +108,57 @@ impl Application {
         )
         .with_timing(timing.reclaim_idle, timing.block);
         let handler = Arc::new(consumer::OrderEventsHandler::new(service.clone()));
+        let rail = match self.settings.stablecoin.clone() {
+            Some(chain) => {
+                // One crypto stack for the workspace: ring, installed once (a second install is a no-op).
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                Some(stablecoin::StablecoinRail::new(base.pool.clone(), chain)?)
+            }
+            None => None,
+        };
         let consumer = tokio::spawn(
             StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
         );
+        let jobs = tokio::spawn(run_jobs(
+            service.clone(),
+            self.settings.jobs_interval,
+            shutdown.clone(),
+        ));
+        let mut workers = vec![consumer, jobs];
+        if let Some(rail) = rail.clone() {
+            workers.push(tokio::spawn(rail.run_scanner(shutdown.clone())));
+        }
         let api = base.guarded(
-            PaymentsServiceServer::new(grpc::PaymentsGrpc::new(service)),
+            PaymentsServiceServer::new(grpc::PaymentsGrpc::new(service).with_stablecoin(rail)),
             grpc::ACCESS,
         );
         base.serve(
             vec![GRPC_SERVICE_NAME],
-            vec![consumer],
+            workers,
             |router| router.add_service(api),
             shutdown,
         )
         .await
+    }
+}
+
+/// Runs the periodic jobs (expiring checkout sessions, overdue invoices) every `interval` until
+/// `shutdown`; a failed run is logged and retried at the next tick.
+async fn run_jobs(
+    service: service::PaymentsService,
+    interval: std::time::Duration,
+    shutdown: CancellationToken,
+) {
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = ticker.tick() => {
+                if let Err(error) = service.run_jobs_once().await {
+                    tracing::warn!(%error, "a payments job run failed");
+                }
+            }
+        }
     }
 }

@@ -67,23 +67,39 @@ error_codes! {
     UnknownEvent => ("unknown_event", 400, InvalidArgument, "an event type is not one of the documented event kinds"),
     InvalidPaymentMethod => ("invalid_payment_method", 400, InvalidArgument, "the payment method is not one of the accepted spellings"),
     PaymentMethodUnavailable => ("payment_method_unavailable", 400, InvalidArgument, "the payment rail exists but is not yet offered by this deployment"),
+    InvalidSignature => ("invalid_signature", 400, InvalidArgument, "a payment processor's webhook signature is forged, malformed or outside its timestamp tolerance (a replay)"),
     Unauthenticated => ("unauthenticated", 401, Unauthenticated, "the API key is missing, malformed, unknown or revoked"),
     InsufficientScope => ("insufficient_scope", 403, PermissionDenied, "the key lacks a scope the operation needs; details.required lists it"),
-    SpendLimitExceeded => ("spend_limit_exceeded", 403, PermissionDenied, "the order total exceeds the key's spending envelope"),
+    SpendLimitExceeded => ("spend_limit_exceeded", 403, PermissionDenied, "the amount exceeds the key's spending envelope (per-order, daily or monthly cap); details give the remaining amounts"),
     Forbidden => ("forbidden", 403, PermissionDenied, "the caller may not perform this internal operation"),
     NotFound => ("not_found", 404, NotFound, "the resource does not exist or belongs to another customer"),
     QuoteNotFound => ("quote_not_found", 404, NotFound, "the quote does not exist or belongs to another customer"),
     QuoteExpired => ("quote_expired", 409, FailedPrecondition, "the quote has expired; create a new quote"),
     QuoteAlreadyConsumed => ("quote_already_consumed", 409, FailedPrecondition, "the quote was already used by an order"),
+    CheckoutExpired => ("checkout_expired", 409, FailedPrecondition, "the checkout session expired unpaid; POST /payments/prepare mints a fresh link"),
     IdempotencyKeyReused => ("idempotency_key_reused", 409, AlreadyExists, "the Idempotency-Key was used before with a different request"),
     IdempotencyRequestInProgress => ("idempotency_request_in_progress", 409, Aborted, "a request with this Idempotency-Key is still running; retry after Retry-After seconds"),
     Conflict => ("conflict", 409, FailedPrecondition, "the resource is not in a state that allows the operation"),
     BankReferenceConflict => ("bank_reference_conflict", 409, AlreadyExists, "the bank reference was already recorded for another invoice or amount; details name the recorded payment"),
     WebhookEndpointLimitReached => ("webhook_endpoint_limit_reached", 409, FailedPrecondition, "the customer has the most webhook endpoints allowed (details.limit); delete one first"),
+    TransactionNotFound => ("transaction_not_found", 404, NotFound, "neither chain provider knows a mined transaction with this hash (not mined yet, or on another chain); retry once it is mined"),
+    TransactionReverted => ("transaction_reverted", 409, FailedPrecondition, "the transaction reverted on chain: nothing was transferred"),
+    TransferAmountMismatch => ("transfer_amount_mismatch", 409, FailedPrecondition, "the payer sent the token to the treasury but not the exact amount; details.reason is underpaid or overpaid, details.receivedAtomic the amount sent"),
+    TransferWrongSender => ("transfer_wrong_sender", 409, FailedPrecondition, "the transfer did not come from the expected self-custodied payer address (exchange and pooled-wallet withdrawals are not supported)"),
+    TransferWrongToken => ("transfer_wrong_token", 409, FailedPrecondition, "the transfer to the treasury is of another token contract than the requested one"),
+    TransferNotFound => ("transfer_not_found", 409, FailedPrecondition, "the transaction carries no transfer to the payment request's treasury address"),
+    TransferAlreadyApplied => ("transfer_already_applied", 409, AlreadyExists, "the matching transfer log already pays another payment request; one log never pays two"),
+    PaymentRequestExpired => ("payment_request_expired", 409, FailedPrecondition, "the stablecoin payment request expired before the transfer; a late transfer is recorded for staff, never applied"),
+    PickupQuoteInvalid => ("pickup_quote_invalid", 400, InvalidArgument, "the pickup quote token was not issued for this order or was edited"),
+    PickupDateUnavailable => ("pickup_date_unavailable", 400, InvalidArgument, "the pickup date or window is not one the quote token offers (past, weekend, holiday or after the cut-off)"),
+    PickupQuoteExpired => ("pickup_quote_expired", 409, FailedPrecondition, "the pickup quote token has expired; read the pickup options again"),
+    OrderNotPaid => ("order_not_paid", 409, FailedPrecondition, "the operation needs the order to be paid first"),
+    PickupAlreadyRequested => ("pickup_already_requested", 409, FailedPrecondition, "the shipment already has a door pickup"),
     RateLimited => ("rate_limited", 429, ResourceExhausted, "too many requests; retry after Retry-After seconds"),
     CatalogUnavailable => ("catalog_unavailable", 503, Unavailable, "no catalog has been imported yet"),
     ServiceUnavailable => ("service_unavailable", 503, Unavailable, "a dependency is unavailable; retry with the same Idempotency-Key"),
     Overloaded => ("overloaded", 503, Unavailable, "the gateway has as many requests in flight as it takes; retry after Retry-After seconds"),
+    ChainUnavailable => ("chain_unavailable", 503, Unavailable, "the chain cannot be verified now: a provider is down or the two providers disagree (details.reason); nothing was recorded, retry later"),
     Timeout => ("timeout", 504, DeadlineExceeded, "the request took longer than the gateway's time limit; it may still complete: retry with the same Idempotency-Key"),
     Internal => ("internal_error", 500, Internal, "an unexpected error; it was logged with the request id"),
 }
@@ -253,6 +269,7 @@ mod tests {
                     | ErrorCode::ServiceUnavailable
                     | ErrorCode::CatalogUnavailable
                     | ErrorCode::Overloaded
+                    | ErrorCode::ChainUnavailable
                     | ErrorCode::Timeout
             );
             assert_eq!(code.http_status() >= 500, server_side, "{}", code.as_str());

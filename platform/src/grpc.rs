@@ -124,10 +124,15 @@ pub fn span_for_request<B>(request: &http::Request<B>) -> tracing::Span {
     span
 }
 
-/// A tonic router built on [`server_builder`] (its requests pass the input rules first).
-pub type MeshRouter = tonic::transport::server::Router<
-    tower::layer::util::Stack<crate::input::layer::InputLayer, tower::layer::util::Identity>,
+/// The layers of [`server_builder`]: metrics outermost, then the input rules.
+pub type MeshLayers = tower::layer::util::Stack<
+    crate::input::layer::InputLayer,
+    tower::layer::util::Stack<crate::metrics::layer::RpcMetricsLayer, tower::layer::util::Identity>,
 >;
+
+/// A tonic router built on [`server_builder`] (its requests are counted, then pass the input
+/// rules).
+pub type MeshRouter = tonic::transport::server::Router<MeshLayers>;
 
 /// Serves a tonic router on `listener` until `shutdown` fires, then drains in-flight calls.
 /// A loopback listener also takes the in-memory connections of channels of this process that
@@ -160,14 +165,14 @@ pub fn incoming(listener: TcpListener) -> tonic::transport::server::TcpIncoming 
     tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
-/// Returns a server builder with the mesh's defaults (trace span per request, timeouts, and
-/// the input rules of `platform::input` applied to every incoming message).
-pub fn server_builder() -> tonic::transport::Server<
-    tower::layer::util::Stack<crate::input::layer::InputLayer, tower::layer::util::Identity>,
-> {
+/// Returns a server builder with the mesh's defaults (trace span per request, timeouts, every
+/// call counted in `platform::metrics`, and the input rules of `platform::input` applied to
+/// every incoming message).
+pub fn server_builder() -> tonic::transport::Server<MeshLayers> {
     tonic::transport::Server::builder()
         .timeout(std::time::Duration::from_secs(30))
         .trace_fn(span_for_request)
+        .layer(crate::metrics::layer::RpcMetricsLayer)
         .layer(crate::input::layer::InputLayer)
 }
 

@@ -20,6 +20,7 @@ pub mod housekeeping;
 pub mod idempotency;
 pub mod input;
 pub mod mesh;
+pub mod metrics;
 pub mod money;
 pub mod outbox;
 pub mod pagination;

@@ -30,8 +30,25 @@ pub mod roles {
     pub const IDENTITY_ADMIN: &str = "identity.admin";
     /// Inspect deliveries, redeliver dead letters and replay events of any endpoint.
     pub const WEBHOOKS_ADMIN: &str = "webhooks.admin";
+    /// Record carrier scans and play the sandbox carrier's scan scripts.
+    pub const SHIPPING_ADMIN: &str = "shipping.admin";
+    /// Receive samples and start testing (orders-svc).
+    pub const LAB_TECHNICIAN: &str = "lab.technician";
+    /// Record and submit results (results-svc).
+    pub const LAB_ANALYST: &str = "lab.analyst";
+    /// Approve or send back results, publish, retract and amend COAs (results-svc).
+    pub const LAB_QA: &str = "lab.qa";
     /// Every role an operator can hold.
-    pub const ALL: [&str; 4] = [CATALOG_ADMIN, PAYMENTS_ADMIN, IDENTITY_ADMIN, WEBHOOKS_ADMIN];
+    pub const ALL: [&str; 8] = [
+        CATALOG_ADMIN,
+        PAYMENTS_ADMIN,
+        IDENTITY_ADMIN,
+        WEBHOOKS_ADMIN,
+        SHIPPING_ADMIN,
+        LAB_TECHNICIAN,
+        LAB_ANALYST,
+        LAB_QA,
+    ];
 }
 
 /// An authenticated caller.

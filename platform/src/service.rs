@@ -102,6 +102,9 @@ impl ServiceBase {
         let redis = crate::db::redis_client(&self.common.redis_url)?;
         let (reporter, health) = tonic_health::server::health_reporter();
         let mut tasks = workers;
+        // Reported while this service serves (dropped with it).
+        let _metrics =
+            crate::metrics::streams::watch_service(identity.name, identity.schema, self.pool.clone());
         tasks.push(crate::health::spawn_health_probe(
             reporter,
             grpc_services,

@@ -80,8 +80,12 @@ pub const GROUP_ORDERS: &str = "orders-svc";
 pub const GROUP_PAYMENTS: &str = "payments-svc";
 /// Consumer group of catalog-svc.
 pub const GROUP_CATALOG: &str = "catalog-svc";
+/// Consumer group of shipping-svc.
+pub const GROUP_SHIPPING: &str = "shipping-svc";
 /// Consumer group of webhooks-svc.
 pub const GROUP_WEBHOOKS: &str = "webhooks-svc";
+/// Consumer group of results-svc.
+pub const GROUP_RESULTS: &str = "results-svc";
 
 /// Default cap of a domain stream, in entries. An entry is about 1 KB in Redis, so the cap is
 /// about 1 GB per stream; housekeeping keeps streams far below it in normal operation (it trims

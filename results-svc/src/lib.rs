@@ -1,20 +1,38 @@
-//! results-svc: QA-published COAs, structured results and instrument data.
+//! results-svc: the lab workflow of certificates of analysis (COAs), QA-published COAs with
+//! their per-analyte results, the Ed25519 content signature, and the public verification.
 //!
-//! Today a shell that owns its schema, migrates, relays its (empty) outbox and reports healthy;
-//! the COA and instrument-data use cases arrive with their issue.
+//! It serves `lab.results.v1.ResultsService` to labctl (staff steps), the gateway (customer reads,
+//! public verification), relays its outbox (`coa.published`, `coa.retracted`) to the results
+//! stream, and consumes the orders stream (samples, start of testing) and the payments stream
+//! (payment releases held COAs) as group `results-svc`.
 
 #![forbid(unsafe_code)]
 
+pub mod consumer;
+pub mod convert;
+pub mod document;
+pub mod domain;
+pub mod events;
+pub mod grpc;
+pub mod repo;
+pub mod service;
+
+use domain::signing::CoaSigner;
 use platform::config::CommonSettings;
+use platform::consumer::{ConsumerSettings, StreamConsumer};
 use platform::outbox::Outbox;
 use platform::service::{ServiceBase, ServiceIdentity};
+use proto::results::results_service_server::{ResultsServiceServer, SERVICE_NAME as GRPC_SERVICE};
+use secrecy::SecretString;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Schema owned by this service.
 pub const SCHEMA: &str = "results";
 /// Service name in events, logs and traces.
-pub const SERVICE_NAME: &str = "results-svc";
+pub const SERVICE_NAME: &str = platform::mesh::RESULTS_SVC;
 /// Name, schema and stream of this service.
 pub const IDENTITY: ServiceIdentity = ServiceIdentity {
     name: SERVICE_NAME,
@@ -30,6 +48,14 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub common: CommonSettings,
+    /// Private Ed25519 JWK that signs COA contents (`RESULTS_COA_SIGNING_KEY`, or `@path`);
+    /// required outside development mode.
+    pub coa_signing_key: Option<SecretString>,
+    /// How long one blocking read of the consumer waits.
+    pub consumer_block: Duration,
+    /// Letterhead and public base URL printed on COA documents (`RESULTS_LAB_NAME`,
+    /// `RESULTS_LAB_ADDRESS`, `RESULTS_LAB_ACCREDITATION`, `RESULTS_PUBLIC_BASE_URL`).
+    pub letterhead: document::Letterhead,
 }
 
 impl Settings {
@@ -37,20 +63,64 @@ impl Settings {
     pub fn from_env() -> anyhow::Result<Self> {
         Ok(Self {
             common: CommonSettings::from_env("RESULTS", "127.0.0.1:50055")?,
+            coa_signing_key: platform::config::file_or_value("RESULTS", "COA_SIGNING_KEY")?
+                .map(SecretString::from),
+            consumer_block: Duration::from_secs(2),
+            letterhead: letterhead_from_env(),
         })
+    }
+
+    /// Settings for tests and labd around `common`.
+    pub fn local(common: CommonSettings) -> Self {
+        Self {
+            common,
+            coa_signing_key: None,
+            consumer_block: Duration::from_secs(2),
+            letterhead: document::Letterhead::default(),
+        }
+    }
+
+    /// The COA signer: the configured key, or the development key in development mode.
+    pub fn signer(&self) -> anyhow::Result<CoaSigner> {
+        match &self.coa_signing_key {
+            Some(key) => CoaSigner::from_jwk(key),
+            None if self.common.dev_mode => Ok(CoaSigner::development()),
+            None => anyhow::bail!(
+                "RESULTS_COA_SIGNING_KEY is not set (a private Ed25519 JWK, `labctl tokens generate-key --issuer results-svc`)"
+            ),
+        }
+    }
+}
+
+fn letterhead_from_env() -> document::Letterhead {
+    let default = document::Letterhead::default();
+    let read = |name: &str, default: String| {
+        platform::config::env_var(&format!("RESULTS_{name}")).unwrap_or(default)
+    };
+    document::Letterhead {
+        lab_name: read("LAB_NAME", default.lab_name),
+        address: read("LAB_ADDRESS", default.address),
+        accreditation: read("LAB_ACCREDITATION", default.accreditation),
+        public_base_url: read("PUBLIC_BASE_URL", default.public_base_url),
     }
 }
 
 /// A built service: migrated database, bound listener.
 pub struct Application {
+    settings: Settings,
+    signer: CoaSigner,
     base: ServiceBase,
 }
 
 impl Application {
     /// Connects and migrates the database and binds the gRPC listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        let signer = settings.signer()?;
+        let base = ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?;
         Ok(Self {
-            base: ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?,
+            settings,
+            signer,
+            base,
         })
     }
 
@@ -59,8 +129,36 @@ impl Application {
         self.base.local_addr()
     }
 
-    /// Serves health, relays the outbox and prunes until `shutdown` fires, then drains.
+    /// Serves until `shutdown` fires, then drains.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
-        self.base.serve(vec![], vec![], |router| router, shutdown).await
+        let base = self.base;
+        let results = Arc::new(service::ResultsService::new(
+            base.pool.clone(),
+            self.signer,
+            self.settings.letterhead.clone(),
+        ));
+        let consumer_settings = ConsumerSettings::new(
+            platform::streams::GROUP_RESULTS,
+            vec![
+                base.stream(platform::streams::ORDERS),
+                base.stream(platform::streams::PAYMENTS),
+            ],
+        )
+        .with_timing(Duration::from_secs(30), self.settings.consumer_block);
+        let handler = Arc::new(consumer::NewsHandler::new(results.clone()));
+        let consumer = tokio::spawn(
+            StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
+        );
+        let api = base.guarded(
+            ResultsServiceServer::new(grpc::ResultsGrpc::new(results)),
+            grpc::ACCESS,
+        );
+        base.serve(
+            vec![GRPC_SERVICE],
+            vec![consumer],
+            |router| router.add_service(api),
+            shutdown,
+        )
+        .await
     }
 }

@@ -7,9 +7,10 @@ async fn main() -> anyhow::Result<()> {
     let _telemetry = platform::telemetry::init(SERVICE_NAME);
     let settings = Settings::from_env()?;
     let application = Application::build(settings).await?;
-    let outcome = application
-        .run_until_stopped(platform::shutdown::signal_token())
-        .await;
+    let shutdown = platform::shutdown::signal_token();
+    // Prometheus metrics on the internal port (docs/operations.md, "Metrics").
+    platform::metrics::MetricsEndpoint::start_from_env("RESULTS", "127.0.0.1:51055", &shutdown).await?;
+    let outcome = application.run_until_stopped(shutdown).await;
     if let Err(error) = &outcome {
         tracing::error!(%error, "{SERVICE_NAME} stopped with an error");
     } else {

@@ -1,14 +1,39 @@
 //! shipping-svc: prepaid inbound labels, tracking and door pickups.
 //!
-//! Today a shell that owns its schema, migrates, relays its (empty) outbox and reports healthy;
-//! the label and tracking use cases arrive with their issue.
+//! Owns the schema `shipping`; buys each order's label once (ship-first on the card and bank
+//! rails, after settlement on the stablecoin rail) from a carrier behind one interface (the
+//! built-in sandbox or EasyPost), renders the 4×6 in label PDF, records carrier scans, emails
+//! the label when a bank invoice is paid, and books paid door pickups. Emits
+//! `shipment.label_created` and `shipment.updated` through its outbox to the stream
+//! `<prefix>:events:shipping`; reads the orders and payments streams in the consumer group
+//! `shipping-svc`. Design and settings: `docs/shipping.md`, `shipping-svc/README.md`.
 
 #![forbid(unsafe_code)]
 
-use platform::config::CommonSettings;
+pub mod carrier;
+pub mod config;
+pub mod consumer;
+pub mod convert;
+pub mod domain;
+pub mod events;
+pub mod grpc;
+pub mod label;
+pub mod mail;
+pub mod repo;
+pub mod service;
+
+pub use config::Settings;
+
+use carrier::CarrierAdapter;
+use config::CarrierSettings;
+use platform::consumer::{ConsumerSettings, StreamConsumer};
 use platform::outbox::Outbox;
 use platform::service::{ServiceBase, ServiceIdentity};
+use proto::shipping::shipping_service_server::{SERVICE_NAME as GRPC_SERVICE_NAME, ShippingServiceServer};
+use secrecy::ExposeSecret;
+use sqlx::PgPool;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// Schema owned by this service.
@@ -26,31 +51,46 @@ pub const OUTBOX: Outbox = IDENTITY.outbox();
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 
-/// Settings of shipping-svc.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    pub common: CommonSettings,
-}
-
-impl Settings {
-    /// Reads settings from `SHIPPING_*` and the common environment variables.
-    pub fn from_env() -> anyhow::Result<Self> {
-        Ok(Self {
-            common: CommonSettings::from_env("SHIPPING", "127.0.0.1:50054")?,
-        })
-    }
-}
-
-/// A built service: migrated database, bound listener.
+/// A built service: migrated database, bound listener, use cases ready.
 pub struct Application {
+    settings: Settings,
     base: ServiceBase,
+    service: service::ShippingService,
 }
 
 impl Application {
-    /// Connects and migrates the database and binds the gRPC listener.
+    /// Connects and migrates the database, binds the gRPC listener and prepares the carrier,
+    /// the mailer and the peers; refuses a missing or development signing key outside
+    /// development mode.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        let base = ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?;
+        // shipping-svc calls catalog-svc and the identity API: without its key it cannot start.
+        let tokens = base.token_issuer()?;
+        let signing_key = platform::config::refuse_development_secret(
+            settings.common.dev_mode,
+            "SHIPPING_SIGNING_KEY",
+            settings.signing_key.as_ref(),
+            config::DEVELOPMENT_SIGNING_KEY,
+        )?;
+        let carrier = match &settings.carrier {
+            CarrierSettings::Sandbox => CarrierAdapter::Sandbox(carrier::sandbox::SandboxCarrier),
+            CarrierSettings::EasyPost(easypost) => {
+                CarrierAdapter::EasyPost(carrier::easypost::EasyPostCarrier::new(easypost.clone())?)
+            }
+        };
+        let mailer = mail::Mailer::new(&settings.mail_from, &settings.mail)?;
+        let service = service::ShippingService::new(
+            base.pool.clone(),
+            &settings,
+            carrier,
+            tokens,
+            signing_key.expose_secret().as_bytes().to_vec(),
+            mailer,
+        )?;
         Ok(Self {
-            base: ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?,
+            settings,
+            base,
+            service,
         })
     }
 
@@ -59,8 +99,45 @@ impl Application {
         self.base.local_addr()
     }
 
-    /// Serves health, relays the outbox and prunes until `shutdown` fires, then drains.
+    /// The database pool (tests inspect the schema through it).
+    pub fn pool(&self) -> &PgPool {
+        &self.base.pool
+    }
+
+    /// Points the identity client at `address` (labd starts the gateway after this service).
+    pub fn with_identity_addr(mut self, address: &str) -> anyhow::Result<Self> {
+        self.settings.identity_addr = address.to_owned();
+        self.service = self.service.with_identity_addr(address)?;
+        Ok(self)
+    }
+
+    /// Serves the API, relays the outbox and consumes the orders and payments streams until
+    /// `shutdown` fires, then drains.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
-        self.base.serve(vec![], vec![], |router| router, shutdown).await
+        let base = self.base;
+        let timing = self.settings.consumer;
+        let consumer_settings = ConsumerSettings::new(
+            platform::streams::GROUP_SHIPPING,
+            vec![
+                base.stream(platform::streams::ORDERS),
+                base.stream(platform::streams::PAYMENTS),
+            ],
+        )
+        .with_timing(timing.reclaim_idle, timing.block);
+        let handler = Arc::new(consumer::ShippingEventsHandler::new(self.service.clone()));
+        let consumer = tokio::spawn(
+            StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
+        );
+        let api = base.guarded(
+            ShippingServiceServer::new(grpc::ShippingGrpc::new(self.service)),
+            grpc::ACCESS,
+        );
+        base.serve(
+            vec![GRPC_SERVICE_NAME],
+            vec![consumer],
+            |router| router.add_service(api),
+            shutdown,
+        )
+        .await
     }
 }

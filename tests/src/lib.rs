@@ -2,6 +2,9 @@
 //! database and its own Redis stream prefix, the real catalog imported with labctl, and helpers
 //! to create customers and keys and to call the REST API as an agent would.
 
+pub mod easypost;
+pub mod smtp;
+
 use clap::Parser;
 use labd::{Mesh, MeshSettings};
 use serde_json::Value;
@@ -65,8 +68,13 @@ impl Sandbox {
         use platform::tokens::SigningKey;
         let (gateway_key, gateway_private) = SigningKey::generate("gateway-test-1");
         let (orders_key, orders_private) = SigningKey::generate("orders-svc-test-1");
+        let (shipping_key, shipping_private) = SigningKey::generate("shipping-svc-test-1");
         let trusted = serde_json::json!({
-            "keys": [gateway_key.public_jwk("gateway"), orders_key.public_jwk("orders-svc")]
+            "keys": [
+                gateway_key.public_jwk("gateway"),
+                orders_key.public_jwk("orders-svc"),
+                shipping_key.public_jwk("shipping-svc")
+            ]
         })
         .to_string();
         let sealing: [u8; 32] = rand::random();
@@ -90,6 +98,11 @@ impl Sandbox {
                 }
                 settings.gateway.common.token_signing_key = Some(gateway_private);
                 settings.orders.common.token_signing_key = Some(orders_private);
+                settings.shipping.common.token_signing_key = Some(shipping_private);
+                settings.shipping.signing_key =
+                    Some("a-shipping-signing-key-of-this-test-deployment".to_owned().into());
+                let (_, coa_private) = SigningKey::generate("coa-test-1");
+                settings.results.coa_signing_key = Some(coa_private);
                 settings.gateway.api_key_pepper = "a-pepper-of-this-test-deployment".to_owned().into();
                 settings.webhooks.secret_keys =
                     webhooks_svc::keyring::Keyring::parse(&keyring).expect("a keyring");
@@ -250,6 +263,60 @@ impl Sandbox {
     pub async fn post(&self, key: &str, path: &str, body: &Value, headers: &[(&str, &str)]) -> Answer {
         self.call(reqwest::Method::POST, path, Some(key), Some(body), headers)
             .await
+    }
+
+    /// The MCP endpoint (`{site_url}/api/mcp`).
+    pub fn mcp_url(&self) -> String {
+        format!("{}/api/mcp", self.base_url)
+    }
+
+    /// POSTs raw bytes to the MCP endpoint as `key` (None: no Authorization header) with
+    /// `Content-Type: application/json` unless `headers` name another one.
+    pub async fn mcp_raw(&self, key: Option<&str>, body: &[u8], headers: &[(&str, &str)]) -> Answer {
+        let mut request = self.http.post(self.mcp_url()).body(body.to_vec());
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+        {
+            request = request.header("content-type", "application/json");
+        }
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().await.expect("the gateway answers");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let bytes = response.bytes().await.unwrap_or_default();
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Answer {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// Sends one JSON-RPC message to the MCP endpoint as `key`, with the protocol-version
+    /// header a client sends after `initialize`.
+    pub async fn mcp(&self, key: &str, message: &Value) -> Answer {
+        let body = serde_json::to_vec(message).unwrap();
+        self.mcp_raw(Some(key), &body, &[("mcp-protocol-version", "2025-11-25")])
+            .await
+    }
+
+    /// Calls an MCP tool as `key` and returns the JSON-RPC answer's body (`result` or `error`).
+    pub async fn call_tool(&self, key: &str, name: &str, arguments: Value) -> Value {
+        let message = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": { "name": name, "arguments": arguments },
+        });
+        let answer = self.mcp(key, &message).await;
+        assert_eq!(answer.status, 200, "{name}: {:?}", answer.body);
+        answer.body
     }
 
     /// Stops the mesh.

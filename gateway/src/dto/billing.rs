@@ -16,7 +16,7 @@ use uuid::Uuid;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct InvoicesQuery {
-    /// Only invoices in this status (`open`, `paid`, `void`).
+    /// Only invoices in this status (`open`, `overdue`, `paid`, `void`).
     pub status: Option<String>,
     /// Only the invoices of this order.
     pub order_id: Option<Uuid>,
@@ -48,7 +48,7 @@ pub struct Invoice {
     pub invoice_number: String,
     pub order_id: String,
     pub order_number: String,
-    /// `open`, `paid` or `void`.
+    /// `open`, `overdue` (bank rail, past its due date), `paid` or `void`.
     pub status: String,
     /// Status before the last change, or `null`.
     pub previous_status: Option<String>,
@@ -65,6 +65,35 @@ pub struct Invoice {
     #[serde(serialize_with = "rfc3339_opt")]
     pub paid_at: Option<DateTime<Utc>>,
     pub bank_instructions: Option<BankInstructions>,
+    /// Card rail: the current hosted checkout session, else `null`.
+    pub checkout: Option<Checkout>,
+}
+
+/// A hosted card checkout session: single use, locked to `amountCents`, expiring at `expiresAt`.
+/// Card details are typed on the hosted page only, never sent to this API.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkout {
+    /// `{site_url}/pay/cs_…`: where the account owner pays.
+    pub hosted_url: String,
+    /// `open`, `completed` or `expired`.
+    pub status: String,
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub expires_at: Option<DateTime<Utc>>,
+    pub amount_cents: i64,
+    pub currency: String,
+}
+
+impl From<pb::CheckoutSession> for Checkout {
+    fn from(session: pb::CheckoutSession) -> Self {
+        Self {
+            expires_at: optional_time(session.expires_at.as_ref()),
+            hosted_url: session.hosted_url,
+            status: session.status,
+            amount_cents: session.amount_cents,
+            currency: session.currency,
+        }
+    }
 }
 
 single_envelope!(InvoiceEnvelope, InvoiceData, invoice: Invoice);
@@ -98,6 +127,125 @@ impl TryFrom<pb::Invoice> for Invoice {
                 swift: bank.swift,
                 reference: bank.reference,
             }),
+            checkout: invoice.checkout.map(Checkout::from),
+        })
+    }
+}
+
+/// The calling key's spend envelope: its caps (per order, per UTC day, per UTC month) and what
+/// remains of them now. A cap that is `null` is not set.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SpendEnvelope {
+    pub key_id: String,
+    /// False when the lab never set an envelope for this key: `withoutEnvelope` then says
+    /// whether the key may commit spend at all (`refuse`) or without limit (`allow`).
+    pub configured: bool,
+    pub per_order_cap_cents: Option<i64>,
+    pub daily_cap_cents: Option<i64>,
+    pub monthly_cap_cents: Option<i64>,
+    /// Committed (and not released) since 00:00 UTC today.
+    pub spent_today_cents: i64,
+    /// Committed (and not released) since the first of this month, 00:00 UTC.
+    pub spent_this_month_cents: i64,
+    /// `null`: no daily cap.
+    pub remaining_today_cents: Option<i64>,
+    /// `null`: no monthly cap.
+    pub remaining_this_month_cents: Option<i64>,
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub day_resets_at: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub month_resets_at: Option<DateTime<Utc>>,
+    /// `refuse` or `allow`: what this deployment lets a key without an envelope commit.
+    pub without_envelope: String,
+}
+
+single_envelope!(SpendEnvelopeEnvelope, SpendEnvelopeData, envelope: SpendEnvelope);
+
+impl From<pb::SpendEnvelope> for SpendEnvelope {
+    fn from(envelope: pb::SpendEnvelope) -> Self {
+        Self {
+            day_resets_at: optional_time(envelope.day_resets_at.as_ref()),
+            month_resets_at: optional_time(envelope.month_resets_at.as_ref()),
+            key_id: envelope.key_id,
+            configured: envelope.configured,
+            per_order_cap_cents: envelope.per_order_cap_cents,
+            daily_cap_cents: envelope.daily_cap_cents,
+            monthly_cap_cents: envelope.monthly_cap_cents,
+            spent_today_cents: envelope.spent_today_cents,
+            spent_this_month_cents: envelope.spent_this_month_cents,
+            remaining_today_cents: envelope.remaining_today_cents,
+            remaining_this_month_cents: envelope.remaining_this_month_cents,
+            without_envelope: envelope.without_envelope,
+        }
+    }
+}
+
+/// Body of `POST /payments/prepare`.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PreparePaymentRequest {
+    /// The order to pay: its UUID, its order number (`ORD-…`) or its invoice number (`INV-…`).
+    #[schema(example = "ORD-2026-000042")]
+    pub order_reference: String,
+}
+
+/// How to pay an order now.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PreparedPayment {
+    /// `awaiting_payment`, `paid` or `void`.
+    pub state: String,
+    pub order_id: String,
+    pub order_number: String,
+    pub payment_method: String,
+    pub amount_due_cents: i64,
+    pub currency: String,
+    /// Card rail while unpaid: the checkout link to use now (a fresh one when the previous
+    /// one expired), else `null`.
+    pub checkout: Option<Checkout>,
+    /// Bank rail: remittance instructions, else `null`.
+    pub bank_instructions: Option<BankInstructions>,
+    /// The order's invoice as it stands.
+    pub invoice: Invoice,
+}
+
+single_envelope!(PreparedPaymentEnvelope, PreparedPaymentData, payment: PreparedPayment);
+
+impl PreparedPayment {
+    /// Builds the answer from payments-svc's state and invoice.
+    pub fn from_proto(state: String, invoice: pb::Invoice) -> Result<Self, ApiError> {
+        let invoice = Invoice::try_from(invoice)?;
+        let unpaid = state == "awaiting_payment";
+        Ok(Self {
+            state,
+            order_id: invoice.order_id.clone(),
+            order_number: invoice.order_number.clone(),
+            payment_method: invoice.payment_method.clone(),
+            amount_due_cents: invoice.amount_due_cents,
+            currency: invoice.currency.clone(),
+            checkout: invoice
+                .checkout
+                .as_ref()
+                .filter(|_| unpaid)
+                .map(|checkout| Checkout {
+                    hosted_url: checkout.hosted_url.clone(),
+                    status: checkout.status.clone(),
+                    expires_at: checkout.expires_at,
+                    amount_cents: checkout.amount_cents,
+                    currency: checkout.currency.clone(),
+                }),
+            bank_instructions: invoice.bank_instructions.as_ref().filter(|_| unpaid).map(|bank| {
+                BankInstructions {
+                    beneficiary: bank.beneficiary.clone(),
+                    bank_name: bank.bank_name.clone(),
+                    account_number: bank.account_number.clone(),
+                    routing_number: bank.routing_number.clone(),
+                    swift: bank.swift.clone(),
+                    reference: bank.reference.clone(),
+                }
+            }),
+            invoice,
         })
     }
 }

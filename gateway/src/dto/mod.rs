@@ -10,6 +10,9 @@
 pub mod billing;
 pub mod catalog;
 pub mod common;
+pub mod lab;
 pub mod orders;
 pub mod quotes;
+pub mod results;
+pub mod shipping;
 pub mod webhooks;

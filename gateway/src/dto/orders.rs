@@ -133,6 +133,11 @@ pub struct Order {
     pub currency: String,
     /// Payment block (invoice as last known); `null` until an invoice exists.
     pub payment: Option<OrderPayment>,
+    /// Shipping block: the prepaid inbound label, tracking, ship-to address and packing steps
+    /// (as `GET /shipments/{reference}/label`); `null` until the label exists (moments after
+    /// the order is placed on the card and bank rails, after settlement on the stablecoin
+    /// rail) and in listings.
+    pub shipping: Option<super::shipping::Label>,
     pub publish_raw_data: bool,
     pub client_reference: Option<String>,
     pub notes: Option<String>,
@@ -143,6 +148,27 @@ pub struct Order {
     pub created_at: DateTime<Utc>,
     #[serde(serialize_with = "rfc3339")]
     pub updated_at: DateTime<Utc>,
+    /// Payment state apart from the physical progress: `unpaid` or `paid`. Card and bank orders
+    /// are ship-first: their samples may be received and tested before payment, which gates only
+    /// the release of COAs.
+    pub payment_state: String,
+    /// Accession numbers of the received samples (each also finds this order).
+    pub accession_numbers: Vec<String>,
+    /// The order's related resources, as paths relative to `/api/v1/agent`.
+    pub related: OrderRelated,
+}
+
+/// Paths of an order's related resources.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderRelated {
+    pub samples: String,
+    pub custody: String,
+    pub eta: String,
+    /// Published COAs of the order.
+    pub results: String,
+    /// The invoice; `null` until one exists.
+    pub invoice: Option<String>,
 }
 
 single_envelope!(OrderEnvelope, OrderData, order: Order);
@@ -160,7 +186,20 @@ impl TryFrom<pb::Order> for Order {
                 .into_iter()
                 .map(StatusChange::try_from)
                 .collect::<Result<_, _>>()?,
+            related: OrderRelated {
+                samples: format!("/orders/{}/samples", order.id),
+                custody: format!("/orders/{}/custody", order.id),
+                eta: format!("/orders/{}/eta", order.id),
+                results: format!("/results?orderId={}", order.id),
+                invoice: order
+                    .payment
+                    .as_ref()
+                    .map(|payment| format!("/invoices/{}", payment.invoice_number)),
+            },
+            payment_state: order.payment_state,
+            accession_numbers: order.accession_numbers,
             payment: order.payment.map(OrderPayment::from),
+            shipping: None,
             id: order.id,
             order_number: order.order_number,
             quote_id: order.quote_id,
@@ -266,12 +305,21 @@ pub struct OrderPayment {
     pub due_at: Option<DateTime<Utc>>,
     /// Bank transfer instructions (bank rail), else `null`.
     pub bank_instructions: Option<BankInstructions>,
+    /// Card rail: the hosted checkout link issued with the order (single use, locked to the
+    /// amount, expiring with the quote), else `null`. `POST /payments/prepare` mints a fresh one
+    /// after expiry; this field keeps the link issued at order time.
+    pub hosted_url: Option<String>,
+    /// When `hostedUrl` expires, else `null`.
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub checkout_expires_at: Option<DateTime<Utc>>,
 }
 
 impl From<pb::OrderPayment> for OrderPayment {
     fn from(payment: pb::OrderPayment) -> Self {
         Self {
             due_at: optional_time(payment.due_at.as_ref()),
+            checkout_expires_at: optional_time(payment.checkout_expires_at.as_ref()),
+            hosted_url: payment.hosted_url,
             invoice_id: payment.invoice_id,
             invoice_number: payment.invoice_number,
             status: payment.status,

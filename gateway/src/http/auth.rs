@@ -3,8 +3,8 @@
 //!
 //! 1. the client address (peer, or `X-Forwarded-For` from a trusted proxy) takes a token of its
 //!    `per-address` limit (429);
-//! 2. public addresses pass: `/api/ready`, `/api/v1/openapi.json` and the operations the scope
-//!    table marks public (`/verify`);
+//! 2. public addresses pass: `/api/ready`, `/api/v1/openapi.json`, the hosted pay page
+//!    (`/pay/…`), processor webhooks and the operations the scope table marks public (`/verify`);
 //! 3. everything else needs a valid key, whether or not the path exists — so an anonymous caller
 //!    cannot map the API (401 `unauthenticated` with `WWW-Authenticate`); a key-store lookup is
 //!    charged to the address's `key-lookups` budget (429 before the store is asked);
@@ -34,8 +34,25 @@ use std::sync::Arc;
 
 /// Path prefix of the agent REST area.
 pub const AGENT_PREFIX: &str = "/api/v1/agent";
-/// Routes outside the agent area that need no key.
-pub const PUBLIC_PATHS: &[&str] = &["/api/ready", "/api/v1/openapi.json"];
+/// Routes outside the agent area that need no key: readiness, the OpenAPI document, the COA
+/// signing key and COA documents (their signed link authorizes), the site's hosted checkout (its
+/// session id is the capability), and the signed label download, the carrier's webhook and the
+/// processors' webhooks (their signatures are the authentication).
+pub const PUBLIC_PATHS: &[&str] = &[
+    "/api/ready",
+    "/api/v1/openapi.json",
+    COA_SIGNING_KEY_PATH,
+    crate::http::shipping::LABEL_FILE_PATH,
+    crate::http::shipping::CARRIER_WEBHOOK_PATH,
+    COA_DOCUMENT_PATH,
+    crate::http::pay::PAY_PAGE,
+    crate::http::pay::PAY_CONFIRM,
+    crate::http::pay::PROCESSOR_WEBHOOK,
+];
+/// Where a COA's PDF is downloaded through the signed link of its result (the link authorizes).
+pub const COA_DOCUMENT_PATH: &str = "/api/v1/documents/coa/{coa_id}";
+/// Where the public key that signs COA contents is published (a JWK set).
+pub const COA_SIGNING_KEY_PATH: &str = "/.well-known/coa-signing-key.json";
 
 /// The limits of the front door.
 pub struct FrontDoor {
@@ -175,6 +192,14 @@ fn target(method: &Method, matched: Option<&str>, path: &str) -> Target {
     };
     if PUBLIC_PATHS.contains(&template) {
         return Target::Public;
+    }
+    if template == crate::mcp::PATH {
+        // POST needs a key (the tools check their scopes); other methods are 405 for anyone.
+        return if method == Method::POST {
+            Target::Operation(&[])
+        } else {
+            Target::Public
+        };
     }
     let Some(relative) = template.strip_prefix(AGENT_PREFIX) else {
         return Target::Unknown;

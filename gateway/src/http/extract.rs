@@ -97,6 +97,32 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     Ok(value)
 }
 
+/// Deserializes an already parsed JSON value (MCP tool arguments) like [`parse_json`]: the same
+/// `invalid_body` error naming the path of the first problem.
+pub fn from_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        let reason = strip_location(&error.into_inner().to_string());
+        invalid_body(&field_path(&path, &reason), &reason)
+    })
+}
+
+/// Deserializes query parameters given as a JSON object (MCP tool arguments): 400
+/// `invalid_request` naming `details.field`, as a flawed query string is.
+pub fn query_from_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        let reason = error.into_inner().to_string();
+        let field = field_path(&path, &reason);
+        ApiError::field(
+            ErrorCode::InvalidRequest,
+            &field,
+            format!("invalid query parameter {field}: {reason}"),
+        )
+        .with_details(serde_json::json!({ "reason": reason }))
+    })
+}
+
 /// `invalid_body` with `details { path, reason }`.
 fn invalid_body(path: &str, reason: &str) -> ApiError {
     let message = if path.is_empty() {

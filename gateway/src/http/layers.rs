@@ -2,7 +2,8 @@
 //! token of at most 128 characters, else a new UUID, echoed on every response), a trace span
 //! per request that continues an incoming W3C `traceparent`, a panic catcher, the concurrency
 //! limit (beyond it 503 `overloaded` at once, never a queue) and the request time limit (504
-//! `timeout`), both in the error envelope.
+//! `timeout`), both in the error envelope; and the HTTP metrics of every answer
+//! (`platform::metrics`: `http_server_requests_total`, `http_server_request_duration_seconds`).
 
 use crate::http::error::ErrorResponse;
 use axum::extract::{Request, State};
@@ -79,6 +80,50 @@ pub async fn allow_only_on_405(mut response: Response) -> Response {
     if response.status() != http::StatusCode::METHOD_NOT_ALLOWED {
         response.headers_mut().remove(http::header::ALLOW);
     }
+    response
+}
+
+/// The label of a route or method outside the known set (a 404, an unusual method), so that
+/// callers cannot grow the label set.
+const OTHER: &str = "_OTHER";
+
+/// Records the answer's status and duration under the request's route template (the matched
+/// path, never the concrete path with its ids) and method.
+pub async fn record_metrics(request: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or(OTHER, axum::extract::MatchedPath::as_str)
+        .to_owned();
+    let method = match *request.method() {
+        http::Method::GET => "GET",
+        http::Method::POST => "POST",
+        http::Method::PUT => "PUT",
+        http::Method::PATCH => "PATCH",
+        http::Method::DELETE => "DELETE",
+        http::Method::HEAD => "HEAD",
+        http::Method::OPTIONS => "OPTIONS",
+        _ => OTHER,
+    };
+    let response = next.run(request).await;
+    let metrics = platform::metrics::metrics();
+    let operation = platform::metrics::HttpRouteLabels {
+        http_request_method: method.to_owned(),
+        http_route: route,
+    };
+    metrics
+        .http_server_duration
+        .get_or_create(&operation)
+        .observe(started.elapsed().as_secs_f64());
+    metrics
+        .http_server_requests
+        .get_or_create(&platform::metrics::HttpLabels {
+            http_request_method: operation.http_request_method,
+            http_route: operation.http_route,
+            http_response_status_code: response.status().as_u16(),
+        })
+        .inc();
     response
 }
 

@@ -1,7 +1,8 @@
 //! The REST application: routes grouped per domain and merged here, the front door (limits and
 //! authentication, [`auth`]) around every route and the 404 / 405 fallbacks, the input guard
 //! (`platform::input`'s character rules) on the agent routes inside it, the request-id, trace,
-//! concurrency-limit and time-limit layers around everything, readiness and the OpenAPI document.
+//! concurrency-limit and time-limit layers around everything, readiness, the OpenAPI document and
+//! the MCP endpoint's route (`crate::mcp`, behind the same front door).
 
 pub mod auth;
 pub mod billing;
@@ -12,8 +13,13 @@ pub mod input;
 pub mod layers;
 pub mod openapi;
 pub mod orders;
+pub mod pay;
+pub mod pay_html;
+pub mod payments;
 pub mod rate_limit;
 pub mod ready;
+pub mod results;
+pub mod shipping;
 pub mod webhooks;
 
 use crate::authenticator::Authenticator;
@@ -23,7 +29,7 @@ use axum::error_handling::HandleErrorLayer;
 use axum::extract::Request;
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{Route, get};
+use axum::routing::{Route, get, post};
 use axum::{Json, Router};
 use http::{HeaderValue, StatusCode};
 use platform::tokens::TokenIssuer;
@@ -52,6 +58,8 @@ pub struct AppState {
     pub request_timeout: Duration,
     /// Requests in flight at once (503 `overloaded` beyond).
     pub max_concurrent_requests: usize,
+    /// Where the MCP endpoint may be called from.
+    pub mcp: Arc<crate::mcp::McpSettings>,
 }
 
 /// Response header set when the answer is the stored result of an earlier identical request.
@@ -76,10 +84,24 @@ pub fn agent_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(catalog::create_quote))
         .routes(routes!(orders::list_orders, orders::create_order))
         .routes(routes!(orders::get_order))
+        .routes(routes!(results::list_samples))
+        .routes(routes!(results::get_custody))
+        .routes(routes!(results::get_eta))
+        .routes(routes!(results::list_results))
+        .routes(routes!(results::get_result))
+        .routes(routes!(results::list_analytes))
+        .routes(routes!(results::verify_get, results::verify_post))
+        .routes(routes!(results::verify_batch_get, results::verify_batch_post))
         .routes(routes!(billing::list_invoices))
         .routes(routes!(billing::get_invoice))
         .routes(routes!(billing::list_payments))
         .routes(routes!(billing::get_payment))
+        .routes(routes!(shipping::list_shipments))
+        .routes(routes!(shipping::get_shipment))
+        .routes(routes!(shipping::get_label))
+        .routes(routes!(shipping::pickup_options, shipping::request_pickup))
+        .routes(routes!(payments::prepare_payment))
+        .routes(routes!(payments::spend_envelope))
         .routes(routes!(webhooks::list_endpoints, webhooks::create_endpoint))
         .routes(routes!(webhooks::delete_endpoint))
         .routes(routes!(webhooks::rotate_secret))
@@ -137,6 +159,7 @@ fn assemble(state: AppState, front_door: FrontDoorLayer) -> Router {
                 // Internal errors are logged with their cause where they arise; a 503 is a warning.
                 .on_failure(DefaultOnFailure::new().level(tracing::Level::WARN)),
         )
+        .layer(axum::middleware::from_fn(layers::record_metrics))
         .layer(CatchPanicLayer::custom(error::panic_response))
         .layer(HandleErrorLayer::new(layers::overloaded))
         .layer(LoadShedLayer::new())
@@ -145,7 +168,21 @@ fn assemble(state: AppState, front_door: FrontDoorLayer) -> Router {
     let routed = Router::new()
         .nest(auth::AGENT_PREFIX, agent)
         .route("/api/ready", get(ready::ready))
+        .route(crate::mcp::PATH, post(crate::mcp::endpoint))
+        .route(pay::PAY_PAGE, get(pay::show).post(pay::pay))
+        .route(pay::PAY_CONFIRM, axum::routing::post(pay::confirm))
+        .route(
+            pay::PROCESSOR_WEBHOOK,
+            axum::routing::post(pay::processor_webhook),
+        )
         .route("/api/v1/openapi.json", get(openapi_json))
+        .route(shipping::LABEL_FILE_PATH, get(shipping::download_label))
+        .route(
+            shipping::CARRIER_WEBHOOK_PATH,
+            axum::routing::post(shipping::carrier_webhook),
+        )
+        .route(auth::COA_SIGNING_KEY_PATH, get(results::signing_keys))
+        .route(auth::COA_DOCUMENT_PATH, get(results::coa_document))
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         // Around the fallbacks too: an anonymous caller meets 401 before it learns what exists.
@@ -170,12 +207,16 @@ mod tests {
         assert_eq!(json["openapi"], "3.1.0");
         let paths = json["paths"].as_object().unwrap();
         let mut count = 0;
+        let mut public = 0;
         for (path, item) in paths {
             for (method, operation) in item.as_object().unwrap() {
                 let method = http::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
                 let entry = crate::scopes::operation(&method, path).expect("in the scope table");
                 let crate::scopes::Access::Scopes(required) = entry.access else {
-                    panic!("public")
+                    assert!(path.starts_with("/verify"), "{path} is public");
+                    assert!(operation["security"][0].as_object().unwrap().is_empty());
+                    public += 1;
+                    continue;
                 };
                 let description = operation["description"].as_str().unwrap();
                 assert!(
@@ -187,7 +228,7 @@ mod tests {
                 count += 1;
             }
         }
-        assert_eq!(count, 15);
+        assert_eq!((count, public), (28, 4));
         let create_order = &json["paths"]["/orders"]["post"];
         assert_eq!(create_order["parameters"][0]["name"], "Idempotency-Key");
         assert_eq!(create_order["parameters"][0]["in"], "header");

@@ -45,6 +45,9 @@ pub const CURSOR_DESCRIPTION: &str = "Opaque pagination cursor: pass back `pagin
         (name = "catalog", description = "catalog and quotes"),
         (name = "orders", description = "laboratory orders"),
         (name = "billing", description = "invoices and payments"),
+        (name = "shipping", description = "prepaid inbound labels, tracking and door pickups"),
+        (name = "results", description = "QA-published certificates of analysis and their analyte rows"),
+        (name = "verification", description = "public COA authenticity check (no key)"),
         (name = "webhooks", description = "signed webhook endpoints and their deliveries"),
     )
 )]

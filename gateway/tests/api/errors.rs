@@ -56,7 +56,7 @@ async fn every_response_carries_a_request_id_and_a_sane_incoming_one_is_kept() {
 async fn unknown_routes_are_enveloped_404s_and_wrong_methods_enveloped_405s() {
     let app = spawn_app().await;
     let customer = app.keyed_customer(&["all"]).await;
-    let missing = app.get("/shipments", &customer.plaintext).await;
+    let missing = app.get("/instruments", &customer.plaintext).await;
     error_envelope(missing, 404, "not_found").await;
     let outside = app
         .http

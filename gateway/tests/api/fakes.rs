@@ -286,6 +286,48 @@ impl OrdersService for Fake {
             next_cursor: None,
         }))
     }
+
+    async fn receive_samples(
+        &self,
+        _: Request<orders::ReceiveSamplesRequest>,
+    ) -> Result<Response<orders::ReceiveSamplesResponse>, Status> {
+        Err(Status::unimplemented("not faked in the gateway tests"))
+    }
+
+    async fn start_testing(
+        &self,
+        _: Request<orders::StartTestingRequest>,
+    ) -> Result<Response<orders::StartTestingResponse>, Status> {
+        Err(Status::unimplemented("not faked in the gateway tests"))
+    }
+
+    async fn get_lab_order(
+        &self,
+        _: Request<orders::GetOrderRequest>,
+    ) -> Result<Response<orders::GetOrderResponse>, Status> {
+        Err(Status::unimplemented("not faked in the gateway tests"))
+    }
+
+    async fn list_samples(
+        &self,
+        _: Request<orders::ListSamplesRequest>,
+    ) -> Result<Response<orders::ListSamplesResponse>, Status> {
+        Err(Status::unimplemented("not faked in the gateway tests"))
+    }
+
+    async fn get_eta(
+        &self,
+        _: Request<orders::GetOrderRequest>,
+    ) -> Result<Response<orders::GetEtaResponse>, Status> {
+        Err(Status::unimplemented("not faked in the gateway tests"))
+    }
+
+    async fn get_custody(
+        &self,
+        _: Request<orders::GetCustodyRequest>,
+    ) -> Result<Response<orders::GetCustodyResponse>, Status> {
+        Err(Status::unimplemented("not faked in the gateway tests"))
+    }
 }
 
 #[tonic::async_trait]
@@ -375,5 +417,88 @@ impl PaymentsService for Fake {
         _: Request<payments::RecordBankPaymentRequest>,
     ) -> Result<Response<payments::RecordBankPaymentResponse>, Status> {
         Err(Status::unimplemented("not faked"))
+    }
+
+    async fn request_stablecoin_payment(
+        &self,
+        _: Request<payments::RequestStablecoinPaymentRequest>,
+    ) -> Result<Response<payments::StablecoinPaymentResponse>, Status> {
+        Err(Status::unimplemented("not faked"))
+    }
+
+    async fn get_stablecoin_payment(
+        &self,
+        _: Request<payments::GetStablecoinPaymentRequest>,
+    ) -> Result<Response<payments::StablecoinPaymentResponse>, Status> {
+        Err(Status::unimplemented("not faked"))
+    }
+
+    async fn submit_stablecoin_transaction(
+        &self,
+        _: Request<payments::SubmitStablecoinTransactionRequest>,
+    ) -> Result<Response<payments::StablecoinPaymentResponse>, Status> {
+        Err(Status::unimplemented("not faked"))
+    }
+
+    async fn get_checkout(
+        &self,
+        _: Request<payments::GetCheckoutRequest>,
+    ) -> Result<Response<payments::GetCheckoutResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn pay_checkout(
+        &self,
+        _: Request<payments::PayCheckoutRequest>,
+    ) -> Result<Response<payments::PayCheckoutResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn confirm_checkout(
+        &self,
+        _: Request<payments::ConfirmCheckoutRequest>,
+    ) -> Result<Response<payments::PayCheckoutResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn handle_processor_webhook(
+        &self,
+        _: Request<payments::HandleProcessorWebhookRequest>,
+    ) -> Result<Response<payments::HandleProcessorWebhookResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn prepare_payment(
+        &self,
+        _: Request<payments::PreparePaymentRequest>,
+    ) -> Result<Response<payments::PreparePaymentResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+    async fn commit_spend(
+        &self,
+        _: Request<payments::CommitSpendRequest>,
+    ) -> Result<Response<payments::CommitSpendResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn release_spend(
+        &self,
+        _: Request<payments::ReleaseSpendRequest>,
+    ) -> Result<Response<payments::ReleaseSpendResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn set_spend_envelope(
+        &self,
+        _: Request<payments::SetSpendEnvelopeRequest>,
+    ) -> Result<Response<payments::SpendEnvelopeResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn get_spend_envelope(
+        &self,
+        _: Request<payments::GetSpendEnvelopeRequest>,
+    ) -> Result<Response<payments::SpendEnvelopeResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
     }
 }

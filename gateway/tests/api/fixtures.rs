@@ -35,6 +35,8 @@ pub fn scripted_failure(reference: &str) -> Option<Status> {
 
 pub fn sample_order(id: &str, customer_id: &str) -> orders::Order {
     orders::Order {
+        payment_state: "unpaid".into(),
+        accession_numbers: Vec::new(),
         id: id.to_owned(),
         order_number: "ORD-000001".into(),
         customer_id: customer_id.to_owned(),
@@ -81,6 +83,8 @@ pub fn sample_order(id: &str, customer_id: &str) -> orders::Order {
             amount_due_cents: 12_500,
             due_at: ts(1_785_000_000),
             bank_instructions: None,
+            hosted_url: None,
+            checkout_expires_at: None,
         }),
         created_at: ts(1_784_000_000),
         updated_at: ts(1_784_000_000),

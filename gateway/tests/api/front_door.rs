@@ -215,9 +215,9 @@ async fn public_addresses_stay_public() {
         200,
     )
     .await;
-    // /verify is public in the scope table but not built yet: a plain 404, not a 401.
+    // /verify is public: without a key a request reaches its validation (400), never a 401.
     let verify = app.http.get(app.agent("/verify")).send().await.unwrap();
-    error_envelope(verify, 404, "not_found").await;
+    error_envelope(verify, 400, "invalid_request").await;
 }
 
 #[tokio::test]

@@ -79,7 +79,9 @@ async fn spawn_on(
         catalog: fakes.url(),
         orders: fakes.url(),
         payments: fakes.url(),
+        shipping: fakes.url(),
         webhooks: fakes.url(),
+        results: fakes.url(),
     };
     let mut settings = Settings::local(
         &database_url,

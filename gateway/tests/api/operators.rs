@@ -191,7 +191,9 @@ async fn startup_refuses_development_secrets_outside_development_mode() {
         catalog: "http://127.0.0.1:1".into(),
         orders: "http://127.0.0.1:1".into(),
         payments: "http://127.0.0.1:1".into(),
+        shipping: "http://127.0.0.1:1".into(),
         webhooks: "http://127.0.0.1:1".into(),
+        results: "http://127.0.0.1:1".into(),
     };
     let local = || {
         let mut settings = gateway::Settings::local(

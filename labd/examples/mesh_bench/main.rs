@@ -4,14 +4,21 @@
 //! starts a release mesh in this process on a fresh database of the local PostgreSQL and Redis,
 //! creates a customer with a key, seeds an order, then runs side by side:
 //!
-//! * `wrk` with 1 and with 16 connections on `GET /orders/{id}`, `GET /catalog?limit=5`,
-//!   `GET /invoices` and `GET /orders`;
+//! * `wrk` with 1 and with 16 connections on `GET /orders/{id}`, its MCP twin `tools/call
+//!   svc.order.get` (`POST /api/mcp`), `GET /catalog?limit=5`, `GET /invoices` and `GET /orders`;
 //! * `pgbench -S -c16 -j2` on a scratch database of the same server;
 //! * the write path, `POST /quotes` then `POST /orders` (bank rail) with a fresh
 //!   `Idempotency-Key`, from 16 connections (this program again, as a child process), next to
 //!   `pgbench -b simple-update -c16 -j2`;
 //! * the commits one order costs, from `pg_stat_database` and `pg_stat_wal` around sequential
-//!   orders (net of what the idle mesh commits in the same time).
+//!   orders (net of what the idle mesh commits in the same time);
+//! * card checkout settlement: sequential payments of card orders on the hosted page with the
+//!   sandbox's success card, timed from the pay request to its answer (the payment, the invoice
+//!   `paid` and `invoice.updated` commit in that request).
+//!
+//! The bench key has a spend envelope (`--spend-envelope on`, the default), so every order runs
+//! the whole enforcement; `--spend-envelope off` runs the same load with a key without one (the
+//! sandbox allows those: the commitment is written, no cap is checked) for the A/B figure.
 //!
 //! Every row also says how much CPU each party used (this process = the mesh, the load generator,
 //! PostgreSQL, Redis, everything else) so that a busy machine shows in the figures. The output
@@ -19,7 +26,9 @@
 
 #![forbid(unsafe_code)]
 
+mod checkout;
 mod machine;
+mod mcp;
 mod report;
 mod seed;
 mod statement;
@@ -56,10 +65,11 @@ struct Args {
     /// Redis (the bench uses a stream prefix of its own).
     #[arg(long, env = "BENCH_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     redis_url: String,
-    /// Which part to run: `all`, `reads` or `writes`.
+    /// Which part to run: `all`, `reads`, `writes` or `checkout`.
     #[arg(long, default_value = "all")]
     only: String,
-    /// Routes of the read runs: `all`, or `order` for `GET /orders/{id}` alone (quick A/B runs).
+    /// Routes of the read runs: `all`, or `order` for `GET /orders/{id}` and its MCP twin alone
+    /// (quick A/B runs).
     #[arg(long, default_value = "all")]
     routes: String,
     /// Fail (exit status 1) when a one-connection read's p50 exceeds this many milliseconds: the
@@ -75,6 +85,12 @@ struct Args {
     /// Sequential orders placed to count commits per order.
     #[arg(long, default_value_t = 50)]
     counted_orders: u32,
+    /// `on`: the bench key has a spend envelope (caps far above the load); `off`: it has none.
+    #[arg(long, default_value = "on")]
+    spend_envelope: String,
+    /// Card payments settled (sequentially) for the checkout settlement row.
+    #[arg(long, default_value_t = 100)]
+    checkout_payments: u32,
     /// Internal: run as the write-load child against `--url` with `--key`.
     #[arg(long, hide = true)]
     drive_writes: bool,
@@ -106,23 +122,27 @@ async fn run(args: Args) -> anyhow::Result<()> {
         bench.base_url, bench.order_id
     );
     let run_seconds = Duration::from_secs(args.seconds);
-    let warmup = Duration::from_secs(args.warmup);
     let mut rows = Vec::new();
 
-    if args.only != "writes" {
+    if args.only == "all" || args.only == "reads" {
         let mut routes = vec![format!("/orders/{}", bench.order_id)];
         if args.routes != "order" {
             routes.extend(["/catalog?limit=5", "/invoices", "/orders"].map(str::to_owned));
         }
         for route in &routes {
             let url = format!("{}/api/v1/agent{route}", bench.base_url);
-            tools::wrk(&url, &bench.key, args.connections, warmup).await?;
-            for connections in [1, args.connections] {
-                let label = format!("GET {} ×{connections}", route_label(route));
-                let database_before = bench.database_cpu().await;
-                let mut row = tools::wrk_row(&label, &url, &bench.key, connections, run_seconds).await?;
-                row.database_cpu_seconds = Some(bench.database_cpu().await - database_before);
-                rows.push(row);
+            let label = format!("GET {}", route_label(route));
+            measure(&bench, &args, &mut rows, &label, tools::Load::get(&url)).await?;
+            if route.starts_with("/orders/") {
+                // The same read through MCP, right after its REST twin.
+                let url = format!("{}/api/mcp", bench.base_url);
+                let script = mcp::order_get_script(&bench).await?;
+                let load = tools::Load {
+                    url: &url,
+                    script: Some(&script),
+                };
+                measure(&bench, &args, &mut rows, mcp::ORDER_GET_LABEL, load).await?;
+                let _ = std::fs::remove_file(&script);
             }
         }
         rows.push(statement::statement_row(&bench, args.connections, run_seconds).await?);
@@ -130,7 +150,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         rows.push(tools::pgbench_row("pgbench -S -c16 -j2", &database, &["-S"], run_seconds).await?);
     }
     let mut commits = None;
-    if args.only != "reads" {
+    if args.only == "all" || args.only == "writes" {
         let database_before = bench.database_cpu().await;
         let mut row = writes::load_row(&args, &bench, run_seconds).await?;
         row.database_cpu_seconds = Some(bench.database_cpu().await - database_before);
@@ -146,6 +166,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
             .await?,
         );
         commits = Some(writes::count_commits(&bench, args.counted_orders).await?);
+    }
+    if args.only == "all" || args.only == "checkout" {
+        rows.push(checkout::settlement_row(&bench, args.checkout_payments).await?);
     }
     let machine_after = machine::describe();
     let rendered = report::render(&rows, commits.as_ref(), &machine_before, &machine_after, &bench);
@@ -165,6 +188,33 @@ async fn run(args: Args) -> anyhow::Result<()> {
             "above the p50 limit of {limit} ms: {}",
             slow.join(", ")
         );
+    }
+    Ok(())
+}
+
+/// Warms `load` up, then measures it with 1 and with `--connections` connections (rows labelled
+/// `<label> ×<connections>`).
+async fn measure(
+    bench: &seed::Bench,
+    args: &Args,
+    rows: &mut Vec<report::Row>,
+    label: &str,
+    load: tools::Load<'_>,
+) -> anyhow::Result<()> {
+    let run_seconds = Duration::from_secs(args.seconds);
+    tools::wrk(
+        load,
+        &bench.key,
+        args.connections,
+        Duration::from_secs(args.warmup),
+    )
+    .await?;
+    for connections in [1, args.connections] {
+        let label = format!("{label} ×{connections}");
+        let database_before = bench.database_cpu().await;
+        let mut row = tools::wrk_row(&label, load, &bench.key, connections, run_seconds).await?;
+        row.database_cpu_seconds = Some(bench.database_cpu().await - database_before);
+        rows.push(row);
     }
     Ok(())
 }

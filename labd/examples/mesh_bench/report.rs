@@ -5,6 +5,9 @@ use crate::machine::Usage;
 use crate::seed::Bench;
 use std::fmt::Write;
 
+/// Label of the MCP rows (the report compares them with `GET /orders/{id}`).
+pub const ORDER_GET_LABEL: &str = "tools/call svc.order.get";
+
 /// One measured run.
 #[derive(Clone, Debug)]
 pub struct Row {
@@ -126,6 +129,33 @@ pub fn render(
             out,
             "* `GET /orders/{{id}}`, 16 connections: {:.0} req/s = **{ratio:.3}×** `pgbench -S -c16 -j2` ({:.0} TPS) (target ≥ 0.25× {verdict})",
             many.rate, select.rate
+        );
+    }
+    let mcp_label = ORDER_GET_LABEL;
+    let mcp_one = find(rows, &format!("{mcp_label} ×1"));
+    let mcp_many = rows
+        .iter()
+        .find(|row| row.label.starts_with(&format!("{mcp_label} ×")) && !row.label.ends_with("×1"));
+    if let (Some(rest), Some(mcp)) = (one, mcp_one) {
+        let ratio = mcp.p50_ms.unwrap_or_default() / rest.p50_ms.unwrap_or(f64::NAN);
+        let verdict = if ratio <= 1.05 { "✔" } else { "✘" };
+        let _ = writeln!(
+            out,
+            "* MCP `{mcp_label}` vs `GET /orders/{{id}}`, 1 connection: p50 {:.2} ms vs {:.2} ms = **{ratio:.3}×** (target ≤ 1.05× {verdict})",
+            mcp.p50_ms.unwrap_or_default(),
+            rest.p50_ms.unwrap_or_default()
+        );
+    }
+    if let (Some(rest), Some(mcp)) = (many, mcp_many) {
+        let ratio = mcp.rate / rest.rate;
+        let verdict = if ratio >= 0.95 { "✔" } else { "✘" };
+        let p50_ratio = mcp.p50_ms.unwrap_or_default() / rest.p50_ms.unwrap_or(f64::NAN);
+        let _ = writeln!(
+            out,
+            "* MCP `{mcp_label}` vs `GET /orders/{{id}}`, {}: {:.0} vs {:.0} req/s = **{ratio:.3}×** (target ≥ 0.95× {verdict}); p50 {p50_ratio:.3}×",
+            rest.label.rsplit(' ').next().unwrap_or_default(),
+            mcp.rate,
+            rest.rate
         );
     }
     if let (Some(many), Some(statement)) = (many, find(rows, "its statement alone")) {

@@ -87,6 +87,28 @@ impl Bench {
             ])
             .await?;
         bench.key = key["key"].as_str().unwrap_or_default().to_owned();
+        if args.spend_envelope == "on" {
+            // Caps far above the load: every order runs the whole enforcement (the key's envelope
+            // row locked, the day's and month's commitments summed, the caps checked).
+            let key_id = key["id"].as_str().unwrap_or_default().to_owned();
+            let cap = "1000000000000000";
+            bench
+                .labctl(&[
+                    "payments",
+                    "set-envelope",
+                    "--customer",
+                    &customer_id,
+                    "--key",
+                    &key_id,
+                    "--per-order-cents",
+                    cap,
+                    "--daily-cents",
+                    cap,
+                    "--monthly-cents",
+                    cap,
+                ])
+                .await?;
+        }
         bench.customer_id = customer_id;
         bench.quote_body = bench.quote_body().await?;
         bench.order_id = bench.place_order("bench-seed-order").await?;

@@ -4,6 +4,7 @@
 
 use crate::machine;
 use crate::report::Row;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -34,7 +35,21 @@ async fn output(mut command: Command) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-fn wrk_command(url: &str, key: &str, connections: u32, duration: Duration) -> Command {
+/// What `wrk` sends: a GET of `url`, or (with `script`) the request that wrk Lua script sets up.
+#[derive(Clone, Copy)]
+pub struct Load<'a> {
+    pub url: &'a str,
+    pub script: Option<&'a Path>,
+}
+
+impl<'a> Load<'a> {
+    /// `GET url`.
+    pub fn get(url: &'a str) -> Self {
+        Self { url, script: None }
+    }
+}
+
+fn wrk_command(load: Load<'_>, key: &str, connections: u32, duration: Duration) -> Command {
     let mut command = Command::new("wrk");
     command
         .arg(format!("-t{}", connections.clamp(1, 2)))
@@ -42,15 +57,33 @@ fn wrk_command(url: &str, key: &str, connections: u32, duration: Duration) -> Co
         .arg(format!("-d{}s", duration.as_secs().max(1)))
         .arg("--latency")
         .arg("-H")
-        .arg(format!("Authorization: Bearer {key}"))
-        .arg(url);
+        .arg(format!("Authorization: Bearer {key}"));
+    if let Some(script) = load.script {
+        command.arg("-s").arg(script);
+    }
+    command.arg(load.url);
     command
 }
 
-/// Loads `url` without measuring (warm-up).
-pub async fn wrk(url: &str, key: &str, connections: u32, duration: Duration) -> anyhow::Result<()> {
+/// Writes a wrk Lua script that POSTs `body` as JSON with `headers` (the MCP runs), and returns
+/// its path in the temporary directory.
+pub fn post_script(name: &str, body: &str, headers: &[(&str, &str)]) -> anyhow::Result<PathBuf> {
+    anyhow::ensure!(!body.contains("]]"), "the body cannot sit in a Lua long string");
+    let mut script = format!(
+        "wrk.method = \"POST\"\nwrk.body = [[{body}]]\nwrk.headers[\"Content-Type\"] = \"application/json\"\n"
+    );
+    for (header, value) in headers {
+        script.push_str(&format!("wrk.headers[\"{header}\"] = \"{value}\"\n"));
+    }
+    let path = std::env::temp_dir().join(format!("mesh-bench-{}-{name}.lua", std::process::id()));
+    std::fs::write(&path, script)?;
+    Ok(path)
+}
+
+/// Loads without measuring (warm-up).
+pub async fn wrk(load: Load<'_>, key: &str, connections: u32, duration: Duration) -> anyhow::Result<()> {
     if !duration.is_zero() {
-        output(wrk_command(url, key, connections, duration)).await?;
+        output(wrk_command(load, key, connections, duration)).await?;
     }
     Ok(())
 }
@@ -58,13 +91,13 @@ pub async fn wrk(url: &str, key: &str, connections: u32, duration: Duration) -> 
 /// One measured `wrk` run.
 pub async fn wrk_row(
     label: &str,
-    url: &str,
+    load: Load<'_>,
     key: &str,
     connections: u32,
     duration: Duration,
 ) -> anyhow::Result<Row> {
     let before = machine::sample();
-    let text = output(wrk_command(url, key, connections, duration)).await?;
+    let text = output(wrk_command(load, key, connections, duration)).await?;
     let usage = machine::sample().usage_since(&before);
     let parsed = parse_wrk(&text).ok_or_else(|| anyhow::anyhow!("unreadable wrk output:\n{text}"))?;
     Ok(Row {

@@ -2,11 +2,13 @@
 //! turn it into an order, the order and its parts, the status state machine, payment rails and
 //! order references. No SQL, no gRPC.
 
-mod fields;
+pub mod eta;
+pub(crate) mod fields;
 pub mod order;
 pub mod payment_method;
 pub mod quote;
 pub mod reference;
 pub mod request;
+pub mod sample;
 pub mod sample_metadata;
 pub mod status;

@@ -87,6 +87,11 @@ pub struct PaymentSummary {
     pub amount_due: Cents,
     pub due_at: Option<DateTime<Utc>>,
     pub bank_instructions: Option<BankInstructions>,
+    /// The hosted checkout link issued with the order (card rail).
+    #[serde(default)]
+    pub hosted_url: Option<String>,
+    #[serde(default)]
+    pub checkout_expires_at: Option<DateTime<Utc>>,
 }
 
 /// An order placed from a quote.
@@ -109,6 +114,9 @@ pub struct Order {
     pub expected_payer_address: Option<String>,
     pub billing_address_id: Option<Uuid>,
     pub shipping_address_id: Option<Uuid>,
+    /// When the quote expired (the card checkout session expires with it).
+    #[serde(default)]
+    pub quote_expires_at: Option<DateTime<Utc>>,
     pub lines: Vec<OrderLine>,
     pub charges: Vec<Charge>,
     pub total: Cents,
@@ -118,7 +126,15 @@ pub struct Order {
     pub payment: Option<PaymentSummary>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Accession numbers of the received samples, by line (empty before receipt).
+    #[serde(default)]
+    pub accession_numbers: Vec<String>,
 }
+
+/// Payment state shown apart from the physical progress: `paid` once the invoice is paid.
+pub const PAYMENT_PAID: &str = "paid";
+/// Payment state until the invoice is paid.
+pub const PAYMENT_UNPAID: &str = "unpaid";
 
 /// What payments-svc announced about an order's invoice on its stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -154,6 +170,19 @@ pub fn order_number(created_at: DateTime<Utc>, sequence: i64) -> String {
 }
 
 impl Order {
+    /// `paid` once the invoice is paid (or the order reached `paid`), else `unpaid`.
+    pub fn payment_state(&self) -> &'static str {
+        let invoice_paid = self
+            .payment
+            .as_ref()
+            .is_some_and(|payment| payment.status == "paid");
+        if invoice_paid || self.status == OrderStatus::Paid {
+            PAYMENT_PAID
+        } else {
+            PAYMENT_UNPAID
+        }
+    }
+
     /// The itemized invoice lines: one per sample line ("<compound>: <item names>", quantity 1,
     /// the line subtotal), then one per charge with its quantity and unit price. They add up to
     /// the order total because the quote's total is the sum of its subtotals and charges.

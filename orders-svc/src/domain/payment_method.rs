@@ -1,8 +1,8 @@
 //! Payment rails and the spellings the create-order request accepts for them.
 //!
 //! Accepted spellings: `bank_invoice`, `card_checkout`, `chain_stablecoin`, and the alias
-//! `stablecoin_erc20` (canonical `chain_stablecoin`). Only the bank invoice rail is offered by
-//! this deployment today; the other two answer `payment_method_unavailable`.
+//! `stablecoin_erc20` (canonical `chain_stablecoin`). The bank invoice and card checkout rails
+//! are offered by this deployment today; the stablecoin rail answers `payment_method_unavailable`.
 
 use platform::error::{ApiError, ErrorCode};
 
@@ -16,7 +16,7 @@ pub enum PaymentMethod {
 }
 
 /// Rails this deployment completes an order on.
-pub const AVAILABLE_METHODS: [PaymentMethod; 1] = [PaymentMethod::BankInvoice];
+pub const AVAILABLE_METHODS: [PaymentMethod; 2] = [PaymentMethod::BankInvoice, PaymentMethod::CardCheckout];
 
 impl PaymentMethod {
     /// Parses a request spelling; `invalid_payment_method` (field `paymentMethod`) when unknown.
@@ -109,13 +109,14 @@ mod tests {
     }
 
     #[test]
-    fn only_the_bank_invoice_rail_is_available() {
+    fn the_bank_and_card_rails_are_available_and_the_stablecoin_rail_is_not_yet() {
         assert!(PaymentMethod::BankInvoice.require_available().is_ok());
+        assert!(PaymentMethod::CardCheckout.require_available().is_ok());
         let error = PaymentMethod::ChainStablecoin.require_available().unwrap_err();
         assert_eq!(error.code, ErrorCode::PaymentMethodUnavailable);
         assert_eq!(
             error.details.unwrap()["availableMethods"],
-            serde_json::json!(["bank_invoice"])
+            serde_json::json!(["bank_invoice", "card_checkout"])
         );
     }
 }

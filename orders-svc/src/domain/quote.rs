@@ -151,6 +151,7 @@ pub fn plan_order(
         expected_payer_address: request.expected_payer_address,
         billing_address_id: request.billing_address_id,
         shipping_address_id: request.shipping_address_id,
+        quote_expires_at: Some(quote.expires_at),
         lines,
         charges: quote.charges,
         total: quote.total,
@@ -164,6 +165,7 @@ pub fn plan_order(
         payment: None,
         created_at: placement.now,
         updated_at: placement.now,
+        accession_numbers: Vec::new(),
     }))
 }
 

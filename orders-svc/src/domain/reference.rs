@@ -1,4 +1,5 @@
-//! Order references: how `GetOrder` names an order (UUID, order number or invoice number).
+//! Order references: how `GetOrder` names an order (UUID, order number, invoice number or the
+//! accession number of one of its samples).
 
 use uuid::Uuid;
 
@@ -11,6 +12,8 @@ pub enum OrderReference {
     OrderNumber(String),
     /// The number of the order's invoice, `INV-…`.
     InvoiceNumber(String),
+    /// The accession number of one of the order's samples, `ACC-…`.
+    AccessionNumber(String),
 }
 
 impl OrderReference {
@@ -25,6 +28,9 @@ impl OrderReference {
         }
         if reference.len() > 4 && reference.starts_with("INV-") {
             return Some(OrderReference::InvoiceNumber(reference.to_owned()));
+        }
+        if reference.len() > 4 && reference.starts_with("ACC-") {
+            return Some(OrderReference::AccessionNumber(reference.to_owned()));
         }
         None
     }
@@ -48,6 +54,10 @@ mod tests {
         assert_eq!(
             OrderReference::parse("INV-2026-000001"),
             Some(OrderReference::InvoiceNumber("INV-2026-000001".into()))
+        );
+        assert_eq!(
+            OrderReference::parse("ACC-2026-000001"),
+            Some(OrderReference::AccessionNumber("ACC-2026-000001".into()))
         );
         assert_eq!(OrderReference::parse("1Z999"), None);
         assert_eq!(OrderReference::parse("ORD-"), None);

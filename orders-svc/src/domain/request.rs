@@ -269,11 +269,11 @@ mod tests {
             refused(unknown),
             (ErrorCode::InvalidPaymentMethod, "paymentMethod".to_owned())
         );
-        let card = UncheckedOrderRequest {
-            payment_method: "card_checkout".into(),
+        let stablecoin = UncheckedOrderRequest {
+            payment_method: "chain_stablecoin".into(),
             ..valid()
         };
-        assert_eq!(refused(card).0, ErrorCode::PaymentMethodUnavailable);
+        assert_eq!(refused(stablecoin).0, ErrorCode::PaymentMethodUnavailable);
         let card_bad = UncheckedOrderRequest {
             payment_method: "stablecoin_erc20".into(),
             notes: Some("n".repeat(4001)),

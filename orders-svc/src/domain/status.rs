@@ -1,27 +1,51 @@
-//! The order-status state machine.
+//! The order-status state machine: the one table of allowed moves ([`TRANSITIONS`]), mirrored
+//! in `docs/order-states.md` (a unit test keeps the two in step).
 //!
 //! Statuses are the spec's values of `order.status_changed` `from_status`/`to_status`, plus
-//! `cancelled`. Allowed transitions:
+//! `cancelled`. Every move writes a history entry and `order.status_changed` in the transaction
+//! that makes it (`crate::service::transition`), with the reason that caused it.
 //!
 //! | from | to |
 //! |---|---|
-//! | invoice_sent | paid, overdue, cancelled, label_generated |
-//! | overdue | paid, cancelled, label_generated |
-//! | paid | label_generated, cancelled |
-//! | label_generated | in_transit |
+//! | invoice_sent | paid, overdue, cancelled, label_generated, sample_received |
+//! | overdue | paid, cancelled, label_generated, sample_received |
+//! | paid | label_generated, cancelled, sample_received |
+//! | label_generated | in_transit, sample_received |
 //! | in_transit | sample_received |
 //! | sample_received | in_lab |
 //! | in_lab | reporting |
 //! | reporting | completed |
 //! | completed, cancelled | (terminal) |
 //!
-//! Card and invoice orders are ship-first (SPEC "Shipping rules"): their prepaid label may be
-//! bought before the money lands, so an unpaid order (`invoice_sent`, `overdue`) may move straight
-//! to `label_generated`; payment then gates only the COA release and no longer moves the status.
-//! Stablecoin orders get their label once paid, through `paid → label_generated`.
+//! Card and invoice orders are ship-first (SPEC "Shipping rules"): their label, transit and lab
+//! work may all happen before the money lands, so `paid` is only reached from the unpaid states
+//! and payment after that no longer moves the status; the order's payment state (`unpaid`/`paid`)
+//! stays visible apart from it, and payment gates only the COA release (results-svc holds an
+//! approved COA of an unpaid order). Stablecoin orders get their label once paid
+//! (`paid → label_generated`). The lab's receipt is authoritative: samples can be received from
+//! any pre-lab status, also when carrier scans (`label_generated`, `in_transit`) never arrived.
 
 use platform::error::{ApiError, ErrorCode};
 use std::fmt;
+
+/// Every allowed move: from one status to any of the listed ones. Extend it here (and in
+/// `docs/order-states.md`); nothing else decides whether a move is allowed.
+pub const TRANSITIONS: &[(OrderStatus, &[OrderStatus])] = {
+    use OrderStatus::*;
+    &[
+        (
+            InvoiceSent,
+            &[Paid, Overdue, Cancelled, LabelGenerated, SampleReceived],
+        ),
+        (Overdue, &[Paid, Cancelled, LabelGenerated, SampleReceived]),
+        (Paid, &[LabelGenerated, Cancelled, SampleReceived]),
+        (LabelGenerated, &[InTransit, SampleReceived]),
+        (InTransit, &[SampleReceived]),
+        (SampleReceived, &[InLab]),
+        (InLab, &[Reporting]),
+        (Reporting, &[Completed]),
+    ]
+};
 
 /// Where an order stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -90,20 +114,16 @@ impl OrderStatus {
         })
     }
 
-    /// True when the machine allows moving from `self` to `next`.
+    /// True when the machine allows moving from `self` to `next` ([`TRANSITIONS`]).
     pub fn can_transition_to(self, next: OrderStatus) -> bool {
-        use OrderStatus::*;
-        matches!(
-            (self, next),
-            (InvoiceSent, Paid | Overdue | Cancelled | LabelGenerated)
-                | (Overdue, Paid | Cancelled | LabelGenerated)
-                | (Paid, LabelGenerated | Cancelled)
-                | (LabelGenerated, InTransit)
-                | (InTransit, SampleReceived)
-                | (SampleReceived, InLab)
-                | (InLab, Reporting)
-                | (Reporting, Completed)
-        )
+        TRANSITIONS
+            .iter()
+            .any(|(from, to)| *from == self && to.contains(&next))
+    }
+
+    /// True while the samples have not reached the lab (they may be received from here).
+    pub fn is_before_lab(self) -> bool {
+        self.can_transition_to(OrderStatus::SampleReceived)
     }
 
     /// True for statuses that never change again.
@@ -169,6 +189,34 @@ mod tests {
         assert!(!LabelGenerated.can_transition_to(InLab));
         assert!(!InTransit.can_transition_to(Completed));
         assert!(!Reporting.can_transition_to(InLab));
+    }
+
+    #[test]
+    fn samples_may_be_received_from_any_status_before_the_lab_but_not_after() {
+        for status in [InvoiceSent, Overdue, Paid, LabelGenerated, InTransit] {
+            assert!(status.is_before_lab(), "{status}");
+        }
+        for status in [SampleReceived, InLab, Reporting, Completed, Cancelled] {
+            assert!(!status.is_before_lab(), "{status}");
+        }
+    }
+
+    #[test]
+    fn the_documented_table_matches_the_code_table() {
+        let doc = include_str!("../../../docs/order-states.md");
+        for status in OrderStatus::ALL {
+            let allowed: Vec<&str> = OrderStatus::ALL
+                .into_iter()
+                .filter(|next| status.can_transition_to(*next))
+                .map(OrderStatus::as_str)
+                .collect();
+            let row = if allowed.is_empty() {
+                format!("| {} | (terminal) |", status.as_str())
+            } else {
+                format!("| {} | {} |", status.as_str(), allowed.join(", "))
+            };
+            assert!(doc.contains(&row), "docs/order-states.md lacks the row {row}");
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! filters by `customer_id`.
 
 mod read;
+pub mod samples;
 mod write;
 
 pub use read::{ListFilter, find_order, list_orders};

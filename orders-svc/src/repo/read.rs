@@ -26,6 +26,7 @@ macro_rules! select_orders {
                o.expected_payer_address, o.billing_address_id, o.shipping_address_id, o.total_cents, \
                o.currency, o.invoice_id, o.invoice_number, o.invoice_status, o.amount_due_cents, \
                o.invoice_due_at, o.bank_instructions, o.created_at, o.updated_at, \
+               o.quote_expires_at, o.hosted_url, o.checkout_expires_at, \
                (SELECT json_agg(l ORDER BY l.line_number) FROM ( \
                   SELECT line_number, compound_name, lot_number, matrix_notes, items, sample_requirements, \
                          subtotal_cents \
@@ -35,7 +36,9 @@ macro_rules! select_orders {
                   FROM orders.order_charges WHERE customer_id = o.customer_id AND order_id = o.id) c) AS charges, \
                (SELECT json_agg(h ORDER BY h.id) FROM ( \
                   SELECT id, from_status, to_status, changed_at, reason \
-                  FROM orders.order_status_history WHERE customer_id = o.customer_id AND order_id = o.id) h) AS history \
+                  FROM orders.order_status_history WHERE customer_id = o.customer_id AND order_id = o.id) h) AS history, \
+               (SELECT array_agg(s.accession_number ORDER BY s.line_number) FROM orders.samples s \
+                  WHERE s.customer_id = o.customer_id AND s.order_id = o.id) AS accession_numbers \
              FROM ",
             $from_and_tail
         )
@@ -70,6 +73,12 @@ pub async fn find_order(
         .bind(number),
         OrderReference::InvoiceNumber(number) => sqlx::query_as(select_orders!(
             "orders.orders o WHERE o.customer_id = $1 AND o.invoice_number = $2"
+        ))
+        .bind(customer_id)
+        .bind(number),
+        OrderReference::AccessionNumber(number) => sqlx::query_as(select_orders!(
+            "orders.orders o WHERE o.customer_id = $1 AND o.id = \
+               (SELECT order_id FROM orders.samples WHERE customer_id = $1 AND accession_number = $2)"
         ))
         .bind(customer_id)
         .bind(number),
@@ -134,10 +143,14 @@ struct OrderRow {
     bank_instructions: Option<Json<BankInstructions>>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
+    quote_expires_at: Option<DateTime<Utc>>,
+    hosted_url: Option<String>,
+    checkout_expires_at: Option<DateTime<Utc>>,
     /// `NULL` when the order has none.
     lines: Option<Json<Vec<LineRow>>>,
     charges: Option<Json<Vec<ChargeRow>>>,
     history: Option<Json<Vec<HistoryRow>>>,
+    accession_numbers: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -185,6 +198,8 @@ impl OrderRow {
                 amount_due: Cents(self.amount_due_cents.unwrap_or_default()),
                 due_at: self.invoice_due_at,
                 bank_instructions: self.bank_instructions.map(|json| json.0),
+                hosted_url: self.hosted_url,
+                checkout_expires_at: self.checkout_expires_at,
             }),
             _ => None,
         };
@@ -223,6 +238,7 @@ impl OrderRow {
             expected_payer_address: self.expected_payer_address,
             billing_address_id: self.billing_address_id,
             shipping_address_id: self.shipping_address_id,
+            quote_expires_at: self.quote_expires_at,
             lines: lines
                 .into_iter()
                 .map(|row| OrderLine {
@@ -251,6 +267,7 @@ impl OrderRow {
             payment,
             created_at: self.created_at,
             updated_at: self.updated_at,
+            accession_numbers: self.accession_numbers.unwrap_or_default(),
         })
     }
 }

@@ -36,8 +36,8 @@ pub async fn insert_order(conn: &mut PgConnection, order: &Order) -> Result<(), 
         "INSERT INTO orders.orders (id, order_number, customer_id, quote_id, status, payment_method, catalog_revision, \
            category_id, turnaround, turnaround_business_days, conformity_samples, client_reference, notes, \
            publish_raw_data, expected_payer_address, billing_address_id, shipping_address_id, total_cents, currency, \
-           created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
+           created_at, updated_at, quote_expires_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)",
     )
     .bind(order.id)
     .bind(&order.order_number)
@@ -60,6 +60,7 @@ pub async fn insert_order(conn: &mut PgConnection, order: &Order) -> Result<(), 
     .bind(&order.currency)
     .bind(order.created_at)
     .bind(order.updated_at)
+    .bind(order.quote_expires_at)
     .execute(&mut *conn)
     .await?;
     insert_lines(conn, order).await?;
@@ -206,7 +207,8 @@ pub async fn store_invoice_summary(
         "UPDATE orders.orders SET invoice_id = $3, invoice_number = $4, \
            invoice_status = CASE WHEN invoice_status = 'paid' THEN invoice_status ELSE $5 END, \
            amount_due_cents = CASE WHEN invoice_status = 'paid' THEN amount_due_cents ELSE $6 END, \
-           invoice_due_at = $7, bank_instructions = $8, updated_at = now() \
+           invoice_due_at = $7, bank_instructions = $8, updated_at = now(), \
+           hosted_url = COALESCE($10, hosted_url), checkout_expires_at = COALESCE($11, checkout_expires_at) \
          WHERE customer_id = $1 AND id = $2 AND (NOT $9 OR invoice_id IS NULL)",
     )
     .bind(customer_id)
@@ -218,6 +220,8 @@ pub async fn store_invoice_summary(
     .bind(summary.due_at)
     .bind(summary.bank_instructions.as_ref().map(Json))
     .bind(merge == InvoiceMerge::OnlyIfAbsent)
+    .bind(&summary.hosted_url)
+    .bind(summary.checkout_expires_at)
     .execute(conn)
     .await?;
     Ok(result.rows_affected() == 1)

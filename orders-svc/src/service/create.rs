@@ -1,6 +1,8 @@
 //! Placing an order from a quote, idempotently (`platform::idempotency`).
 //!
-//! Claim the key → validate → read the quote (catalog-svc) → transaction A: the order, its first
+//! Claim the key → validate → read the quote (catalog-svc) → commit the total against the key's
+//! spend envelope (payments-svc, atomic per key; released again if the order is not stored) →
+//! transaction A: the order, its first
 //! history entry, `order.created` and the recovery point `{"orderId"}` → CreateInvoice
 //! (payments-svc, idempotent per order) → transaction B: the payment block and the stored
 //! answer. Client errors are stored as the key's outcome so that replays answer identically;
@@ -78,9 +80,27 @@ impl OrdersService {
             now,
         };
         let planned = plan_order(quote, request, placement)?;
+        let order_id = Uuid::now_v7();
+        self.commit_spend(principal, customer_id, order_id, planned.total())
+            .await?;
+        let stored = self.store_order(attempt, planned, order_id, now).await;
+        if stored.is_err() {
+            self.release_spend(customer_id, order_id).await;
+        }
+        stored
+    }
+
+    /// Transaction A: the order, its first history entry, `order.created` and the recovery point.
+    async fn store_order(
+        &self,
+        attempt: &Attempt<'_, Json>,
+        planned: crate::domain::quote::PlannedOrder,
+        order_id: Uuid,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Uuid, ApiError> {
         let mut tx = self.pool.begin().await?;
         let sequence = repo::next_order_sequence(&mut tx).await?;
-        let order = planned.into_order(Uuid::now_v7(), order_number(now, sequence));
+        let order = planned.into_order(order_id, order_number(now, sequence));
         if let Err(error) = repo::insert_order(&mut tx, &order).await {
             return Err(match platform::error::unique_violation(&error) {
                 Some(constraint) if constraint == repo::QUOTE_UNIQUE_CONSTRAINT => quote_consumed(),
@@ -94,6 +114,65 @@ impl OrdersService {
         tx.commit().await?;
         tracing::info!(order.id = %order.id, order.number = %order.order_number, "order placed");
         Ok(order.id)
+    }
+
+    /// Commits the order total against the calling key's spend envelope (payments-svc). A
+    /// refusal (403 `spend_limit_exceeded` with the remainders) passes through; any other
+    /// failure is a retryable 503.
+    async fn commit_spend(
+        &self,
+        principal: &Principal,
+        customer_id: Uuid,
+        order_id: Uuid,
+        total: Cents,
+    ) -> Result<(), ApiError> {
+        let token = self
+            .tokens
+            .service_token(platform::mesh::PAYMENTS_SVC, Some(customer_id));
+        let request = proto::payments::CommitSpendRequest {
+            key_id: principal.subject.clone(),
+            kind: "order".to_owned(),
+            subject_id: order_id.to_string(),
+            amount_cents: total.0,
+        };
+        match self
+            .payments
+            .clone()
+            .commit_spend(platform::grpc::outgoing(request, &token))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(status) => {
+                let error = ApiError::from_status(&status);
+                if error.code == ErrorCode::SpendLimitExceeded {
+                    return Err(error);
+                }
+                Err(ApiError::unavailable(
+                    "payments-svc",
+                    format!("CommitSpend {:?}: {}", status.code(), status.message()),
+                ))
+            }
+        }
+    }
+
+    /// Releases the spend committed for an order that was not stored (best effort: a
+    /// commitment never confirmed by an invoice is also released by payments-svc's job).
+    async fn release_spend(&self, customer_id: Uuid, order_id: Uuid) {
+        let token = self
+            .tokens
+            .service_token(platform::mesh::PAYMENTS_SVC, Some(customer_id));
+        let request = proto::payments::ReleaseSpendRequest {
+            kind: "order".to_owned(),
+            subject_id: order_id.to_string(),
+        };
+        if let Err(status) = self
+            .payments
+            .clone()
+            .release_spend(platform::grpc::outgoing(request, &token))
+            .await
+        {
+            tracing::warn!(order.id = %order_id, error = %status.message(), "could not release the spend of an unplaced order");
+        }
     }
 
     /// Reads the quote from catalog-svc, acting for the customer.

@@ -1,13 +1,19 @@
 //! Use cases of orders-svc. Each owns its transactions: placing an order (with the idempotency
-//! store, catalog-svc and payments-svc), reading orders, and applying payments events.
+//! store, catalog-svc and payments-svc), reading orders, the lab's steps (samples, testing,
+//! custody), and applying payments and results events.
 
 mod create;
+mod lab;
 mod payment_events;
 mod read;
+mod shipment_events;
+mod transition;
 
 pub use create::OPERATION_CREATE;
+pub use lab::{CustodyView, LabStep, SampleView};
 pub use payment_events::EventTarget;
 pub use read::ORDERS;
+pub use shipment_events::ShipmentNews;
 
 use crate::config::Settings;
 use platform::idempotency::IdempotencyStore;

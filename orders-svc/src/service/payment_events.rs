@@ -6,24 +6,29 @@
 //!   already past payment (ship-first label, fulfilment) keeps its status.
 //! * `invoice.created`: stores the payment block when the synchronous CreateInvoice answer never
 //!   arrived (backstop; the event carries no bank instructions).
-//! * `invoice.updated`: sets the payment block's status and amount due.
+//! * `invoice.updated`: sets the payment block's status and amount due; `paid` (a settled card
+//!   checkout, or a bank payment) moves an `invoice_sent`/`overdue` order to `paid`, and
+//!   `overdue` (the overdue job) moves an `invoice_sent` order to `overdue`, each with a history
+//!   entry and `order.status_changed`.
 //!
 //! Orders are looked up by the event's order id AND its envelope customer; an unknown order is
 //! recorded as processed and otherwise ignored. The consumer (`crate::consumer`) turns the
 //! stream's payloads into [`InvoiceNews`].
 
 use super::OrdersService;
-use crate::domain::order::{InvoiceNews, PaymentSummary, StatusChange};
+use super::transition::transition;
+use crate::SCHEMA;
+use crate::domain::order::{InvoiceNews, PaymentSummary};
 use crate::domain::status::OrderStatus;
 use crate::repo::{self, InvoiceMerge};
-use crate::{OUTBOX, SCHEMA, events};
 use platform::consumer::first_delivery;
 use platform::streams::GROUP_ORDERS;
-use sqlx::PgConnection;
 use uuid::Uuid;
 
 /// Reason recorded when a confirmed payment moves an order to `paid`.
 pub const REASON_PAYMENT_CONFIRMED: &str = "payment.confirmed";
+/// Reason recorded when an invoice change (card settlement, overdue) moves an order.
+pub const REASON_INVOICE_UPDATED: &str = "invoice.updated";
 
 /// The event and the order it is about.
 #[derive(Clone, Copy, Debug)]
@@ -81,7 +86,7 @@ impl OrdersService {
         if matches!(status, OrderStatus::InvoiceSent | OrderStatus::Overdue) {
             transition(
                 &mut tx,
-                target,
+                (target.customer_id, target.order_id),
                 &order_number,
                 status,
                 OrderStatus::Paid,
@@ -125,6 +130,12 @@ impl OrdersService {
         if !first_delivery(&mut tx, SCHEMA, GROUP_ORDERS, target.event_id).await? {
             return tx.commit().await;
         }
+        let Some((order_status, order_number)) =
+            repo::lock_order(&mut tx, target.customer_id, target.order_id).await?
+        else {
+            tracing::warn!(order.id = %target.order_id, "invoice.updated for an unknown order, ignored");
+            return tx.commit().await;
+        };
         repo::set_invoice_status(
             &mut tx,
             target.customer_id,
@@ -134,37 +145,24 @@ impl OrdersService {
             amount_due_cents,
         )
         .await?;
+        let next = match (status, order_status) {
+            // A settled card checkout (and a bank payment, whose payment.confirmed follows).
+            ("paid", OrderStatus::InvoiceSent | OrderStatus::Overdue) => Some(OrderStatus::Paid),
+            // The overdue job: an unpaid bank invoice passed its due date.
+            ("overdue", OrderStatus::InvoiceSent) => Some(OrderStatus::Overdue),
+            _ => None,
+        };
+        if let Some(next) = next {
+            transition(
+                &mut tx,
+                (target.customer_id, target.order_id),
+                &order_number,
+                order_status,
+                next,
+                REASON_INVOICE_UPDATED,
+            )
+            .await?;
+        }
         tx.commit().await
     }
-}
-
-/// Moves a locked order along the state machine: status, history entry and
-/// `order.status_changed`, in the caller's transaction. Refused transitions change nothing.
-async fn transition(
-    tx: &mut PgConnection,
-    target: EventTarget<'_>,
-    order_number: &str,
-    from: OrderStatus,
-    to: OrderStatus,
-    reason: &str,
-) -> Result<bool, sqlx::Error> {
-    if !from.can_transition_to(to) {
-        tracing::info!(order.id = %target.order_id, %from, %to, "transition not allowed, ignored");
-        return Ok(false);
-    }
-    let change = StatusChange {
-        from: Some(from),
-        to,
-        changed_at: platform::time::now(),
-        reason: reason.to_owned(),
-    };
-    repo::set_status(tx, target.customer_id, target.order_id, to, change.changed_at).await?;
-    repo::insert_status_change(tx, target.customer_id, target.order_id, &change).await?;
-    OUTBOX
-        .enqueue(
-            tx,
-            events::order_status_changed(target.customer_id, target.order_id, order_number, &change),
-        )
-        .await?;
-    Ok(true)
 }

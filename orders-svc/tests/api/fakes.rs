@@ -159,6 +159,7 @@ impl PaymentsService for FakePayments {
                     swift: "TESTUS33".into(),
                     reference: number,
                 }),
+                checkout: None,
             }
         });
         Ok(Response::new(CreateInvoiceResponse {
@@ -198,6 +199,93 @@ impl PaymentsService for FakePayments {
         &self,
         _: Request<RecordBankPaymentRequest>,
     ) -> Result<Response<RecordBankPaymentResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn request_stablecoin_payment(
+        &self,
+        _: Request<RequestStablecoinPaymentRequest>,
+    ) -> Result<Response<StablecoinPaymentResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn get_stablecoin_payment(
+        &self,
+        _: Request<GetStablecoinPaymentRequest>,
+    ) -> Result<Response<StablecoinPaymentResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn submit_stablecoin_transaction(
+        &self,
+        _: Request<SubmitStablecoinTransactionRequest>,
+    ) -> Result<Response<StablecoinPaymentResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn get_checkout(
+        &self,
+        _: Request<proto::payments::GetCheckoutRequest>,
+    ) -> Result<Response<proto::payments::GetCheckoutResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn pay_checkout(
+        &self,
+        _: Request<proto::payments::PayCheckoutRequest>,
+    ) -> Result<Response<proto::payments::PayCheckoutResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn confirm_checkout(
+        &self,
+        _: Request<proto::payments::ConfirmCheckoutRequest>,
+    ) -> Result<Response<proto::payments::PayCheckoutResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn handle_processor_webhook(
+        &self,
+        _: Request<proto::payments::HandleProcessorWebhookRequest>,
+    ) -> Result<Response<proto::payments::HandleProcessorWebhookResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn prepare_payment(
+        &self,
+        _: Request<proto::payments::PreparePaymentRequest>,
+    ) -> Result<Response<proto::payments::PreparePaymentResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+    async fn commit_spend(
+        &self,
+        _: Request<proto::payments::CommitSpendRequest>,
+    ) -> Result<Response<proto::payments::CommitSpendResponse>, Status> {
+        Ok(Response::new(proto::payments::CommitSpendResponse {
+            already_committed: false,
+        }))
+    }
+
+    async fn release_spend(
+        &self,
+        _: Request<proto::payments::ReleaseSpendRequest>,
+    ) -> Result<Response<proto::payments::ReleaseSpendResponse>, Status> {
+        Ok(Response::new(proto::payments::ReleaseSpendResponse {
+            released: true,
+        }))
+    }
+
+    async fn set_spend_envelope(
+        &self,
+        _: Request<proto::payments::SetSpendEnvelopeRequest>,
+    ) -> Result<Response<proto::payments::SpendEnvelopeResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn get_spend_envelope(
+        &self,
+        _: Request<proto::payments::GetSpendEnvelopeRequest>,
+    ) -> Result<Response<proto::payments::SpendEnvelopeResponse>, Status> {
         Err(Status::unimplemented("not in this double"))
     }
 }

@@ -186,10 +186,10 @@ async fn every_invalid_create_order_field_is_refused_with_its_code_and_field() {
 }
 
 #[tokio::test]
-async fn card_and_stablecoin_rails_are_unavailable_and_name_the_available_methods() {
+async fn the_stablecoin_rail_is_unavailable_and_names_the_available_methods() {
     let app = spawn_app().await;
     let quote = app.quote();
-    for spelling in ["card_checkout", "chain_stablecoin", "stablecoin_erc20"] {
+    for spelling in ["chain_stablecoin", "stablecoin_erc20"] {
         let request = CreateOrderRequest {
             payment_method: spelling.into(),
             ..order_request(&quote.id)
@@ -198,12 +198,12 @@ async fn card_and_stablecoin_rails_are_unavailable_and_name_the_available_method
         assert_eq!(error.code, ErrorCode::PaymentMethodUnavailable, "{spelling}");
         assert_eq!(
             error.details.unwrap()["availableMethods"],
-            serde_json::json!(["bank_invoice"])
+            serde_json::json!(["bank_invoice", "card_checkout"])
         );
     }
     // A shape error still wins over the unavailable rail.
     let request = CreateOrderRequest {
-        payment_method: "card_checkout".into(),
+        payment_method: "chain_stablecoin".into(),
         notes: Some("n".repeat(4001)),
         ..order_request(&quote.id)
     };

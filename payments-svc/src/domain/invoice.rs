@@ -17,7 +17,8 @@ pub const MAX_DESCRIPTION_CHARS: usize = 500;
 pub const MAX_ORDER_NUMBER_CHARS: usize = 100;
 
 /// The payment rail of an invoice (and of a payment), by its canonical name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum PaymentMethod {
     BankInvoice,
     CardCheckout,
@@ -45,10 +46,13 @@ impl PaymentMethod {
     }
 }
 
-/// Status of an invoice: `open` until paid in full, then `paid`; `void` when cancelled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Status of an invoice: `open` until paid in full, then `paid`; `overdue` when a bank invoice
+/// passed its due date unpaid (a later payment still settles it); `void` when cancelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum InvoiceStatus {
     Open,
+    Overdue,
     Paid,
     Void,
 }
@@ -58,6 +62,7 @@ impl InvoiceStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             InvoiceStatus::Open => "open",
+            InvoiceStatus::Overdue => "overdue",
             InvoiceStatus::Paid => "paid",
             InvoiceStatus::Void => "void",
         }
@@ -67,6 +72,7 @@ impl InvoiceStatus {
     pub fn parse(value: &str) -> Option<Self> {
         match value {
             "open" => Some(InvoiceStatus::Open),
+            "overdue" => Some(InvoiceStatus::Overdue),
             "paid" => Some(InvoiceStatus::Paid),
             "void" => Some(InvoiceStatus::Void),
             _ => None,
@@ -75,7 +81,7 @@ impl InvoiceStatus {
 }
 
 /// One invoice line; `amount = quantity × unit_price`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InvoiceLine {
     pub description: String,
     pub quantity: i64,
@@ -103,6 +109,7 @@ pub struct RawInvoice {
     pub currency: String,
     pub lines: Vec<InvoiceLine>,
     pub total_cents: i64,
+    pub checkout_expires_at: Option<DateTime<Utc>>,
 }
 
 /// A validated request to issue the invoice of an order.
@@ -114,6 +121,8 @@ pub struct NewInvoice {
     pub currency: &'static str,
     pub lines: Vec<InvoiceLine>,
     pub total: Cents,
+    /// When the card checkout session expires (the quote's expiry); card rail only.
+    pub checkout_expires_at: Option<DateTime<Utc>>,
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> ApiError {
@@ -166,6 +175,7 @@ impl NewInvoice {
             currency: CURRENCY,
             lines,
             total: sum,
+            checkout_expires_at: raw.checkout_expires_at,
         })
     }
 }
@@ -197,7 +207,7 @@ pub fn invoice_number(issued_at: DateTime<Utc>, sequence: i64) -> String {
 }
 
 /// An issued invoice.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Invoice {
     pub id: Uuid,
     pub invoice_number: String,
@@ -218,6 +228,9 @@ pub struct Invoice {
     pub paid_at: Option<DateTime<Utc>>,
     pub bank_instructions: Option<BankInstructions>,
     pub created_at: DateTime<Utc>,
+    /// The newest checkout session (card rail), where the use case attached it.
+    #[serde(default)]
+    pub checkout: Option<crate::domain::checkout::CheckoutSession>,
 }
 
 #[cfg(test)]
@@ -241,6 +254,7 @@ mod tests {
             currency: String::new(),
             lines,
             total_cents: total,
+            checkout_expires_at: None,
         }
     }
 

@@ -2,9 +2,11 @@
 //! settlement arithmetic, references, and the backstop invoice lines. No SQL, no gRPC.
 
 pub mod backstop;
+pub mod checkout;
 pub mod invoice;
 pub mod payment;
 pub mod reference;
+pub mod spend;
 
 pub use invoice::{
     BankInstructions, Invoice, InvoiceLine, InvoiceStatus, NewInvoice, PaymentMethod, RawInvoice,

@@ -10,6 +10,9 @@ use uuid::Uuid;
 
 /// Status of a settled payment (the bank rail records only money that arrived).
 pub const STATUS_SUCCEEDED: &str = "succeeded";
+/// Status of card money captured for an invoice that was already paid or void (a late success
+/// of an older session): kept on record for staff to refund, the invoice unchanged.
+pub const STATUS_REFUND_DUE: &str = "refund_due";
 /// Longest bank reference, in characters.
 pub const MAX_BANK_REFERENCE_CHARS: usize = 200;
 
@@ -128,9 +131,10 @@ pub struct Settlement {
 }
 
 impl Balance {
-    /// Applies a payment of `amount` to an open invoice; a paid or void invoice is a conflict.
+    /// Applies a payment of `amount` to an open (or overdue) invoice; a paid or void invoice is
+    /// a conflict.
     pub fn settle(self, invoice_number: &str, amount: Cents) -> Result<Settlement, ApiError> {
-        if self.status != InvoiceStatus::Open {
+        if !matches!(self.status, InvoiceStatus::Open | InvoiceStatus::Overdue) {
             return Err(ApiError::new(
                 ErrorCode::Conflict,
                 format!(

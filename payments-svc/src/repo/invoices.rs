@@ -123,6 +123,68 @@ pub async fn by_reference(
     with_lines(conn, customer_id, row).await
 }
 
+/// The customer's invoice of an order named by the order's UUID or number, or by the invoice's
+/// UUID or number (what `POST /payments/prepare` accepts), with lines.
+pub async fn by_order_reference(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    reference: &InvoiceReference,
+) -> Result<Option<Invoice>, sqlx::Error> {
+    let (id, number) = split(reference);
+    let query = concat!(
+        select_invoices!(),
+        "WHERE customer_id = $1 AND (id = $2 OR order_id = $2 OR invoice_number = $3 OR order_number = $3) \
+         ORDER BY id LIMIT 1"
+    );
+    let row = sqlx::query(query)
+        .bind(customer_id)
+        .bind(id)
+        .bind(number)
+        .fetch_optional(&mut *conn)
+        .await?;
+    with_lines(conn, customer_id, row).await
+}
+
+/// The customer's invoice `invoice_id`, locked for update (without lines).
+pub async fn lock_by_id(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    invoice_id: Uuid,
+) -> Result<Option<Invoice>, sqlx::Error> {
+    let query = concat!(
+        select_invoices!(),
+        "WHERE customer_id = $1 AND id = $2 FOR UPDATE"
+    );
+    let row = sqlx::query(query)
+        .bind(customer_id)
+        .bind(invoice_id)
+        .fetch_optional(conn)
+        .await?;
+    row.map(|row| invoice_from_row(&row)).transpose()
+}
+
+/// Moves up to `limit` open bank invoices due by `now` to `overdue` (previous status `open`),
+/// returning their ids and customers. Rows locked by a concurrent payment are skipped this round.
+pub async fn mark_overdue(
+    conn: &mut PgConnection,
+    now: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<(Uuid, Uuid)>, sqlx::Error> {
+    let rows = sqlx::query(
+        "UPDATE payments.invoices SET status = 'overdue', previous_status = status, updated_at = $1 \
+         WHERE id IN (SELECT id FROM payments.invoices WHERE status = 'open' AND payment_method = 'bank_invoice' \
+                      AND due_at <= $1 ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
+         RETURNING id, customer_id",
+    )
+    .bind(now)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?;
+    rows.iter()
+        .map(|row| Ok((row.try_get("id")?, row.try_get("customer_id")?)))
+        .collect()
+}
+
 /// Staff lookup across customers: the invoice with this UUID or number, locked for update
 /// (without lines), so that concurrent payments apply one after the other.
 pub async fn lock_for_payment(
@@ -286,5 +348,6 @@ fn invoice_from_row(row: &PgRow) -> Result<Invoice, sqlx::Error> {
         paid_at: row.try_get("paid_at")?,
         bank_instructions: bank.map(|Json(instructions)| instructions),
         created_at: row.try_get("created_at")?,
+        checkout: None,
     })
 }

@@ -62,6 +62,25 @@ pub async fn spawn_app() -> TestApp {
 }
 
 impl TestApp {
+    /// A TestApp over an application started elsewhere (the stablecoin tests configure the rail).
+    pub fn from_parts(
+        client: PaymentsServiceClient<Channel>,
+        pool: PgPool,
+        keys: DevTokens,
+        redis_url: String,
+        stream_prefix: String,
+        shutdown: CancellationToken,
+    ) -> Self {
+        Self {
+            client,
+            pool,
+            keys,
+            redis_url,
+            stream_prefix,
+            shutdown,
+        }
+    }
+
     /// A service token (orders-svc) acting for `customer`.
     pub fn service_token(&self, customer: Uuid) -> String {
         self.keys.mint_service("orders-svc", Some(customer))
@@ -216,6 +235,7 @@ pub fn invoice_request_for(order_id: Uuid, total: i64) -> pb::CreateInvoiceReque
             line("Conformity sample", 1, remainder),
         ],
         total_cents: total,
+        checkout_expires_at: None,
     }
 }
 

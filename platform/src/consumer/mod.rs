@@ -133,6 +133,12 @@ impl<H: EventHandler> StreamConsumer<H> {
 
     /// Consumes until `shutdown` fires; reconnects to Redis with backoff when it is unreachable.
     pub async fn run(self, shutdown: CancellationToken) {
+        // Reported while this consumer runs (dropped with it).
+        let _metrics = crate::metrics::streams::watch_group(
+            &self.redis_url,
+            &self.settings.group,
+            &self.settings.streams,
+        );
         let mut backoff = Duration::from_millis(100);
         while !shutdown.is_cancelled() {
             match self.session(&shutdown).await {
@@ -252,10 +258,12 @@ impl<H: EventHandler> StreamConsumer<H> {
             outcomes.clear();
         }
         let mut applied: Vec<&str> = Vec::with_capacity(kept.len());
+        let mut retried = 0;
         for ((consumed, (id, bytes)), outcome) in batch.iter().zip(&kept).zip(outcomes) {
             match outcome {
                 Ok(()) => applied.push(id),
                 Err(HandlerError::Retry(error)) => {
+                    retried += 1;
                     tracing::warn!(parent: &consumed.span, event.id = %consumed.envelope.id, %error, "event handling failed, will retry");
                 }
                 Err(HandlerError::Permanent(error)) => {
@@ -265,7 +273,11 @@ impl<H: EventHandler> StreamConsumer<H> {
                 }
             }
         }
-        self.acknowledge(redis, stream, &applied).await
+        let group = &self.settings.group;
+        crate::metrics::streams::consumed(stream, group, "retry", retried);
+        self.acknowledge(redis, stream, &applied).await?;
+        crate::metrics::streams::consumed(stream, group, "applied", applied.len() as u64);
+        Ok(())
     }
 }
 

@@ -150,7 +150,9 @@ impl<H: EventHandler> StreamConsumer<H> {
                 "dead-letter stream nearing its cap; handle and remove its entries"
             );
         }
-        self.acknowledge(redis, stream, &[id]).await
+        self.acknowledge(redis, stream, &[id]).await?;
+        crate::metrics::streams::consumed(stream, &self.settings.group, "dead_lettered", 1);
+        Ok(())
     }
 }
 

@@ -26,6 +26,11 @@ static SCHEMA: LazyLock<Schema> = LazyLock::new(|| {
         .expect("the descriptors compiled into the proto crate decode")
 });
 
+/// Whether `path` (`/package.Service/Method`) is a unary method of the mesh's own services.
+pub fn is_mesh_rpc(path: &str) -> bool {
+    SCHEMA.unary_input(path).is_some()
+}
+
 /// Applies the input rules to every incoming unary message (see the module documentation).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct InputLayer;

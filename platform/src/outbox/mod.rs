@@ -228,7 +228,9 @@ impl OutboxRelay {
     async fn relay_batch(&self, redis: &mut redis::aio::MultiplexedConnection) -> anyhow::Result<usize> {
         let mut tx = self.pool.begin().await?;
         let select = format!(
-            "SELECT id, event_type, envelope FROM {}.outbox WHERE published_at IS NULL \
+            "SELECT id, event_type, envelope, \
+             EXTRACT(EPOCH FROM clock_timestamp() - created_at)::float8 AS age \
+             FROM {}.outbox WHERE published_at IS NULL \
              ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
             self.outbox.schema
         );
@@ -248,8 +250,10 @@ impl OutboxRelay {
         }
         let mut pipeline = redis::pipe();
         let mut ids = Vec::with_capacity(rows.len());
+        let mut ages = Vec::with_capacity(rows.len());
         for row in rows {
             let id: i64 = row.try_get("id")?;
+            ages.push(row.try_get::<f64, _>("age").unwrap_or_default());
             let event_type: String = row.try_get("event_type")?;
             let envelope: Vec<u8> = row.try_get("envelope")?;
             pipeline
@@ -277,6 +281,7 @@ impl OutboxRelay {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
+        crate::metrics::streams::published(self.outbox.source, &ages);
         tracing::debug!(stream = %self.stream, count = ids.len(), "relayed outbox events");
         Ok(ids.len())
     }

@@ -45,7 +45,7 @@ async fn walking_the_catalog_cursor_returns_every_item_exactly_once_with_one_rev
 }
 
 #[tokio::test]
-async fn a_bank_invoice_order_moves_to_paid_when_staff_record_the_transfer() {
+async fn a_bank_invoice_order_ships_first_and_its_invoice_is_paid_when_staff_record_the_transfer() {
     let sandbox = Sandbox::start().await;
     let agent = sandbox.customer("Acme Peptides", "all").await;
 
@@ -81,13 +81,12 @@ async fn a_bank_invoice_order_moves_to_paid_when_staff_record_the_transfer() {
         .await;
     assert_eq!(created.status, 201, "{:?}", created.body);
     let order = &created.body["data"]["order"];
-    assert_eq!(order["status"], "invoice_sent");
+    crate::support::assert_fresh_bank_order(order);
     assert_eq!(order["totalCents"].as_i64(), Some(total));
     assert_eq!(order["clientReference"], "PO-2026-17");
     assert_eq!(order["publishRawData"], true);
     assert_eq!(order["lines"][0]["lotNumber"], "LOT-A1");
     assert_eq!(order["lines"][1]["lotNumber"], serde_json::Value::Null);
-    assert_eq!(order["statusHistory"].as_array().unwrap().len(), 1);
     let invoice_number = order["payment"]["invoiceNumber"].as_str().unwrap().to_owned();
     assert!(invoice_number.starts_with("INV-"));
     assert_eq!(
@@ -112,6 +111,9 @@ async fn a_bank_invoice_order_moves_to_paid_when_staff_record_the_transfer() {
         Some(total)
     );
 
+    // Ship-first: the prepaid label is bought at once and moves the order to label_generated.
+    crate::support::wait_for_label(&sandbox, &agent, &order_id).await;
+
     let total_text = total.to_string();
     let recorded = sandbox
         .labctl(&[
@@ -128,18 +130,20 @@ async fn a_bank_invoice_order_moves_to_paid_when_staff_record_the_transfer() {
         .unwrap();
     assert_eq!(recorded["invoice"]["status"], "paid");
 
+    // Payment gates only the COA release: the order keeps its status, its payment block is paid.
     let paid = wait_for("the order to be paid", Duration::from_secs(20), || async {
         let answer = sandbox.get(&agent.key, &format!("/orders/{order_id}")).await;
-        (answer.body["data"]["order"]["status"] == "paid").then_some(answer)
+        (answer.body["data"]["order"]["payment"]["status"] == "paid").then_some(answer)
     })
     .await;
+    assert_eq!(paid.body["data"]["order"]["status"], "label_generated");
     let history = paid.body["data"]["order"]["statusHistory"]
         .as_array()
         .unwrap()
         .clone();
     assert_eq!(history.len(), 2);
     assert_eq!(history[1]["fromStatus"], "invoice_sent");
-    assert_eq!(history[1]["toStatus"], "paid");
+    assert_eq!(history[1]["toStatus"], "label_generated");
 
     let invoice = sandbox
         .get(&agent.key, &format!("/invoices/{invoice_number}"))
@@ -179,7 +183,7 @@ async fn a_bank_invoice_order_moves_to_paid_when_staff_record_the_transfer() {
         Some(Data::OrderStatusChanged(changed)) => {
             assert_eq!(
                 (changed.from_status.as_str(), changed.to_status.as_str()),
-                ("invoice_sent", "paid")
+                ("invoice_sent", "label_generated")
             );
         }
         other => panic!("unexpected payload {other:?}"),

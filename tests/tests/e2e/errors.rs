@@ -202,7 +202,7 @@ async fn invalid_order_requests_are_rejected_with_their_codes_and_create_nothing
             "invalid_payment_method",
         ),
         (
-            with(json!({ "paymentMethod": "card_checkout" })),
+            with(json!({ "paymentMethod": "chain_stablecoin" })),
             400,
             "payment_method_unavailable",
         ),

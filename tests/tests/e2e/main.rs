@@ -1,11 +1,27 @@
 //! End-to-end tests: one module per business flow or cross-cutting guarantee.
 
 mod bank_invoice_flow;
+mod browser_checkout;
+mod card_checkout;
+mod card_psp;
+mod coa_document;
+mod coa_lifecycle;
 mod errors;
 mod forged_events;
 mod idempotency;
 mod input_sweep;
+mod lab_support;
+mod lab_workflow;
+mod mcp;
+mod mcp_clients;
+mod metrics;
+mod overdue_invoices;
 mod redis_acl;
+mod results_isolation;
+mod shipping_carrier;
+mod shipping_flow;
+mod shipping_pickup;
+mod spend_envelopes;
 mod staff_identity;
 mod support;
 mod tenant_isolation;

@@ -176,6 +176,8 @@ async fn the_mesh_works_with_each_process_as_its_own_redis_user_and_redis_refuse
     // A bank order paid end to end: every relay, consumer and housekeeping round of the flow.
     let agent = sandbox.customer("Acl Peptides", "all").await;
     let (order_id, invoice, total) = bank_order(&sandbox, &agent, "acl-order-1").await;
+    // shipping-svc reads the orders stream and writes its own: the label moves the order.
+    crate::support::wait_for_label(&sandbox, &agent, &order_id).await;
     sandbox
         .labctl(&[
             "payments",
@@ -191,7 +193,7 @@ async fn the_mesh_works_with_each_process_as_its_own_redis_user_and_redis_refuse
         .unwrap();
     wait_for("the order to be paid", Duration::from_secs(30), || async {
         let answer = sandbox.get(&agent.key, &format!("/orders/{order_id}")).await;
-        (answer.body["data"]["order"]["status"] == "paid").then_some(())
+        (answer.body["data"]["order"]["payment"]["status"] == "paid").then_some(())
     })
     .await;
     let mut operator = acl.connect("operator").await;
@@ -212,9 +214,23 @@ async fn the_mesh_works_with_each_process_as_its_own_redis_user_and_redis_refuse
         },
     )
     .await;
+    // A metrics scrape reads every consumer group's lag and pending entries and the dead-letter
+    // streams' lengths, each process as its own user.
+    let metrics = reqwest::get(format!("http://{}/metrics", sandbox.mesh.metrics_addr.unwrap()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics
+            .contains("stream_consumer_lag_entries{stream=\"lab:events:payments\",group=\"webhooks-svc\"} 0"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("stream_dead_letter_entries{stream=\"lab:events:orders:dead\"} 0"));
     sandbox.stop().await;
 
-    // Nothing any process did was refused (redis-rs's CLIENT SETINFO, sent on Redis 7.2+ and
+    // Nothing any process did (the scrape's reads included) was refused (redis-rs's CLIENT SETINFO, sent on Redis 7.2+ and
     // ignored when refused, is the one command no user is granted).
     let log: Vec<redis::Value> = redis::cmd("ACL")
         .arg("LOG")

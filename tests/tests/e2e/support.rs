@@ -84,3 +84,30 @@ pub async fn stream_events(sandbox: &Sandbox, domain: &str) -> Vec<EventEnvelope
         })
         .collect()
 }
+
+/// Waits until the order has its prepaid label (status `label_generated`, `shipping` block) and
+/// returns the order (REST JSON).
+pub async fn wait_for_label(sandbox: &Sandbox, customer: &Customer, order_id: &str) -> Value {
+    platform::testing::wait_for(
+        "the order's label",
+        std::time::Duration::from_secs(30),
+        || async {
+            let answer = sandbox.get(&customer.key, &format!("/orders/{order_id}")).await;
+            let order = &answer.body["data"]["order"];
+            (order["status"] == "label_generated" && order["shipping"].is_object()).then(|| order.clone())
+        },
+    )
+    .await
+}
+
+/// The status a fresh bank order answers with: `invoice_sent`, or already `label_generated` when
+/// shipping-svc bought the ship-first label before the answer was read (both start at
+/// `invoice_sent`).
+pub fn assert_fresh_bank_order(order: &Value) {
+    let status = order["status"].as_str().unwrap_or_default();
+    assert!(
+        status == "invoice_sent" || status == "label_generated",
+        "a fresh bank order is invoice_sent or label_generated: {order}"
+    );
+    assert_eq!(order["statusHistory"][0]["toStatus"], "invoice_sent", "{order}");
+}

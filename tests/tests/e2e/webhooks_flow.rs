@@ -21,7 +21,7 @@ const EVENTS: [&str; 5] = [
 ];
 
 /// Verifies a delivery as docs/webhooks.md tells receivers to, and returns the parsed body.
-fn verify(secret: &str, request: &RecordedRequest) -> Value {
+pub(crate) fn verify(secret: &str, request: &RecordedRequest) -> Value {
     let header = request.header("x-svc-signature");
     let mut timestamp = None;
     let mut signatures = Vec::new();
@@ -94,6 +94,8 @@ async fn an_agent_receives_its_order_lifecycle_as_signed_webhooks_and_another_cu
     let order_id = order["id"].as_str().unwrap();
     let total = order["totalCents"].as_i64().unwrap().to_string();
     let invoice = order["payment"]["invoiceNumber"].as_str().unwrap();
+    // Ship-first: the label moves the order to label_generated; the payment then moves nothing.
+    crate::support::wait_for_label(&sandbox, &alice, order_id).await;
     sandbox
         .labctl(&[
             "payments",
@@ -139,7 +141,7 @@ async fn an_agent_receives_its_order_lifecycle_as_signed_webhooks_and_another_cu
                     body["data"]["from_status"].as_str(),
                     body["data"]["to_status"].as_str()
                 ),
-                (Some("invoice_sent"), Some("paid"))
+                (Some("invoice_sent"), Some("label_generated"))
             );
         }
         if body["type"] == "invoice.updated" {

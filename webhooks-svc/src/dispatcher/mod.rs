@@ -115,6 +115,7 @@ impl Dispatcher {
             platform::time::now(),
             jitter,
         );
+        record_metrics(decision, response.latency_ms);
         let (new_status, next_attempt_at) = match decision {
             Decision::Succeeded => (DeliveryStatus::Succeeded, None),
             Decision::Retry(at) => (DeliveryStatus::Pending, Some(at)),
@@ -187,6 +188,26 @@ impl Dispatcher {
         self.wake.notify_one();
         Ok(())
     }
+}
+
+/// Counts the attempt in `webhook_deliveries_total` and `webhook_delivery_duration_seconds` by
+/// outcome: `delivered`, `failed` (another attempt follows), `exhausted` (the schedule ended) or
+/// `gone` (the endpoint answered 410 and was disabled).
+fn record_metrics(decision: Decision, latency_ms: i64) {
+    let outcome = platform::metrics::DeliveryLabels {
+        outcome: match decision {
+            Decision::Succeeded => "delivered",
+            Decision::Retry(_) => "failed",
+            Decision::Dead => "exhausted",
+            Decision::Gone => "gone",
+        },
+    };
+    let metrics = platform::metrics::metrics();
+    metrics.webhook_deliveries.get_or_create(&outcome).inc();
+    metrics
+        .webhook_delivery_duration
+        .get_or_create(&outcome)
+        .observe(latency_ms.max(0) as f64 / 1000.0);
 }
 
 mod worker;

@@ -1,19 +1,32 @@
 //! Use cases of payments-svc. Each owns its transaction: a state change and its events commit
-//! together through the outbox.
+//! together through the outbox. Card checkout is in [`checkout`], payment preparation in
+//! [`prepare`], the periodic jobs (expiring sessions, overdue invoices) in [`jobs`].
+
+mod checkout;
+mod jobs;
+mod prepare;
+mod spend;
+
+pub use prepare::{OPERATION_PREPARE, Prepared};
+pub use spend::{SpendCommitment, UNCONFIRMED_REAP_AGE};
 
 use crate::config::BankAccount;
+use crate::domain::checkout::{CheckoutSession, CheckoutStatus, hosted_url, new_session_id};
 use crate::domain::invoice::invoice_number;
 use crate::domain::payment::{Balance, STATUS_SUCCEEDED};
 use crate::domain::{
     BankPayment, Invoice, InvoiceReference, InvoiceStatus, NewInvoice, Payment, PaymentMethod,
 };
+use crate::processor::CardProcessor;
 use crate::repo::{self, invoices::InvoiceFilter};
 use crate::{OUTBOX, SCHEMA, events};
 use platform::error::{ApiError, ErrorCode};
+use platform::idempotency::IdempotencyStore;
 use platform::money::Cents;
 use platform::pagination::{After, Listing, Page, PageRequest};
 use sqlx::{PgConnection, PgPool};
 use std::sync::Arc;
+use std::time::Duration;
 use uuid::Uuid;
 
 /// The listing of a customer's invoices, newest first.
@@ -31,27 +44,50 @@ pub struct RecordedPayment {
     pub already_recorded: bool,
 }
 
+/// How card checkout runs: the processor, the site of the pay page and the lifetime of a fresh link.
+#[derive(Clone)]
+pub struct CardSettings {
+    pub processor: Arc<dyn CardProcessor>,
+    pub site_url: String,
+    pub checkout_ttl: Duration,
+}
+
 /// The use cases, over a pool and the issuing settings.
 #[derive(Clone)]
 pub struct PaymentsService {
     pool: PgPool,
     bank: Arc<BankAccount>,
     due_days: i64,
+    card: CardSettings,
+    idempotency: IdempotencyStore,
+    /// What a key without a spend envelope may commit.
+    spend_default: crate::domain::spend::WithoutEnvelope,
 }
 
 impl PaymentsService {
-    pub fn new(pool: PgPool, bank: BankAccount, due_days: i64) -> Self {
+    pub fn new(
+        pool: PgPool,
+        bank: BankAccount,
+        due_days: i64,
+        card: CardSettings,
+        spend_default: crate::domain::spend::WithoutEnvelope,
+    ) -> Self {
         Self {
             pool,
             bank: Arc::new(bank),
             due_days,
+            card,
+            idempotency: IdempotencyStore::new(crate::SCHEMA),
+            spend_default,
         }
     }
 
     /// Issues the invoice of an order, or returns the order's existing invoice unchanged.
     pub async fn create_invoice(&self, customer_id: Uuid, new: NewInvoice) -> Result<Invoice, ApiError> {
         let mut tx = self.pool.begin().await?;
-        let invoice = self.issue(&mut tx, customer_id, new).await?;
+        let mut invoice = self.issue(&mut tx, customer_id, new).await?;
+        self.attach_checkout(&mut tx, std::slice::from_mut(&mut invoice))
+            .await?;
         tx.commit().await?;
         Ok(invoice)
     }
@@ -85,6 +121,8 @@ impl PaymentsService {
         if let Some(existing) = repo::invoices::by_order(tx, customer_id, new.order_id).await? {
             return Ok(existing);
         }
+        // The order exists: its spend commitment is no longer a candidate for reaping.
+        repo::spend::confirm_order(tx, customer_id, new.order_id).await?;
         let now = platform::time::now();
         let number = invoice_number(now, repo::invoices::next_invoice_sequence(tx).await?);
         let bank_instructions =
@@ -108,6 +146,7 @@ impl PaymentsService {
             paid_at: None,
             bank_instructions,
             created_at: now,
+            checkout: None,
         };
         if !repo::invoices::insert_invoice(tx, &invoice).await? {
             // A concurrent call issued it first; answer with the winner.
@@ -115,8 +154,77 @@ impl PaymentsService {
                 .await?
                 .ok_or_else(|| ApiError::internal("invoice conflict without an invoice"));
         }
+        if invoice.payment_method == PaymentMethod::CardCheckout {
+            let expires_at = new.checkout_expires_at.unwrap_or_else(|| {
+                now + chrono::Duration::from_std(self.card.checkout_ttl).unwrap_or_default()
+            });
+            self.open_session(tx, &invoice, expires_at).await?;
+        }
         OUTBOX.enqueue(tx, events::invoice_created(&invoice)).await?;
         Ok(invoice)
+    }
+
+    /// Opens a checkout session of `invoice` (card rail) locked to its amount due, expiring at
+    /// `expires_at`. The processor's side (a PSP session) is opened when the pay page is first
+    /// shown, outside this transaction.
+    async fn open_session(
+        &self,
+        tx: &mut PgConnection,
+        invoice: &Invoice,
+        expires_at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<CheckoutSession, ApiError> {
+        let id = new_session_id();
+        let session = CheckoutSession {
+            hosted_url: hosted_url(&self.card.site_url, &id),
+            id,
+            customer_id: invoice.customer_id,
+            invoice_id: invoice.id,
+            amount: invoice.amount_due,
+            currency: invoice.currency.clone(),
+            status: CheckoutStatus::Open,
+            processor: self.card.processor.kind(),
+            processor_session_id: None,
+            processor_url: None,
+            pending_token: None,
+            last_error: None,
+            expires_at,
+            created_at: platform::time::now(),
+            completed_at: None,
+        };
+        if !repo::checkout::insert_session(tx, &session).await? {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                "the invoice already has an open checkout session",
+            ));
+        }
+        Ok(session)
+    }
+
+    /// Attaches the newest checkout session of each card-rail invoice.
+    async fn attach_checkout(
+        &self,
+        conn: &mut PgConnection,
+        invoices: &mut [Invoice],
+    ) -> Result<(), ApiError> {
+        let Some(customer_id) = invoices.first().map(|invoice| invoice.customer_id) else {
+            return Ok(());
+        };
+        let ids: Vec<Uuid> = invoices
+            .iter()
+            .filter(|invoice| invoice.payment_method == PaymentMethod::CardCheckout)
+            .map(|invoice| invoice.id)
+            .collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let sessions = repo::checkout::latest_sessions(conn, customer_id, &ids).await?;
+        for invoice in invoices {
+            invoice.checkout = sessions
+                .iter()
+                .find(|session| session.invoice_id == invoice.id)
+                .cloned();
+        }
+        Ok(())
     }
 
     /// The customer's invoice by its UUID, its order's UUID or its number.
@@ -126,9 +234,12 @@ impl PaymentsService {
         reference: &InvoiceReference,
     ) -> Result<Invoice, ApiError> {
         let mut conn = self.pool.acquire().await?;
-        repo::invoices::by_reference(&mut conn, customer_id, reference)
+        let mut invoice = repo::invoices::by_reference(&mut conn, customer_id, reference)
             .await?
-            .ok_or_else(invoice_not_found)
+            .ok_or_else(invoice_not_found)?;
+        self.attach_checkout(&mut conn, std::slice::from_mut(&mut invoice))
+            .await?;
+        Ok(invoice)
     }
 
     /// One newest-first page of the customer's invoices.
@@ -140,7 +251,8 @@ impl PaymentsService {
     ) -> Result<Page<Invoice>, ApiError> {
         let after = INVOICES.after(page)?;
         let mut conn = self.pool.acquire().await?;
-        let rows = repo::invoices::list(&mut conn, customer_id, filter, after, page.fetch()).await?;
+        let mut rows = repo::invoices::list(&mut conn, customer_id, filter, after, page.fetch()).await?;
+        self.attach_checkout(&mut conn, &mut rows).await?;
         Ok(INVOICES.page(page, rows, |invoice| After::new(invoice.created_at, invoice.id)))
     }
 

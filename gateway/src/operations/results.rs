@@ -1,0 +1,245 @@
+//! Translation of the results use cases to `lab.results.v1.ResultsService` and of an order's lab
+//! views to `lab.orders.v1.OrdersService`: published COAs and their analyte rows, an order's
+//! samples (with the ids of their published COAs when the key may read results), custody and
+//! ETA, and the public verification (no key; results-svc's rpc is public).
+
+use super::{missing, service_error};
+use crate::caller::Caller;
+use crate::dto::lab::{
+    Custody, CustodyData, CustodyEnvelope, Eta, EtaData, EtaEnvelope, OrderSamples, OrderSamplesEnvelope,
+    Sample,
+};
+use crate::dto::orders::Order;
+use crate::dto::results::{
+    Analyte, AnalyteList, Coa, CoaEnvelope, CoaList, ResultsQuery, Verification, VerificationEnvelope,
+    VerificationList,
+};
+use crate::peers::Peers;
+use platform::error::{ApiError, ErrorCode};
+use platform::grpc::outgoing;
+use platform::mesh::{ORDERS_SVC, RESULTS_SVC};
+use proto::{orders, results as pb};
+
+/// A request to a public rpc: no principal token, only the trace context.
+fn public<T>(message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    platform::grpc::inject_trace_context(request.metadata_mut());
+    request
+}
+
+/// `GET /results`: one page of the customer's published COAs (document links under `site`).
+pub async fn list_results(
+    peers: &Peers,
+    caller: &Caller,
+    site: &str,
+    query: ResultsQuery,
+) -> Result<CoaList, ApiError> {
+    let page = peers
+        .results()
+        .list_results(outgoing(
+            pb::ListResultsRequest::from(query),
+            &caller.token(RESULTS_SVC),
+        ))
+        .await
+        .map_err(service_error)?
+        .into_inner();
+    let data = page
+        .coas
+        .into_iter()
+        .map(|coa| Coa::try_from(coa).map(|coa| coa.with_site(site)))
+        .collect::<Result<_, _>>()?;
+    Ok(CoaList::new(data, page.next_cursor))
+}
+
+async fn get_coa(peers: &Peers, caller: &Caller, reference: String) -> Result<Coa, ApiError> {
+    let response = peers
+        .results()
+        .get_result(outgoing(
+            pb::GetResultRequest { reference },
+            &caller.token(RESULTS_SVC),
+        ))
+        .await
+        .map_err(service_error)?;
+    Coa::try_from(response.into_inner().coa.ok_or_else(|| missing("COA"))?)
+}
+
+/// `GET /results/{reference}`: one published COA by COA id or accession number.
+pub async fn get_result(
+    peers: &Peers,
+    caller: &Caller,
+    site: &str,
+    reference: String,
+) -> Result<CoaEnvelope, ApiError> {
+    Ok(get_coa(peers, caller, reference).await?.with_site(site).into())
+}
+
+/// `GET /api/v1/documents/coa/{coaId}`: the PDF behind a signed link (no key).
+pub async fn coa_document(
+    peers: &Peers,
+    coa_id: String,
+    expires: i64,
+    signature: String,
+) -> Result<(Vec<u8>, String), ApiError> {
+    let response = peers
+        .results()
+        .render_coa_pdf(public(pb::RenderCoaPdfRequest {
+            coa_id,
+            expires,
+            signature,
+        }))
+        .await
+        .map_err(service_error)?
+        .into_inner();
+    Ok((response.pdf, response.filename))
+}
+
+/// `GET /results/{reference}/analytes`: the normalized analyte rows of one published COA.
+pub async fn list_analytes(
+    peers: &Peers,
+    caller: &Caller,
+    reference: String,
+) -> Result<AnalyteList, ApiError> {
+    let coa = get_coa(peers, caller, reference).await?;
+    let rows: Vec<Analyte> = coa.results;
+    Ok(AnalyteList::new(rows, None))
+}
+
+/// `GET /orders/{reference}/samples`: the order's sample items with their published COAs.
+pub async fn list_samples(
+    peers: &Peers,
+    caller: &Caller,
+    reference: String,
+) -> Result<OrderSamplesEnvelope, ApiError> {
+    let response = peers
+        .orders()
+        .list_samples(outgoing(
+            orders::ListSamplesRequest { reference },
+            &caller.token(ORDERS_SVC),
+        ))
+        .await
+        .map_err(service_error)?
+        .into_inner();
+    let order = Order::try_from(response.order.ok_or_else(|| missing("order"))?)?;
+    let mut samples = response
+        .samples
+        .into_iter()
+        .map(Sample::try_from)
+        .collect::<Result<Vec<_>, _>>()?;
+    let may_read_results = caller
+        .principal
+        .scopes
+        .iter()
+        .any(|scope| scope == proto::scopes::RESULTS_READ);
+    if may_read_results && !samples.is_empty() {
+        let query = ResultsQuery {
+            order_id: uuid::Uuid::parse_str(&order.id).ok(),
+            limit: Some(platform::pagination::MAX_LIMIT),
+            ..ResultsQuery::default()
+        };
+        for coa in list_results(peers, caller, "", query).await?.data {
+            if let Some(sample) = samples
+                .iter_mut()
+                .find(|sample| sample.accession_number == coa.accession_number)
+            {
+                sample.coa_ids.push(coa.id);
+            }
+        }
+    }
+    Ok(OrderSamples::new(order, samples).into())
+}
+
+/// `GET /orders/{reference}/custody`: the hash-chained chain of custody.
+pub async fn get_custody(
+    peers: &Peers,
+    caller: &Caller,
+    reference: String,
+) -> Result<CustodyEnvelope, ApiError> {
+    let response = peers
+        .orders()
+        .get_custody(outgoing(
+            orders::GetCustodyRequest { reference },
+            &caller.token(ORDERS_SVC),
+        ))
+        .await
+        .map_err(service_error)?
+        .into_inner();
+    Ok(CustodyEnvelope {
+        data: CustodyData {
+            custody: Custody::try_from(response)?,
+        },
+    })
+}
+
+/// `GET /orders/{reference}/eta`: stage-by-stage progress with a non-binding ETA.
+pub async fn get_eta(peers: &Peers, caller: &Caller, reference: String) -> Result<EtaEnvelope, ApiError> {
+    let response = peers
+        .orders()
+        .get_eta(outgoing(
+            orders::GetOrderRequest { reference },
+            &caller.token(ORDERS_SVC),
+        ))
+        .await
+        .map_err(service_error)?
+        .into_inner();
+    Ok(EtaEnvelope {
+        data: EtaData {
+            eta: Eta::from(response),
+        },
+    })
+}
+
+async fn verify_all(
+    peers: &Peers,
+    accessions: Vec<String>,
+    code: Option<String>,
+) -> Result<Vec<Verification>, ApiError> {
+    let response = peers
+        .results()
+        .verify_coas(public(pb::VerifyCoasRequest {
+            accession_numbers: accessions,
+            verification_code: code,
+        }))
+        .await
+        .map_err(service_error)?
+        .into_inner();
+    Ok(response
+        .verifications
+        .into_iter()
+        .map(Verification::from)
+        .collect())
+}
+
+/// `GET`/`POST /verify`: the public check of one accession (with the code: compound and lot).
+pub async fn verify(
+    peers: &Peers,
+    accession: Option<String>,
+    code: Option<String>,
+) -> Result<VerificationEnvelope, ApiError> {
+    let accession = accession
+        .filter(|accession| !accession.trim().is_empty())
+        .ok_or_else(|| ApiError::field(ErrorCode::InvalidRequest, "accession", "accession is required"))?;
+    let mut verifications = verify_all(peers, vec![accession], code).await?;
+    let verification = verifications.pop().ok_or_else(|| missing("verification"))?;
+    Ok(verification.into())
+}
+
+/// `GET`/`POST /verify/batch`: the public check of 1 to 100 accessions (no codes: authenticity
+/// only).
+pub async fn verify_batch(peers: &Peers, accessions: Vec<String>) -> Result<VerificationList, ApiError> {
+    Ok(VerificationList {
+        data: verify_all(peers, accessions, None).await?,
+    })
+}
+
+/// `GET /.well-known/coa-signing-key.json`: the public JWK set of the COA signing key.
+pub async fn signing_keys(peers: &Peers) -> Result<serde_json::Value, ApiError> {
+    let response = peers
+        .results()
+        .get_signing_key(public(pb::GetSigningKeyRequest {}))
+        .await
+        .map_err(service_error)?
+        .into_inner();
+    let key: serde_json::Value = serde_json::from_str(&response.jwk_json)
+        .map_err(|_| ApiError::internal("results-svc answered a malformed signing key"))?;
+    Ok(serde_json::json!({ "keys": [key] }))
+}

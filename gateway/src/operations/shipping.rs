@@ -1,0 +1,244 @@
+//! Translation of the shipping use cases to `lab.shipping.v1.ShippingService`: shipments, labels,
+//! the order's `shipping` block, lookup of an order by tracking number, door pickups, and the
+//! two unauthenticated entries that verify their own signatures (label download, carrier webhook).
+
+use super::{Replayable, is_replay, missing, service_error};
+use crate::caller::Caller;
+use crate::dto::shipping::{
+    Label, LabelEnvelope, Pickup, PickupEnvelope, PickupOptions, PickupOptionsEnvelope, PickupRequest,
+    RequestedPickup, Shipment, ShipmentEnvelope, ShipmentList, ShipmentsQuery,
+};
+use crate::peers::Peers;
+use platform::error::{ApiError, ErrorCode};
+use platform::grpc::{outgoing, outgoing_idempotent};
+use platform::mesh::SHIPPING_SVC;
+use proto::shipping as pb;
+
+/// `GET /shipments`: one page of the customer's shipments.
+pub async fn list_shipments(
+    peers: &Peers,
+    caller: &Caller,
+    query: ShipmentsQuery,
+) -> Result<ShipmentList, ApiError> {
+    let request = pb::ListShipmentsRequest {
+        status: query.status,
+        order_id: query.order_id,
+        limit: query.limit,
+        cursor: query.cursor,
+    };
+    let page = peers
+        .shipping()
+        .list_shipments(outgoing(request, &caller.token(SHIPPING_SVC)))
+        .await
+        .map_err(service_error)?
+        .into_inner();
+    let data = page
+        .shipments
+        .into_iter()
+        .map(Shipment::try_from)
+        .collect::<Result<_, _>>()?;
+    Ok(ShipmentList::new(data, page.next_cursor))
+}
+
+/// `GET /shipments/{reference}`: one shipment by its UUID, tracking number, order UUID or order
+/// number, with its carrier event history.
+pub async fn get_shipment(
+    peers: &Peers,
+    caller: &Caller,
+    reference: String,
+) -> Result<ShipmentEnvelope, ApiError> {
+    let request = pb::GetShipmentRequest { reference };
+    let shipment = peers
+        .shipping()
+        .get_shipment(outgoing(request, &caller.token(SHIPPING_SVC)))
+        .await
+        .map_err(service_error)?
+        .into_inner()
+        .shipment
+        .ok_or_else(|| missing("shipment"))?;
+    Ok(Shipment::try_from(shipment)?.into())
+}
+
+/// `GET /shipments/{reference}/label`: the label with a fresh signed PDF URL.
+pub async fn get_label(peers: &Peers, caller: &Caller, reference: String) -> Result<LabelEnvelope, ApiError> {
+    let token = caller.token(SHIPPING_SVC);
+    let label = peers
+        .shipping()
+        .get_label(outgoing(
+            pb::GetLabelRequest {
+                reference: reference.clone(),
+            },
+            &token,
+        ))
+        .await
+        .map_err(service_error)?
+        .into_inner()
+        .label
+        .ok_or_else(|| missing("label"))?;
+    let shipment = peers
+        .shipping()
+        .get_shipment(outgoing(pb::GetShipmentRequest { reference }, &token))
+        .await
+        .map_err(service_error)?
+        .into_inner()
+        .shipment
+        .ok_or_else(|| missing("shipment"))?;
+    Ok(Label::from_proto(label, shipment.status).into())
+}
+
+/// The `shipping` block of an order (`None` while it has no label). A shipping-svc that cannot
+/// answer leaves the block out rather than failing the order read.
+pub async fn order_shipping(
+    peers: &Peers,
+    caller: &Caller,
+    order_id: &str,
+) -> Result<Option<Label>, ApiError> {
+    let request = pb::GetOrderShippingRequest {
+        reference: order_id.to_owned(),
+    };
+    match peers
+        .shipping()
+        .get_order_shipping(outgoing(request, &caller.token(SHIPPING_SVC)))
+        .await
+    {
+        Ok(response) => {
+            let answer = response.into_inner();
+            Ok(answer
+                .label
+                .map(|label| Label::from_proto(label, answer.status.unwrap_or_default())))
+        }
+        // A shipping-svc that is down (or not deployed) leaves the block out.
+        Err(status)
+            if matches!(
+                status.code(),
+                tonic::Code::Unavailable | tonic::Code::Unimplemented
+            ) =>
+        {
+            tracing::warn!(error = %status.message(), "shipping-svc unavailable; the order is read without its shipping block");
+            Ok(None)
+        }
+        Err(status) => Err(service_error(status)),
+    }
+}
+
+/// The order id behind a tracking number of the caller's customer, if any.
+pub async fn order_of_tracking_number(
+    peers: &Peers,
+    caller: &Caller,
+    reference: &str,
+) -> Result<Option<String>, ApiError> {
+    let request = pb::GetOrderShippingRequest {
+        reference: reference.to_owned(),
+    };
+    match peers
+        .shipping()
+        .get_order_shipping(outgoing(request, &caller.token(SHIPPING_SVC)))
+        .await
+    {
+        Ok(answer) => Ok(answer.into_inner().order_id),
+        // Without a shipping-svc the reference is simply no tracking number it knows.
+        Err(status) if status.code() == tonic::Code::Unimplemented => Ok(None),
+        Err(status) => Err(service_error(status)),
+    }
+}
+
+/// `GET /orders/{reference}/pickup`: door-pickup options of a paid order.
+pub async fn pickup_options(
+    peers: &Peers,
+    caller: &Caller,
+    reference: String,
+) -> Result<PickupOptionsEnvelope, ApiError> {
+    let options = peers
+        .shipping()
+        .get_pickup_options(outgoing(
+            pb::GetPickupOptionsRequest { reference },
+            &caller.token(SHIPPING_SVC),
+        ))
+        .await
+        .map_err(service_error)?
+        .into_inner();
+    Ok(PickupOptions::from(options).into())
+}
+
+/// `POST /orders/{reference}/pickup`: requests a door pickup under an idempotency key.
+pub async fn request_pickup(
+    peers: &Peers,
+    caller: &Caller,
+    idempotency_key: &str,
+    reference: String,
+    body: PickupRequest,
+) -> Result<Replayable<PickupEnvelope>, ApiError> {
+    let request = pb::RequestPickupRequest {
+        reference,
+        date: body.date,
+        window: body.window,
+        quote_token: body.quote_token,
+        confirm: body.confirm,
+    };
+    let response = peers
+        .shipping()
+        .request_pickup(outgoing_idempotent(
+            request,
+            &caller.token(SHIPPING_SVC),
+            idempotency_key,
+        ))
+        .await
+        .map_err(service_error)?;
+    let replayed = is_replay(&response);
+    let answer = response.into_inner();
+    let pickup = answer.pickup.ok_or_else(|| missing("pickup"))?;
+    Ok(Replayable {
+        body: RequestedPickup {
+            order_id: answer.order_id,
+            shipment_id: answer.shipment_id,
+            pickup: Pickup::from(pickup),
+        }
+        .into(),
+        replayed,
+    })
+}
+
+/// `GET /api/v1/files/labels/{file}`: the PDF of a signed label URL (no key; the signature is
+/// the authorization). Answers the PDF bytes and a file name.
+pub async fn download_label(
+    peers: &Peers,
+    file: String,
+    expires: i64,
+    signature: String,
+) -> Result<(Vec<u8>, String), ApiError> {
+    let request = pb::DownloadLabelRequest {
+        shipment_id: file,
+        expires,
+        signature,
+    };
+    // No principal: the rpc is public and checks the URL's signature itself.
+    let answer = peers
+        .shipping()
+        .download_label(tonic::Request::new(request))
+        .await
+        .map_err(service_error)?
+        .into_inner();
+    Ok((answer.pdf, answer.filename))
+}
+
+/// `POST /api/v1/carriers/easypost/webhooks`: a tracker webhook of the external carrier, passed
+/// on with its exact body and signature header.
+pub async fn carrier_webhook(peers: &Peers, body: Vec<u8>, signature: String) -> Result<bool, ApiError> {
+    if signature.is_empty() {
+        return Err(ApiError::new(
+            ErrorCode::Unauthenticated,
+            "the webhook is not signed",
+        ));
+    }
+    let answer = peers
+        .shipping()
+        .receive_carrier_webhook(tonic::Request::new(pb::ReceiveCarrierWebhookRequest {
+            body,
+            signature,
+        }))
+        .await
+        // Not `service_error`: here `unauthenticated` is the carrier's signature refused (401).
+        .map_err(|status| ApiError::from_status(&status))?
+        .into_inner();
+    Ok(answer.recorded)
+}

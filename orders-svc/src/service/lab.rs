@@ -1,0 +1,382 @@
+//! The lab's steps on an order (staff, lab-wide) and the customer's reads of them.
+//!
+//! * Receive samples: find the order → lock it → an identical earlier receipt answers again
+//!   (idempotent), another one is a conflict → check one receipt per line → assign accession
+//!   numbers → samples, custody entries (received, stored), `sample_received` and
+//!   `sample.received` in one transaction.
+//! * Start testing: `sample_received` → `in_lab` with custody entries and `testing.started`;
+//!   an order already in the lab answers again unchanged.
+//! * A published COA (results-svc's `coa.published`): `in_lab → reporting`, and `completed` once
+//!   every sample has one.
+
+use super::OrdersService;
+use super::transition::transition;
+use crate::domain::order::Order;
+use crate::domain::reference::OrderReference;
+use crate::domain::sample::{self, CustodyFacts, Sample, UncheckedReceipt};
+use crate::domain::status::OrderStatus;
+use crate::repo::{self, samples as sample_repo};
+use crate::{OUTBOX, SCHEMA, events};
+use chrono::{DateTime, Utc};
+use platform::consumer::first_delivery;
+use platform::error::{ApiError, ErrorCode};
+use platform::streams::GROUP_ORDERS;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// Reason recorded when samples are received.
+pub const REASON_SAMPLE_RECEIVED: &str = "sample.received";
+/// Reason recorded when testing starts.
+pub const REASON_TESTING_STARTED: &str = "testing.started";
+/// Reason recorded when a COA publication moves the order.
+pub const REASON_COA_PUBLISHED: &str = "coa.published";
+
+/// What a customer reads about the samples of an order.
+pub struct SampleView {
+    pub order: Order,
+    pub samples: Vec<Sample>,
+}
+
+/// The chain of custody of an order.
+pub struct CustodyView {
+    pub order: Order,
+    pub entries: Vec<sample_repo::CustodyRow>,
+    pub chain_intact: bool,
+    pub retain_until: Option<DateTime<Utc>>,
+}
+
+/// The outcome of a staff step: the order after it and whether it had already happened.
+pub struct LabStep {
+    pub order: Order,
+    pub samples: Vec<Sample>,
+    pub unchanged: bool,
+}
+
+fn not_found() -> ApiError {
+    ApiError::new(ErrorCode::NotFound, "order not found")
+}
+
+fn conflict(message: String, status: OrderStatus) -> ApiError {
+    ApiError::new(ErrorCode::Conflict, message).with_details(serde_json::json!({ "status": status.as_str() }))
+}
+
+/// Locks an order found lab-wide; returns (customer, id, status, number).
+async fn lock_for_staff(
+    tx: &mut PgConnection,
+    reference: &str,
+) -> Result<(Uuid, Uuid, OrderStatus, String), ApiError> {
+    let reference = OrderReference::parse(reference).ok_or_else(not_found)?;
+    let (customer_id, order_id) = sample_repo::find_order_for_staff(tx, &reference)
+        .await?
+        .ok_or_else(not_found)?;
+    let (status, number) = repo::lock_order(tx, customer_id, order_id)
+        .await?
+        .ok_or_else(not_found)?;
+    Ok((customer_id, order_id, status, number))
+}
+
+async fn read_order(conn: &mut PgConnection, customer_id: Uuid, order_id: Uuid) -> Result<Order, ApiError> {
+    repo::find_order(conn, customer_id, &OrderReference::Id(order_id))
+        .await?
+        .ok_or_else(not_found)
+}
+
+fn same_receipt(existing: &[Sample], receipts: &[UncheckedReceipt]) -> bool {
+    existing.len() == receipts.len()
+        && receipts.iter().all(|receipt| {
+            existing.iter().any(|sample| {
+                sample.line_number == receipt.line_number
+                    && sample.units == receipt.units
+                    && sample.containers == receipt.containers.trim()
+                    && sample.condition == receipt.condition
+                    && sample.storage_location == receipt.storage_location.trim()
+            })
+        })
+}
+
+impl OrdersService {
+    /// Logs a shipment's samples against an order as `operator`.
+    pub async fn receive_samples(
+        &self,
+        operator: &str,
+        reference: &str,
+        tracking_number: &str,
+        receipts: Vec<UncheckedReceipt>,
+    ) -> Result<LabStep, ApiError> {
+        if tracking_number.chars().count() > 100 {
+            return Err(ApiError::field(
+                ErrorCode::InvalidRequest,
+                "trackingNumber",
+                "trackingNumber must be at most 100 characters",
+            ));
+        }
+        let mut tx = self.pool.begin().await?;
+        let (customer_id, order_id, status, number) = lock_for_staff(&mut tx, reference).await?;
+        let existing = sample_repo::list_samples(&mut tx, customer_id, order_id).await?;
+        if !existing.is_empty() {
+            if !same_receipt(&existing, &receipts) {
+                return Err(conflict(
+                    format!("the samples of order {number} were already received differently"),
+                    status,
+                ));
+            }
+            let order = read_order(&mut tx, customer_id, order_id).await?;
+            tx.commit().await?;
+            return Ok(LabStep {
+                order,
+                samples: existing,
+                unchanged: true,
+            });
+        }
+        if !status.is_before_lab() {
+            return Err(conflict(
+                format!("order {number} is {status}; samples cannot be received"),
+                status,
+            ));
+        }
+        let order = read_order(&mut tx, customer_id, order_id).await?;
+        let lines: Vec<i32> = order.lines.iter().map(|line| line.line_number).collect();
+        let receipts = sample::check_receipts(receipts, &lines)?;
+        let now = platform::time::now();
+        let mut samples = Vec::with_capacity(receipts.len());
+        let mut custody = Vec::with_capacity(receipts.len() * 2);
+        for receipt in receipts {
+            let line = order
+                .lines
+                .iter()
+                .find(|line| line.line_number == receipt.line_number)
+                .ok_or_else(not_found)?;
+            let sequence = sample_repo::next_accession_sequence(&mut tx).await?;
+            let accession = sample::accession_number(now, sequence);
+            let mut test_ids: Vec<String> = Vec::new();
+            for test in line.items.iter().flat_map(|item| item.test_ids.iter()) {
+                if !test_ids.contains(test) {
+                    test_ids.push(test.clone());
+                }
+            }
+            custody.push(CustodyFacts {
+                sequence: 0,
+                occurred_at: now,
+                action: "received".into(),
+                accession_number: accession.clone(),
+                actor: operator.to_owned(),
+                location: "Sample receiving".into(),
+                details: format!(
+                    "{} unit(s), {}, condition {}, tracking {}",
+                    receipt.units,
+                    receipt.containers,
+                    receipt.condition,
+                    if tracking_number.is_empty() {
+                        "none"
+                    } else {
+                        tracking_number
+                    }
+                ),
+            });
+            custody.push(CustodyFacts {
+                sequence: 0,
+                occurred_at: now,
+                action: "stored".into(),
+                accession_number: accession.clone(),
+                actor: operator.to_owned(),
+                location: receipt.storage_location.clone(),
+                details: format!(
+                    "retained portion kept until {}",
+                    platform::time::rfc3339(sample::retain_until(now))
+                ),
+            });
+            samples.push(Sample {
+                accession_number: accession,
+                line_number: receipt.line_number,
+                compound_name: line.compound_name.clone(),
+                lot_number: line.lot_number.clone(),
+                units: receipt.units,
+                containers: receipt.containers,
+                condition: receipt.condition,
+                storage_location: receipt.storage_location,
+                received_at: now,
+                received_by: operator.to_owned(),
+                testing_started_at: None,
+                retain_until: sample::retain_until(now),
+                test_ids,
+                test_names: line.items.iter().map(|item| item.name.clone()).collect(),
+            });
+        }
+        sample_repo::insert_samples(&mut tx, customer_id, order_id, tracking_number, &samples).await?;
+        sample_repo::append_custody(&mut tx, customer_id, order_id, custody).await?;
+        transition(
+            &mut tx,
+            (customer_id, order_id),
+            &number,
+            status,
+            OrderStatus::SampleReceived,
+            REASON_SAMPLE_RECEIVED,
+        )
+        .await?;
+        OUTBOX
+            .enqueue(
+                &mut tx,
+                events::sample_received(
+                    customer_id,
+                    (order_id, &number),
+                    tracking_number,
+                    operator,
+                    &samples,
+                ),
+            )
+            .await?;
+        let order = read_order(&mut tx, customer_id, order_id).await?;
+        tx.commit().await?;
+        Ok(LabStep {
+            order,
+            samples,
+            unchanged: false,
+        })
+    }
+
+    /// Moves a received order into the lab as `operator`.
+    pub async fn start_testing(&self, operator: &str, reference: &str) -> Result<LabStep, ApiError> {
+        let mut tx = self.pool.begin().await?;
+        let (customer_id, order_id, status, number) = lock_for_staff(&mut tx, reference).await?;
+        let unchanged = match status {
+            OrderStatus::InLab | OrderStatus::Reporting | OrderStatus::Completed => true,
+            OrderStatus::SampleReceived => false,
+            other => {
+                return Err(conflict(
+                    format!("order {number} is {other}; testing starts once its samples are received"),
+                    other,
+                ));
+            }
+        };
+        if !unchanged {
+            let now = platform::time::now();
+            let samples = sample_repo::list_samples(&mut tx, customer_id, order_id).await?;
+            sample_repo::mark_testing_started(&mut tx, customer_id, order_id, now).await?;
+            let custody = samples
+                .iter()
+                .map(|sample| CustodyFacts {
+                    sequence: 0,
+                    occurred_at: now,
+                    action: "testing_started".into(),
+                    accession_number: sample.accession_number.clone(),
+                    actor: operator.to_owned(),
+                    location: "Laboratory".into(),
+                    details: format!("tests: {}", sample.test_names.join(", ")),
+                })
+                .collect();
+            sample_repo::append_custody(&mut tx, customer_id, order_id, custody).await?;
+            transition(
+                &mut tx,
+                (customer_id, order_id),
+                &number,
+                status,
+                OrderStatus::InLab,
+                REASON_TESTING_STARTED,
+            )
+            .await?;
+            OUTBOX
+                .enqueue(
+                    &mut tx,
+                    events::testing_started(customer_id, order_id, &number, now),
+                )
+                .await?;
+        }
+        let samples = sample_repo::list_samples(&mut tx, customer_id, order_id).await?;
+        let order = read_order(&mut tx, customer_id, order_id).await?;
+        tx.commit().await?;
+        Ok(LabStep {
+            order,
+            samples,
+            unchanged,
+        })
+    }
+
+    /// Reads any order lab-wide (staff).
+    pub async fn get_lab_order(&self, reference: &str) -> Result<Order, ApiError> {
+        let reference = OrderReference::parse(reference).ok_or_else(not_found)?;
+        let mut conn = self.pool.acquire().await?;
+        let (customer_id, order_id) = sample_repo::find_order_for_staff(&mut conn, &reference)
+            .await?
+            .ok_or_else(not_found)?;
+        read_order(&mut conn, customer_id, order_id).await
+    }
+
+    /// Reads the samples of one of the customer's orders.
+    pub async fn list_samples(&self, customer_id: Uuid, reference: &str) -> Result<SampleView, ApiError> {
+        let order = self.get_order(customer_id, reference).await?;
+        let mut conn = self.pool.acquire().await?;
+        let samples = sample_repo::list_samples(&mut conn, customer_id, order.id).await?;
+        Ok(SampleView { order, samples })
+    }
+
+    /// Reads the chain of custody of one of the customer's orders.
+    pub async fn get_custody(&self, customer_id: Uuid, reference: &str) -> Result<CustodyView, ApiError> {
+        let order = self.get_order(customer_id, reference).await?;
+        let mut conn = self.pool.acquire().await?;
+        let entries = sample_repo::list_custody(&mut conn, customer_id, order.id).await?;
+        let samples = sample_repo::list_samples(&mut conn, customer_id, order.id).await?;
+        Ok(CustodyView {
+            order,
+            chain_intact: sample::chain_intact(&entries),
+            entries,
+            retain_until: samples.iter().map(|sample| sample.retain_until).max(),
+        })
+    }
+
+    /// Applies results-svc's `coa.published` once per event: the sample gains its published COA
+    /// and the order moves to `reporting`, then `completed` when no sample lacks one.
+    pub async fn apply_coa_published(
+        &self,
+        event_id: &str,
+        customer_id: Uuid,
+        accession_number: &str,
+        coa_id: Uuid,
+        published_at: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        if !first_delivery(&mut tx, SCHEMA, GROUP_ORDERS, event_id).await? {
+            return tx.commit().await;
+        }
+        let Some(order_id) =
+            sample_repo::record_published_coa(&mut tx, customer_id, accession_number, coa_id, published_at)
+                .await?
+        else {
+            tracing::warn!(
+                accession = accession_number,
+                "coa.published for an unknown sample, ignored"
+            );
+            return tx.commit().await;
+        };
+        let Some((mut status, number)) = repo::lock_order(&mut tx, customer_id, order_id).await? else {
+            return tx.commit().await;
+        };
+        let order = (customer_id, order_id);
+        if status == OrderStatus::InLab
+            && transition(
+                &mut tx,
+                order,
+                &number,
+                status,
+                OrderStatus::Reporting,
+                REASON_COA_PUBLISHED,
+            )
+            .await?
+        {
+            status = OrderStatus::Reporting;
+        }
+        if status == OrderStatus::Reporting
+            && sample_repo::samples_without_published_coa(&mut tx, customer_id, order_id).await? == 0
+        {
+            transition(
+                &mut tx,
+                order,
+                &number,
+                status,
+                OrderStatus::Completed,
+                REASON_COA_PUBLISHED,
+            )
+            .await?;
+        }
+        tx.commit().await
+    }
+}

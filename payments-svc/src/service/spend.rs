@@ -1,0 +1,142 @@
+//! Spend envelopes: commit (atomic per key: the envelope row is locked, what the key committed
+//! this UTC day and month is summed, the caps are checked and the commitment written in one
+//! transaction), release, staff setting the caps, and a key reading its own remainders.
+
+use super::PaymentsService;
+use crate::domain::spend::{self, Caps, EnvelopeView, SpendKind, Windows, WithoutEnvelope};
+use crate::repo;
+use platform::error::ApiError;
+use platform::money::Cents;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// How long an order commitment may wait for its invoice before it is taken for an order that
+/// was never placed and released.
+pub const UNCONFIRMED_REAP_AGE: chrono::Duration = chrono::Duration::minutes(10);
+
+/// A commitment request.
+#[derive(Clone, Debug)]
+pub struct SpendCommitment {
+    pub customer_id: Uuid,
+    pub key_id: String,
+    pub kind: SpendKind,
+    pub subject_id: String,
+    pub amount: Cents,
+}
+
+impl PaymentsService {
+    /// Commits spend against the key's envelope; `Ok(true)` when the subject was committed
+    /// before (nothing changed). 403 `spend_limit_exceeded` with the remainders when a cap (or
+    /// the deployment's refusal of keys without an envelope) stops it.
+    pub async fn commit_spend(&self, commitment: &SpendCommitment) -> Result<bool, ApiError> {
+        if commitment.amount.0 < 0
+            || commitment.key_id.trim().is_empty()
+            || commitment.subject_id.trim().is_empty()
+        {
+            return Err(ApiError::field(
+                platform::error::ErrorCode::InvalidRequest,
+                "amountCents",
+                "a commitment needs a key, a subject and an amount of 0 or more",
+            ));
+        }
+        let mut tx = self.pool.begin().await?;
+        let committed = self.commit_in(&mut tx, commitment, true).await?;
+        tx.commit().await?;
+        Ok(committed)
+    }
+
+    /// Commits within `tx`; `check` false skips the caps (money already taken).
+    pub(super) async fn commit_in(
+        &self,
+        tx: &mut PgConnection,
+        commitment: &SpendCommitment,
+        check: bool,
+    ) -> Result<bool, ApiError> {
+        let SpendCommitment {
+            customer_id,
+            key_id,
+            kind,
+            subject_id,
+            amount,
+        } = commitment;
+        // The envelope row lock serialises commitments of one key (a key without an envelope
+        // under `allow` has no row to lock and no cap to keep).
+        let caps = repo::spend::lock_envelope(tx, key_id, *customer_id).await?;
+        if repo::spend::lock_commitment(tx, *customer_id, *kind, subject_id).await? == Some(true) {
+            return Ok(true);
+        }
+        if check {
+            match &caps {
+                None if self.spend_default == WithoutEnvelope::Refuse => {
+                    return Err(spend::no_envelope(*amount));
+                }
+                None => {}
+                Some(caps) => {
+                    let windows = Windows::at(platform::time::now());
+                    let committed = repo::spend::committed(tx, key_id, *customer_id, &windows).await?;
+                    spend::check(caps, committed, *amount)?;
+                }
+            }
+        }
+        repo::spend::upsert_commitment(
+            tx,
+            *customer_id,
+            *kind,
+            subject_id,
+            key_id,
+            *amount,
+            platform::time::now(),
+        )
+        .await?;
+        Ok(false)
+    }
+
+    /// Releases the subject's commitment; true when one was active.
+    pub async fn release_spend(
+        &self,
+        customer_id: Uuid,
+        kind: SpendKind,
+        subject_id: &str,
+    ) -> Result<bool, ApiError> {
+        let mut conn = self.pool.acquire().await?;
+        Ok(repo::spend::release(&mut conn, customer_id, kind, subject_id, platform::time::now()).await?)
+    }
+
+    /// Staff: sets a key's caps.
+    pub async fn set_envelope(
+        &self,
+        operator: &str,
+        customer_id: Uuid,
+        key_id: &str,
+        caps: Caps,
+    ) -> Result<EnvelopeView, ApiError> {
+        let mut conn = self.pool.acquire().await?;
+        repo::spend::upsert_envelope(
+            &mut conn,
+            key_id,
+            customer_id,
+            &caps,
+            operator,
+            platform::time::now(),
+        )
+        .await?;
+        drop(conn);
+        self.envelope(customer_id, key_id).await
+    }
+
+    /// A key's envelope with its commitments of the current UTC day and month.
+    pub async fn envelope(&self, customer_id: Uuid, key_id: &str) -> Result<EnvelopeView, ApiError> {
+        let mut conn = self.pool.acquire().await?;
+        let windows = Windows::at(platform::time::now());
+        let caps = repo::spend::read_envelope(&mut conn, key_id, customer_id).await?;
+        let committed = repo::spend::committed(&mut conn, key_id, customer_id, &windows).await?;
+        Ok(EnvelopeView {
+            key_id: key_id.to_owned(),
+            customer_id,
+            caps,
+            committed,
+            windows,
+            without_envelope: self.spend_default,
+        })
+    }
+}

@@ -1,0 +1,112 @@
+//! Carriers behind one interface ([`Carrier`]): buy a prepaid label, book a door pickup. The
+//! built-in sandbox carrier ([`sandbox`]) is the local default; the EasyPost adapter
+//! ([`easypost`]) speaks a multi-carrier shipping API and is selected by configuration.
+//! [`CarrierAdapter`] is the one the service holds.
+
+pub mod easypost;
+pub mod sandbox;
+
+use crate::domain::Address;
+use chrono::NaiveDate;
+use std::future::Future;
+use uuid::Uuid;
+
+/// What a label purchase needs.
+#[derive(Clone, Debug)]
+pub struct LabelPurchase {
+    pub shipment_id: Uuid,
+    pub order_number: String,
+    /// A number unique to this shipment in this deployment (the sandbox's package number).
+    pub sequence: i64,
+    pub ship_from: Address,
+    pub ship_to: Address,
+}
+
+/// A bought label.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PurchasedLabel {
+    pub carrier_code: String,
+    pub carrier_name: String,
+    pub service_code: String,
+    pub service_name: String,
+    pub tracking_number: String,
+    pub tracking_url: String,
+    /// The carrier's id of the shipment (empty for the sandbox).
+    pub carrier_shipment_id: String,
+}
+
+/// A door pickup to book.
+#[derive(Clone, Debug)]
+pub struct PickupBooking {
+    pub pickup_id: Uuid,
+    pub tracking_number: String,
+    pub carrier_shipment_id: String,
+    pub date: NaiveDate,
+    /// Window start and end, `HH:MM` (UTC).
+    pub window: (String, String),
+    pub address: Address,
+}
+
+/// Why a carrier call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CarrierError {
+    /// The carrier could not be reached or failed; a retry may succeed.
+    #[error("carrier unavailable: {0}")]
+    Unavailable(String),
+    /// The carrier refused the request as it is.
+    #[error("carrier refused: {0}")]
+    Rejected(String),
+}
+
+/// A carrier.
+pub trait Carrier: Send + Sync {
+    /// Buys the prepaid inbound label of a shipment.
+    fn buy_label(
+        &self,
+        purchase: &LabelPurchase,
+    ) -> impl Future<Output = Result<PurchasedLabel, CarrierError>> + Send;
+
+    /// Books a door pickup; returns the carrier's confirmation number.
+    fn book_pickup(
+        &self,
+        booking: &PickupBooking,
+    ) -> impl Future<Output = Result<String, CarrierError>> + Send;
+}
+
+/// The carrier a deployment uses.
+#[derive(Clone, Debug)]
+pub enum CarrierAdapter {
+    Sandbox(sandbox::SandboxCarrier),
+    EasyPost(easypost::EasyPostCarrier),
+}
+
+impl CarrierAdapter {
+    /// True for the built-in sandbox (its scan scripts may be played).
+    pub fn is_sandbox(&self) -> bool {
+        matches!(self, CarrierAdapter::Sandbox(_))
+    }
+
+    /// The EasyPost adapter, for verifying its webhooks.
+    pub fn easypost(&self) -> Option<&easypost::EasyPostCarrier> {
+        match self {
+            CarrierAdapter::EasyPost(adapter) => Some(adapter),
+            CarrierAdapter::Sandbox(_) => None,
+        }
+    }
+}
+
+impl Carrier for CarrierAdapter {
+    async fn buy_label(&self, purchase: &LabelPurchase) -> Result<PurchasedLabel, CarrierError> {
+        match self {
+            CarrierAdapter::Sandbox(carrier) => carrier.buy_label(purchase).await,
+            CarrierAdapter::EasyPost(carrier) => carrier.buy_label(purchase).await,
+        }
+    }
+
+    async fn book_pickup(&self, booking: &PickupBooking) -> Result<String, CarrierError> {
+        match self {
+            CarrierAdapter::Sandbox(carrier) => carrier.book_pickup(booking).await,
+            CarrierAdapter::EasyPost(carrier) => carrier.book_pickup(booking).await,
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Settings of shipping-svc (`SHIPPING_*`, gRPC on 127.0.0.1:50054): peers, the lab's business
+//! address (the ship-to of every label), the carrier, signed label URLs, email and door pickups.
+//! The table with every variable is in `shipping-svc/README.md`.
+
+use crate::carrier::easypost::EasyPostSettings;
+use crate::domain::Address;
+use crate::domain::pickup::PickupRules;
+use crate::mail::MailTransport;
+use chrono::{NaiveDate, NaiveTime};
+use platform::config::{CommonSettings, env_var, file_or_value, prefixed_or_common};
+use secrecy::SecretString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Environment prefix of this service.
+pub const ENV_PREFIX: &str = "SHIPPING";
+/// Default gRPC listen address.
+pub const DEFAULT_GRPC_ADDR: &str = "127.0.0.1:50054";
+/// The published development key of signed label URLs and pickup quote tokens.
+pub const DEVELOPMENT_SIGNING_KEY: &str = "shipping-svc-development-signing-key-0000";
+
+/// Which carrier buys labels.
+#[derive(Clone, Debug)]
+pub enum CarrierSettings {
+    Sandbox,
+    EasyPost(EasyPostSettings),
+}
+
+/// Timing of the stream consumer.
+#[derive(Clone, Copy, Debug)]
+pub struct ConsumerTiming {
+    pub reclaim_idle: Duration,
+    pub block: Duration,
+}
+
+/// Settings of shipping-svc.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub common: CommonSettings,
+    /// catalog-svc (sample requirements of the order's quote).
+    pub catalog_addr: String,
+    /// The gateway's identity API (the customer's name and email).
+    pub identity_addr: String,
+    /// The lab's receiving address: ship-to of every label.
+    pub lab_address: Address,
+    pub carrier: CarrierSettings,
+    /// Root of the public site, for signed label URLs (`{base}/api/v1/files/labels/…`).
+    pub public_base_url: String,
+    /// Key of signed label URLs and pickup quote tokens (`None`: the development key, only in
+    /// development mode).
+    pub signing_key: Option<SecretString>,
+    /// Lifetime of a signed label URL.
+    pub label_url_ttl: Duration,
+    /// Sender of label emails.
+    pub mail_from: String,
+    pub mail: MailTransport,
+    pub pickup: PickupRules,
+    pub consumer: ConsumerTiming,
+}
+
+/// The demo lab's receiving address.
+pub fn default_lab_address() -> Address {
+    Address {
+        name: "Sample Receiving".to_owned(),
+        company: "Meridian Analytical Laboratories, Inc.".to_owned(),
+        street1: "1200 Assay Park Drive".to_owned(),
+        street2: "Dock 3".to_owned(),
+        city: "Madison".to_owned(),
+        state: "WI".to_owned(),
+        postal_code: "53719".to_owned(),
+        country: "US".to_owned(),
+        phone: "+1 608 555 0142".to_owned(),
+        email: "receiving@meridian-labs.example".to_owned(),
+    }
+}
+
+impl Settings {
+    /// Settings with the defaults around `common` (tests and labd): sandbox carrier, mail to
+    /// files under the system temporary directory.
+    pub fn local(common: CommonSettings) -> Self {
+        Self {
+            common,
+            catalog_addr: "http://127.0.0.1:50051".to_owned(),
+            identity_addr: "http://127.0.0.1:50050".to_owned(),
+            lab_address: default_lab_address(),
+            carrier: CarrierSettings::Sandbox,
+            public_base_url: "http://127.0.0.1:8080".to_owned(),
+            signing_key: None,
+            label_url_ttl: Duration::from_secs(3600),
+            mail_from: "Meridian Labs Shipping <shipping@meridian-labs.example>".to_owned(),
+            mail: MailTransport::Files(std::env::temp_dir().join("lab-mail")),
+            pickup: PickupRules::default(),
+            consumer: ConsumerTiming {
+                reclaim_idle: Duration::from_secs(30),
+                block: Duration::from_secs(2),
+            },
+        }
+    }
+
+    /// Reads settings from `SHIPPING_*` and the common environment variables.
+    pub fn from_env() -> anyhow::Result<Self> {
+        let mut settings = Self::local(CommonSettings::from_env(ENV_PREFIX, DEFAULT_GRPC_ADDR)?);
+        let var = |name: &str| env_var(&format!("{ENV_PREFIX}_{name}"));
+        settings.catalog_addr = prefixed_or_common(ENV_PREFIX, "CATALOG_SVC_ADDR", &settings.catalog_addr);
+        settings.identity_addr = prefixed_or_common(ENV_PREFIX, "IDENTITY_ADDR", &settings.identity_addr);
+        let address = &mut settings.lab_address;
+        for (name, field) in [
+            ("LAB_NAME", &mut address.name),
+            ("LAB_COMPANY", &mut address.company),
+            ("LAB_STREET1", &mut address.street1),
+            ("LAB_STREET2", &mut address.street2),
+            ("LAB_CITY", &mut address.city),
+            ("LAB_STATE", &mut address.state),
+            ("LAB_POSTAL_CODE", &mut address.postal_code),
+            ("LAB_COUNTRY", &mut address.country),
+            ("LAB_PHONE", &mut address.phone),
+            ("LAB_EMAIL", &mut address.email),
+        ] {
+            if let Some(value) = var(name) {
+                *field = value;
+            }
+        }
+        match var("CARRIER").as_deref().unwrap_or("sandbox") {
+            "sandbox" => settings.carrier = CarrierSettings::Sandbox,
+            "easypost" => {
+                let required = |name: &str| {
+                    file_or_value(ENV_PREFIX, name)?.ok_or_else(|| {
+                        anyhow::anyhow!("{ENV_PREFIX}_{name} is required with SHIPPING_CARRIER=easypost")
+                    })
+                };
+                settings.carrier = CarrierSettings::EasyPost(EasyPostSettings {
+                    base_url: var("EASYPOST_BASE_URL")
+                        .unwrap_or_else(|| "https://api.easypost.com".to_owned()),
+                    api_key: required("EASYPOST_API_KEY")?.into(),
+                    webhook_secret: required("EASYPOST_WEBHOOK_SECRET")?.into(),
+                    carrier: var("EASYPOST_CARRIER").unwrap_or_else(|| "UPS".to_owned()),
+                    service: var("EASYPOST_SERVICE").unwrap_or_else(|| "Ground".to_owned()),
+                });
+            }
+            other => anyhow::bail!("{ENV_PREFIX}_CARRIER={other:?} must be sandbox or easypost"),
+        }
+        if let Some(url) = var("PUBLIC_BASE_URL") {
+            settings.public_base_url = url;
+        }
+        settings.signing_key = file_or_value(ENV_PREFIX, "SIGNING_KEY")?.map(Into::into);
+        if let Some(from) = var("MAIL_FROM") {
+            settings.mail_from = from;
+        }
+        if let Some(url) = file_or_value(ENV_PREFIX, "SMTP_URL")? {
+            settings.mail = MailTransport::Smtp(url);
+        } else if let Some(dir) = var("MAIL_DIR") {
+            settings.mail = MailTransport::Files(PathBuf::from(dir));
+        }
+        if let Some(price) = var("PICKUP_PRICE_CENTS") {
+            settings.pickup.price_cents = price
+                .trim()
+                .parse()
+                .ok()
+                .filter(|cents: &i64| *cents >= 0)
+                .ok_or_else(|| {
+                    anyhow::anyhow!("{ENV_PREFIX}_PICKUP_PRICE_CENTS must be a non-negative integer")
+                })?;
+        }
+        if let Some(cutoff) = var("PICKUP_CUTOFF") {
+            settings.pickup.cutoff = NaiveTime::parse_from_str(cutoff.trim(), "%H:%M")
+                .map_err(|_| anyhow::anyhow!("{ENV_PREFIX}_PICKUP_CUTOFF must be HH:MM (UTC)"))?;
+        }
+        if let Some(holidays) = var("PICKUP_HOLIDAYS") {
+            settings.pickup.holidays = holidays
+                .split(',')
+                .filter(|day| !day.trim().is_empty())
+                .map(|day| NaiveDate::parse_from_str(day.trim(), "%Y-%m-%d"))
+                .collect::<Result<_, _>>()
+                .map_err(|_| {
+                    anyhow::anyhow!("{ENV_PREFIX}_PICKUP_HOLIDAYS must be YYYY-MM-DD dates, comma-separated")
+                })?;
+        }
+        Ok(settings)
+    }
+}

@@ -1,0 +1,145 @@
+//! The consumer of the orders and payments streams (group `shipping-svc`):
+//!
+//! * `order.created` on the card or bank rail: buy the order's label (ship-first);
+//! * `payment.confirmed` on the stablecoin rail: buy the label (label after settlement);
+//! * `payment.confirmed` on the bank rail: record the order paid and email the label;
+//! * `payment.confirmed` on any rail (and `invoice.updated` to `paid`): record the order paid
+//!   (door pickups need it).
+//!
+//! Every effect is idempotent by itself (one shipment per order, one email per shipment, one
+//! paid record per order), so a redelivered event changes nothing; other events are
+//! acknowledged without effect.
+
+use crate::domain::LabelOrder;
+use crate::repo;
+use crate::service::ShippingService;
+use platform::consumer::{EventHandler, HandlerError};
+use platform::error::{ApiError, ErrorCode};
+use proto::events::EventEnvelope;
+use proto::events::event_envelope::Data;
+use uuid::Uuid;
+
+/// Rails whose orders are ship-first.
+const SHIP_FIRST_RAILS: [&str; 2] = ["bank_invoice", "card_checkout"];
+/// The stablecoin rail.
+const STABLECOIN_RAIL: &str = "chain_stablecoin";
+/// The bank rail.
+const BANK_RAIL: &str = "bank_invoice";
+
+/// Applies order and payment events to shipments.
+pub struct ShippingEventsHandler {
+    service: ShippingService,
+}
+
+impl ShippingEventsHandler {
+    pub fn new(service: ShippingService) -> Self {
+        Self { service }
+    }
+}
+
+fn handler_error(error: ApiError) -> HandlerError {
+    let cause = anyhow::anyhow!("{}: {}", error.code.as_str(), error.message);
+    if matches!(error.code, ErrorCode::Internal | ErrorCode::ServiceUnavailable) {
+        HandlerError::Retry(cause)
+    } else {
+        HandlerError::Permanent(cause)
+    }
+}
+
+fn uuid(value: &str, what: &str) -> Result<Uuid, HandlerError> {
+    Uuid::parse_str(value)
+        .map_err(|_| HandlerError::Permanent(anyhow::anyhow!("event without a valid {what}")))
+}
+
+impl EventHandler for ShippingEventsHandler {
+    async fn handle(&self, event: &EventEnvelope) -> Result<(), HandlerError> {
+        match &event.data {
+            Some(Data::OrderCreated(order)) => {
+                let label_order = LabelOrder {
+                    customer_id: uuid(&event.customer_id, "customer id")?,
+                    order_id: uuid(&order.order_id, "order id")?,
+                    order_number: order.order_number.clone(),
+                    payment_method: order.payment_method.clone(),
+                    quote_id: uuid(&order.quote_id, "quote id")?,
+                    shipping_address_id: order.shipping_address_id.clone(),
+                };
+                self.service
+                    .remember_order(&label_order)
+                    .await
+                    .map_err(handler_error)?;
+                if SHIP_FIRST_RAILS.contains(&order.payment_method.as_str()) {
+                    self.service
+                        .ensure_label(&label_order)
+                        .await
+                        .map_err(handler_error)?;
+                }
+                Ok(())
+            }
+            Some(Data::PaymentConfirmed(payment)) => {
+                let customer_id = uuid(&event.customer_id, "customer id")?;
+                let order_id = uuid(&payment.order_id, "order id")?;
+                self.service
+                    .record_paid(customer_id, order_id, &payment.rail)
+                    .await
+                    .map_err(handler_error)?;
+                if payment.rail == STABLECOIN_RAIL {
+                    // order.created travels on another stream: until it is here, retry.
+                    let label_order = self
+                        .service
+                        .remembered_order(customer_id, order_id)
+                        .await
+                        .map_err(handler_error)?
+                        .ok_or_else(|| {
+                            HandlerError::Retry(anyhow::anyhow!("order {order_id} not announced yet"))
+                        })?;
+                    self.service
+                        .ensure_label(&label_order)
+                        .await
+                        .map_err(handler_error)?;
+                }
+                if payment.rail == BANK_RAIL {
+                    self.service
+                        .email_label(customer_id, order_id)
+                        .await
+                        .map_err(handler_error)?;
+                }
+                Ok(())
+            }
+            Some(Data::InvoiceUpdated(invoice)) if invoice.status == "paid" => {
+                let customer_id = uuid(&event.customer_id, "customer id")?;
+                let order_id = uuid(&invoice.order_id, "order id")?;
+                self.service
+                    .record_paid(customer_id, order_id, "invoice")
+                    .await
+                    .map_err(handler_error)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl ShippingService {
+    /// Remembers an announced order (once).
+    pub async fn remember_order(&self, order: &LabelOrder) -> Result<(), ApiError> {
+        let mut conn = self.pool().acquire().await?;
+        repo::shipments::remember_order(&mut conn, order, platform::time::now()).await?;
+        Ok(())
+    }
+
+    /// The customer's announced order.
+    pub async fn remembered_order(
+        &self,
+        customer_id: Uuid,
+        order_id: Uuid,
+    ) -> Result<Option<LabelOrder>, ApiError> {
+        let mut conn = self.pool().acquire().await?;
+        Ok(repo::shipments::remembered_order(&mut conn, customer_id, order_id).await?)
+    }
+
+    /// Records that the customer's order is paid (once).
+    pub async fn record_paid(&self, customer_id: Uuid, order_id: Uuid, rail: &str) -> Result<(), ApiError> {
+        let mut conn = self.pool().acquire().await?;
+        repo::shipments::mark_paid(&mut conn, customer_id, order_id, rail, platform::time::now()).await?;
+        Ok(())
+    }
+}

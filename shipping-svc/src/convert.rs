@@ -1,0 +1,133 @@
+//! Domain types to proto and back, at the gRPC edge.
+
+use crate::domain::packing::PackingStep;
+use crate::domain::pickup::Pickup;
+use crate::domain::{Address, CarrierEvent, Scan, ShipmentStatus, TrackedShipment};
+use crate::service::read::LabelView;
+use platform::error::{ApiError, ErrorCode};
+use platform::time::{to_timestamp, to_timestamp_opt};
+use proto::shipping as pb;
+
+pub fn address(address: &Address) -> pb::Address {
+    pb::Address {
+        name: address.name.clone(),
+        company: address.company.clone(),
+        street1: address.street1.clone(),
+        street2: address.street2.clone(),
+        city: address.city.clone(),
+        state: address.state.clone(),
+        postal_code: address.postal_code.clone(),
+        country: address.country.clone(),
+        phone: address.phone.clone(),
+        email: address.email.clone(),
+    }
+}
+
+fn carrier_event(event: &CarrierEvent) -> pb::CarrierEvent {
+    pb::CarrierEvent {
+        status: event.status.as_str().to_owned(),
+        status_code: event.status_code.clone(),
+        description: event.description.clone(),
+        occurred_at: Some(to_timestamp(event.occurred_at)),
+        location: event.location.clone(),
+    }
+}
+
+pub fn pickup(pickup: &Pickup) -> pb::Pickup {
+    pb::Pickup {
+        id: pickup.id.to_string(),
+        status: pickup.status.clone(),
+        date: pickup.date.format("%Y-%m-%d").to_string(),
+        window: pickup.window.clone(),
+        price_cents: pickup.price_cents,
+        pay_url: pickup.pay_url.clone(),
+        confirmation_number: pickup.confirmation_number.clone(),
+        created_at: Some(to_timestamp(pickup.created_at)),
+        booked_at: to_timestamp_opt(pickup.booked_at),
+    }
+}
+
+pub fn shipment(tracked: &TrackedShipment) -> pb::Shipment {
+    let shipment = &tracked.shipment;
+    pb::Shipment {
+        id: shipment.id.to_string(),
+        customer_id: shipment.customer_id.to_string(),
+        order_id: shipment.order_id.to_string(),
+        order_number: shipment.order_number.clone(),
+        carrier_code: shipment.carrier_code.clone(),
+        service_code: shipment.service_code.clone(),
+        tracking_number: shipment.tracking_number.clone(),
+        tracking_url: shipment.tracking_url.clone(),
+        status: shipment.status.as_str().to_owned(),
+        ship_from: Some(address(&shipment.ship_from)),
+        ship_to: Some(address(&shipment.ship_to)),
+        events: tracked.events.iter().map(carrier_event).collect(),
+        pickup: tracked.pickup.as_ref().map(pickup),
+        created_at: Some(to_timestamp(shipment.created_at)),
+        updated_at: Some(to_timestamp(shipment.updated_at)),
+    }
+}
+
+fn packing_step(step: &PackingStep) -> pb::PackingStep {
+    pb::PackingStep {
+        step: step.step,
+        line_number: step.line_number,
+        sample_reference: step.sample_reference.clone(),
+        compound_name: step.compound_name.clone(),
+        container: step.container.clone(),
+        quantity: step.quantity.clone(),
+        temperature: step.temperature.clone(),
+        instruction: step.instruction.clone(),
+        test_ids: step.test_ids.clone(),
+    }
+}
+
+pub fn label(view: &LabelView) -> pb::Label {
+    let shipment = &view.shipment;
+    pb::Label {
+        shipment_id: shipment.id.to_string(),
+        tracking_number: shipment.tracking_number.clone(),
+        tracking_url: shipment.tracking_url.clone(),
+        carrier_code: shipment.carrier_code.clone(),
+        service_code: shipment.service_code.clone(),
+        label_url: view.url.clone(),
+        label_url_expires_at: Some(to_timestamp(view.expires_at)),
+        ship_to: Some(address(&shipment.ship_to)),
+        ship_from: Some(address(&shipment.ship_from)),
+        packing_steps: shipment.packing_steps.iter().map(packing_step).collect(),
+    }
+}
+
+/// A staff scan from its request.
+pub fn scan(request: pb::RecordScanRequest) -> Result<Scan, ApiError> {
+    let status = ShipmentStatus::parse_field(request.status.trim(), "status")?;
+    let occurred_at = match request.occurred_at.as_deref() {
+        Some(text) => chrono::DateTime::parse_from_rfc3339(text.trim())
+            .map_err(|_| {
+                ApiError::field(
+                    ErrorCode::InvalidRequest,
+                    "occurredAt",
+                    "occurredAt must be RFC 3339",
+                )
+            })?
+            .to_utc(),
+        None => platform::time::now(),
+    };
+    let tracking_number = request.tracking_number.trim().to_owned();
+    if tracking_number.is_empty() {
+        return Err(ApiError::field(
+            ErrorCode::InvalidRequest,
+            "trackingNumber",
+            "a tracking number is required",
+        ));
+    }
+    Ok(Scan {
+        tracking_number,
+        status,
+        status_code: request.status_code.unwrap_or_else(|| status.as_str().to_owned()),
+        description: request.description.unwrap_or_default(),
+        location: request.location.unwrap_or_default(),
+        occurred_at,
+        carrier_event_id: request.carrier_event_id.unwrap_or_default(),
+    })
+}

@@ -1,0 +1,91 @@
+//! Door pickups of shipments.
+
+use crate::domain::pickup::Pickup;
+use chrono::{DateTime, Utc};
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row};
+use uuid::Uuid;
+
+const SELECT_PICKUPS: &str = "SELECT id, customer_id, shipment_id, order_id, status, pickup_date, pickup_window, \
+    price_cents, pay_url, payment_reference, confirmation_number, created_at, booked_at FROM shipping.pickups ";
+
+fn pickup_from_row(row: &PgRow) -> Result<Pickup, sqlx::Error> {
+    Ok(Pickup {
+        id: row.try_get("id")?,
+        customer_id: row.try_get("customer_id")?,
+        shipment_id: row.try_get("shipment_id")?,
+        order_id: row.try_get("order_id")?,
+        status: row.try_get("status")?,
+        date: row.try_get("pickup_date")?,
+        window: row.try_get("pickup_window")?,
+        price_cents: row.try_get("price_cents")?,
+        pay_url: row.try_get("pay_url")?,
+        payment_reference: row.try_get("payment_reference")?,
+        confirmation_number: row.try_get("confirmation_number")?,
+        created_at: row.try_get("created_at")?,
+        booked_at: row.try_get("booked_at")?,
+    })
+}
+
+/// Inserts a pickup; false when the shipment has one already.
+pub async fn insert(conn: &mut PgConnection, pickup: &Pickup) -> Result<bool, sqlx::Error> {
+    let inserted = sqlx::query(
+        "INSERT INTO shipping.pickups (id, customer_id, shipment_id, order_id, status, pickup_date, pickup_window, \
+           price_cents, pay_url, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+         ON CONFLICT ON CONSTRAINT pickups_one_per_shipment DO NOTHING",
+    )
+    .bind(pickup.id)
+    .bind(pickup.customer_id)
+    .bind(pickup.shipment_id)
+    .bind(pickup.order_id)
+    .bind(&pickup.status)
+    .bind(pickup.date)
+    .bind(&pickup.window)
+    .bind(pickup.price_cents)
+    .bind(&pickup.pay_url)
+    .bind(pickup.created_at)
+    .execute(conn)
+    .await?;
+    Ok(inserted.rows_affected() == 1)
+}
+
+/// The pickup of a shipment.
+pub async fn by_shipment(conn: &mut PgConnection, shipment_id: Uuid) -> Result<Option<Pickup>, sqlx::Error> {
+    let query = format!("{SELECT_PICKUPS} WHERE shipment_id = $1");
+    let row = sqlx::query(sqlx::AssertSqlSafe(query))
+        .bind(shipment_id)
+        .fetch_optional(conn)
+        .await?;
+    row.map(|row| pickup_from_row(&row)).transpose()
+}
+
+/// The pickup with this id, locked.
+pub async fn lock(conn: &mut PgConnection, id: Uuid) -> Result<Option<Pickup>, sqlx::Error> {
+    let query = format!("{SELECT_PICKUPS} WHERE id = $1 FOR UPDATE");
+    let row = sqlx::query(sqlx::AssertSqlSafe(query))
+        .bind(id)
+        .fetch_optional(conn)
+        .await?;
+    row.map(|row| pickup_from_row(&row)).transpose()
+}
+
+/// Marks a pickup booked.
+pub async fn book(
+    conn: &mut PgConnection,
+    id: Uuid,
+    payment_reference: &str,
+    confirmation_number: &str,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE shipping.pickups SET status = 'booked', payment_reference = $2, confirmation_number = $3, \
+           booked_at = $4 WHERE id = $1",
+    )
+    .bind(id)
+    .bind(payment_reference)
+    .bind(confirmation_number)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(())
+}

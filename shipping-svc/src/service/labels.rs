@@ -1,0 +1,196 @@
+//! Buying an order's prepaid inbound label, exactly once however often the triggering event
+//! is redelivered:
+//!
+//! 1. read the customer's contact (identity API) and the quote's sample requirements
+//!    (catalog-svc), acting for the customer;
+//! 2. in one transaction: claim the order's shipment row (unique per order) and lock it; a row
+//!    whose label is bought ends here;
+//! 3. buy the label from the carrier while holding the lock (concurrent deliveries wait);
+//! 4. render the 4×6 PDF, store it with the shipment, enqueue `shipment.label_created`, commit.
+//!
+//! A failure before the commit leaves the row pending and the event unacknowledged: the retry
+//! buys again (the sandbox answers the same tracking number for the same package; an external
+//! carrier may bill twice in that narrow window, which `docs/shipping.md` states).
+
+use super::ShippingService;
+use crate::carrier::{Carrier, CarrierError, LabelPurchase};
+use crate::domain::packing::{self, Requirement, SampleLine};
+use crate::domain::{Address, LabelOrder, Shipment, ShipmentStatus};
+use crate::label::{self, LabelContent};
+use crate::{OUTBOX, events, repo};
+use platform::error::{ApiError, ErrorCode};
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+impl ShippingService {
+    /// Buys the order's label unless it has one; returns the shipment.
+    pub async fn ensure_label(&self, order: &LabelOrder) -> Result<Shipment, ApiError> {
+        if let Some(existing) = {
+            let mut conn = self.pool.acquire().await?;
+            repo::shipments::by_order(&mut conn, order.customer_id, order.order_id).await?
+        } {
+            return Ok(existing);
+        }
+        let (name, email) = self.customer_contact(order.customer_id).await?;
+        let lines = self.sample_lines(order.customer_id, order.quote_id).await?;
+        let now = platform::time::now();
+        let ship_from = ship_from(&name, &email, order.shipping_address_id.as_deref());
+        let mut shipment = Shipment {
+            id: Uuid::now_v7(),
+            customer_id: order.customer_id,
+            order_id: order.order_id,
+            order_number: order.order_number.clone(),
+            payment_method: order.payment_method.clone(),
+            carrier_code: String::new(),
+            service_code: String::new(),
+            tracking_number: String::new(),
+            tracking_url: String::new(),
+            status: ShipmentStatus::PreTransit,
+            ship_from,
+            ship_to: (*self.lab_address).clone(),
+            packing_steps: packing::packing_steps(&order.order_number, &lines),
+            carrier_shipment_id: String::new(),
+            last_event_at: None,
+            created_at: now,
+            updated_at: now,
+        };
+        let mut tx = self.pool.begin().await?;
+        let (id, bought) = repo::shipments::claim(&mut tx, &shipment).await?;
+        if bought {
+            tx.commit().await?;
+            let mut conn = self.pool.acquire().await?;
+            return repo::shipments::by_order(&mut conn, order.customer_id, order.order_id)
+                .await?
+                .ok_or_else(|| ApiError::internal("a bought shipment disappeared"));
+        }
+        shipment.id = id;
+        let sequence = repo::shipments::next_package_number(&mut tx).await?;
+        let purchase = LabelPurchase {
+            shipment_id: shipment.id,
+            order_number: shipment.order_number.clone(),
+            sequence,
+            ship_from: shipment.ship_from.clone(),
+            ship_to: shipment.ship_to.clone(),
+        };
+        let purchased = self
+            .carrier
+            .buy_label(&purchase)
+            .await
+            .map_err(|error| match error {
+                CarrierError::Unavailable(cause) => ApiError::unavailable("the carrier", cause),
+                CarrierError::Rejected(cause) => ApiError::new(
+                    ErrorCode::Conflict,
+                    format!("the carrier refused the label: {cause}"),
+                ),
+            })?;
+        shipment.carrier_code = purchased.carrier_code;
+        shipment.service_code = purchased.service_code;
+        shipment.tracking_number = purchased.tracking_number;
+        shipment.tracking_url = purchased.tracking_url;
+        shipment.carrier_shipment_id = purchased.carrier_shipment_id;
+        shipment.updated_at = platform::time::now();
+        let pdf = render_label(
+            &shipment,
+            &purchased.carrier_name,
+            &purchased.service_name,
+            &lines,
+        )
+        .map_err(ApiError::internal)?;
+        let sha256 = hex::encode(Sha256::digest(&pdf));
+        repo::shipments::store_bought(&mut tx, &shipment, &pdf, &sha256).await?;
+        OUTBOX.enqueue(&mut tx, events::label_created(&shipment)).await?;
+        tx.commit().await?;
+        tracing::info!(
+            shipment.id = %shipment.id,
+            order.id = %shipment.order_id,
+            tracking = %shipment.tracking_number,
+            "label bought"
+        );
+        Ok(shipment)
+    }
+
+    /// The sample lines of the order's quote with each test's requirement, in quote order.
+    async fn sample_lines(&self, customer_id: Uuid, quote_id: Uuid) -> Result<Vec<SampleLine>, ApiError> {
+        let token = self
+            .tokens
+            .service_token(platform::mesh::CATALOG_SVC, Some(customer_id));
+        let request = proto::catalog::GetQuoteRequest {
+            quote_id: quote_id.to_string(),
+        };
+        let quote = self
+            .catalog
+            .clone()
+            .get_quote(platform::grpc::outgoing(request, &token))
+            .await
+            .map_err(|status| ApiError::from_status(&status))?
+            .into_inner()
+            .quote
+            .ok_or_else(|| ApiError::internal("catalog-svc answered no quote"))?;
+        Ok(quote
+            .lines
+            .into_iter()
+            .map(|line| {
+                // The quote lists one requirement per test, in the order of the items' tests.
+                let tests = line.items.iter().flat_map(|item| item.test_ids.iter().cloned());
+                let requirements = tests
+                    .zip(line.sample_requirements)
+                    .map(|(test_id, requirement)| Requirement {
+                        test_id,
+                        container: requirement.container,
+                        amount: requirement.amount,
+                        notes: requirement.notes,
+                    })
+                    .collect();
+                SampleLine {
+                    line_number: line.line_number,
+                    compound_name: line.compound_name,
+                    requirements,
+                }
+            })
+            .collect())
+    }
+}
+
+/// The ship-from block: the customer's name and email, and the address-book entry the order
+/// names. The mesh keeps no postal addresses yet, so the label is a prepaid return label that
+/// any drop-off point or pickup accepts (`docs/shipping.md`).
+pub fn ship_from(name: &str, email: &str, shipping_address_id: Option<&str>) -> Address {
+    Address {
+        name: name.to_owned(),
+        company: String::new(),
+        street1: match shipping_address_id {
+            Some(id) => format!("Address book entry {id}"),
+            None => "Drop off at any carrier location".to_owned(),
+        },
+        email: email.to_owned(),
+        ..Address::default()
+    }
+}
+
+/// Renders the label PDF of a shipment.
+pub fn render_label(
+    shipment: &Shipment,
+    carrier_name: &str,
+    service_name: &str,
+    lines: &[SampleLine],
+) -> Result<Vec<u8>, String> {
+    let samples = lines
+        .iter()
+        .map(|line| {
+            (
+                packing::sample_reference(&shipment.order_number, line.line_number),
+                line.compound_name.clone(),
+            )
+        })
+        .collect();
+    label::render(&LabelContent {
+        carrier_name,
+        service_name,
+        tracking_number: &shipment.tracking_number,
+        ship_from: &shipment.ship_from,
+        ship_to: &shipment.ship_to,
+        order_number: &shipment.order_number,
+        samples,
+        packing_steps: &shipment.packing_steps,
+    })
+}

@@ -1,0 +1,111 @@
+//! Use cases of shipping-svc. Each owns its transactions; every state change commits with its
+//! event through the outbox.
+//!
+//! * [`labels`]: buying an order's label exactly once (order events), rendering it.
+//! * [`tracking`]: recording carrier scans (staff, sandbox scripts, carrier webhooks).
+//! * [`read`]: shipments, labels, signed label downloads, the order's shipping block.
+//! * [`email`]: emailing the label when a bank invoice is paid, once.
+//! * [`pickups`]: door-pickup options, requests and booking after payment.
+
+pub mod email;
+pub mod labels;
+pub mod pickups;
+pub mod read;
+pub mod tracking;
+
+use crate::carrier::CarrierAdapter;
+use crate::config::Settings;
+use crate::domain::Address;
+use crate::domain::pickup::PickupRules;
+use crate::mail::Mailer;
+use platform::error::{ApiError, ErrorCode};
+use platform::idempotency::IdempotencyStore;
+use platform::tokens::TokenIssuer;
+use proto::catalog::catalog_service_client::CatalogServiceClient;
+use proto::identity::identity_service_client::IdentityServiceClient;
+use sqlx::PgPool;
+use std::sync::Arc;
+use std::time::Duration;
+use tonic::transport::Channel;
+use uuid::Uuid;
+
+/// The shipping use cases and what they need.
+#[derive(Clone)]
+pub struct ShippingService {
+    pool: PgPool,
+    carrier: Arc<CarrierAdapter>,
+    catalog: CatalogServiceClient<Channel>,
+    identity: IdentityServiceClient<Channel>,
+    /// Mints this service's tokens for outgoing calls (acting for the order's customer).
+    tokens: TokenIssuer,
+    lab_address: Arc<Address>,
+    signing_key: Arc<Vec<u8>>,
+    public_base_url: Arc<str>,
+    label_url_ttl: Duration,
+    mailer: Mailer,
+    pickup: Arc<PickupRules>,
+    idempotency: IdempotencyStore,
+}
+
+impl ShippingService {
+    /// Builds the use cases with lazy channels to catalog-svc and the identity API.
+    pub fn new(
+        pool: PgPool,
+        settings: &Settings,
+        carrier: CarrierAdapter,
+        tokens: TokenIssuer,
+        signing_key: Vec<u8>,
+        mailer: Mailer,
+    ) -> anyhow::Result<Self> {
+        Ok(Self {
+            pool,
+            carrier: Arc::new(carrier),
+            catalog: CatalogServiceClient::new(platform::grpc::lazy_channel(&settings.catalog_addr)?),
+            identity: IdentityServiceClient::new(platform::grpc::lazy_channel(&settings.identity_addr)?),
+            tokens,
+            lab_address: Arc::new(settings.lab_address.clone()),
+            signing_key: Arc::new(signing_key),
+            public_base_url: settings.public_base_url.trim_end_matches('/').into(),
+            label_url_ttl: settings.label_url_ttl,
+            mailer,
+            pickup: Arc::new(settings.pickup.clone()),
+            idempotency: IdempotencyStore::new(crate::SCHEMA),
+        })
+    }
+
+    /// The same use cases with the identity client pointed at `address`.
+    pub fn with_identity_addr(mut self, address: &str) -> anyhow::Result<Self> {
+        self.identity = IdentityServiceClient::new(platform::grpc::lazy_channel(address)?);
+        Ok(self)
+    }
+
+    /// The pool (tests inspect the schema through it).
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The customer's name and email, from the identity API (acting for the customer).
+    async fn customer_contact(&self, customer_id: Uuid) -> Result<(String, String), ApiError> {
+        let token = self
+            .tokens
+            .service_token(platform::mesh::GATEWAY, Some(customer_id));
+        let request = proto::identity::GetCustomerRequest {
+            customer_id: customer_id.to_string(),
+        };
+        let customer = self
+            .identity
+            .clone()
+            .get_customer(platform::grpc::outgoing(request, &token))
+            .await
+            .map_err(|status| ApiError::from_status(&status))?
+            .into_inner()
+            .customer
+            .ok_or_else(|| ApiError::internal("the identity API answered no customer"))?;
+        Ok((customer.name, customer.email))
+    }
+}
+
+/// The generic 404 of every shipment route (absent and another customer's alike).
+pub fn shipment_not_found() -> ApiError {
+    ApiError::new(ErrorCode::NotFound, "shipment not found")
+}

@@ -1,0 +1,268 @@
+//! Door pickups, once the order is paid:
+//!
+//! * options: the order's shipment, the offered dates and windows, the price and a signed quote
+//!   token binding them to the order (expires after 15 minutes);
+//! * request (idempotent, `confirm: true`): verify the token, the chosen date and window among
+//!   those it offers and not past, the key's spend envelope, that the order is paid and the
+//!   shipment has no pickup; store the pickup `awaiting_payment` with its `payUrl`;
+//! * payment confirmation (staff or the payment page, once it lands): book with the carrier,
+//!   store the confirmation number, enqueue `shipment.updated` (status `pickup_booked`).
+
+use super::{ShippingService, shipment_not_found};
+use crate::carrier::{Carrier, CarrierError, PickupBooking};
+use crate::domain::Shipment;
+use crate::domain::pickup::{self, AWAITING_PAYMENT, BOOKED, Pickup, QuoteClaims, Window};
+use crate::repo::shipments::ShipmentRef;
+use crate::{OUTBOX, events, repo};
+use chrono::{DateTime, NaiveDate, Utc};
+use platform::error::{ApiError, ErrorCode};
+use platform::idempotency::{IdempotencyKey, Json};
+use uuid::Uuid;
+
+/// Operation name of pickup requests in the idempotency store.
+pub const OPERATION_REQUEST_PICKUP: &str = "shipping.request_pickup";
+
+/// The options offered for an order.
+#[derive(Clone, Debug)]
+pub struct PickupOptions {
+    pub shipment: Shipment,
+    pub dates: Vec<NaiveDate>,
+    pub windows: Vec<Window>,
+    pub price_cents: i64,
+    pub quote_token: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// A pickup request as the customer sent it.
+#[derive(Clone, Debug)]
+pub struct PickupRequest {
+    pub reference: String,
+    pub date: String,
+    pub window: String,
+    pub quote_token: String,
+    pub confirm: bool,
+}
+
+impl ShippingService {
+    async fn paid_shipment(&self, customer_id: Uuid, reference: &str) -> Result<Shipment, ApiError> {
+        let mut conn = self.pool.acquire().await?;
+        let shipment = repo::shipments::by_reference(&mut conn, customer_id, &ShipmentRef::parse(reference))
+            .await?
+            .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "order not found"))?;
+        if !repo::shipments::is_paid(&mut conn, customer_id, shipment.order_id).await? {
+            return Err(ApiError::new(
+                ErrorCode::OrderNotPaid,
+                "a door pickup can be booked once the order is paid",
+            ));
+        }
+        if repo::pickups::by_shipment(&mut conn, shipment.id)
+            .await?
+            .is_some()
+        {
+            return Err(already_requested());
+        }
+        Ok(shipment)
+    }
+
+    /// The pickup options of the customer's paid order.
+    pub async fn pickup_options(
+        &self,
+        customer_id: Uuid,
+        reference: &str,
+    ) -> Result<PickupOptions, ApiError> {
+        let shipment = self.paid_shipment(customer_id, reference).await?;
+        let now = platform::time::now();
+        let dates = self.pickup.dates(now);
+        let expires_at = now + self.pickup.token_ttl;
+        let claims = QuoteClaims {
+            c: customer_id,
+            o: shipment.order_id,
+            s: shipment.id,
+            d: dates
+                .iter()
+                .map(|date| date.format("%Y-%m-%d").to_string())
+                .collect(),
+            w: self
+                .pickup
+                .windows
+                .iter()
+                .map(|window| window.id.clone())
+                .collect(),
+            p: self.pickup.price_cents,
+            e: expires_at.timestamp(),
+        };
+        Ok(PickupOptions {
+            shipment,
+            dates,
+            windows: self.pickup.windows.clone(),
+            price_cents: self.pickup.price_cents,
+            quote_token: pickup::sign(&self.signing_key, &claims),
+            expires_at,
+        })
+    }
+
+    /// Requests a door pickup under an idempotency key.
+    pub async fn request_pickup(
+        &self,
+        customer_id: Uuid,
+        spend_limit_cents: Option<i64>,
+        key: IdempotencyKey,
+        request: PickupRequest,
+    ) -> platform::idempotency::Answer<Pickup> {
+        let call = key.call(customer_id, OPERATION_REQUEST_PICKUP);
+        self.idempotency
+            .run(&self.pool, call, &Json, async |attempt| {
+                if !request.confirm {
+                    return Err(ApiError::field(
+                        ErrorCode::ConfirmationRequired,
+                        "confirm",
+                        "a pickup request needs confirm: true",
+                    ));
+                }
+                let shipment = match self.paid_shipment(customer_id, &request.reference).await {
+                    Ok(shipment) => shipment,
+                    // Payment may land later: that refusal is not stored for the key.
+                    Err(error) if error.code == ErrorCode::OrderNotPaid => {
+                        return Err(attempt.transient(error));
+                    }
+                    Err(error) => return Err(error),
+                };
+                let now = platform::time::now();
+                let claims = pickup::verify(
+                    &self.signing_key,
+                    &request.quote_token,
+                    customer_id,
+                    shipment.order_id,
+                    now,
+                )?;
+                if claims.s != shipment.id {
+                    return Err(pickup::invalid_token());
+                }
+                let unavailable = |field: &str, message: &str| {
+                    ApiError::field(ErrorCode::PickupDateUnavailable, field, message.to_owned())
+                };
+                let date = NaiveDate::parse_from_str(request.date.trim(), "%Y-%m-%d").map_err(|_| {
+                    ApiError::field(ErrorCode::InvalidRequest, "date", "date must be YYYY-MM-DD")
+                })?;
+                if date < now.date_naive() {
+                    return Err(unavailable("date", "the pickup date is in the past"));
+                }
+                if !claims.d.contains(&request.date.trim().to_owned()) {
+                    return Err(unavailable(
+                        "date",
+                        "the pickup date is not one of the offered dates",
+                    ));
+                }
+                if !claims.w.contains(&request.window) || self.pickup.window(&request.window).is_none() {
+                    return Err(unavailable(
+                        "window",
+                        "the pickup window is not one of the offered windows",
+                    ));
+                }
+                if let Some(limit) = spend_limit_cents
+                    && claims.p > limit
+                {
+                    return Err(ApiError::new(
+                        ErrorCode::SpendLimitExceeded,
+                        "the pickup price exceeds the key's spending envelope",
+                    )
+                    .with_details(serde_json::json!({ "priceCents": claims.p, "spendLimitCents": limit })));
+                }
+                let id = Uuid::now_v7();
+                let pickup = Pickup {
+                    id,
+                    customer_id,
+                    shipment_id: shipment.id,
+                    order_id: shipment.order_id,
+                    status: AWAITING_PAYMENT.to_owned(),
+                    date,
+                    window: request.window.clone(),
+                    price_cents: claims.p,
+                    pay_url: format!("{}/pay/pickups/{id}", self.public_base_url),
+                    payment_reference: None,
+                    confirmation_number: None,
+                    created_at: now,
+                    booked_at: None,
+                };
+                let mut tx = self.pool.begin().await?;
+                if !repo::pickups::insert(&mut tx, &pickup).await? {
+                    return Err(already_requested());
+                }
+                attempt.complete(&mut tx, &pickup).await?;
+                tx.commit().await?;
+                Ok(pickup)
+            })
+            .await
+    }
+
+    /// Books a pickup whose payment settled (`payment_reference`); a booked pickup answers as
+    /// it stands.
+    pub async fn confirm_pickup_payment(
+        &self,
+        pickup_id: &str,
+        payment_reference: &str,
+    ) -> Result<Pickup, ApiError> {
+        let not_found = || ApiError::new(ErrorCode::NotFound, "pickup not found");
+        let id = Uuid::parse_str(pickup_id.trim()).map_err(|_| not_found())?;
+        if payment_reference.trim().is_empty() {
+            return Err(ApiError::field(
+                ErrorCode::InvalidRequest,
+                "paymentReference",
+                "a payment reference is required",
+            ));
+        }
+        let mut tx = self.pool.begin().await?;
+        let pickup = repo::pickups::lock(&mut tx, id).await?.ok_or_else(not_found)?;
+        if pickup.status == BOOKED {
+            tx.commit().await?;
+            return Ok(pickup);
+        }
+        let shipment = repo::shipments::by_id(&mut tx, pickup.shipment_id)
+            .await?
+            .ok_or_else(shipment_not_found)?;
+        let window = self
+            .pickup
+            .window(&pickup.window)
+            .map(|window| (window.start.clone(), window.end.clone()))
+            .unwrap_or_else(|| ("09:00".to_owned(), "17:00".to_owned()));
+        let booking = PickupBooking {
+            pickup_id: pickup.id,
+            tracking_number: shipment.tracking_number.clone(),
+            carrier_shipment_id: shipment.carrier_shipment_id.clone(),
+            date: pickup.date,
+            window,
+            address: shipment.ship_from.clone(),
+        };
+        let confirmation = self
+            .carrier
+            .book_pickup(&booking)
+            .await
+            .map_err(|error| match error {
+                CarrierError::Unavailable(cause) => ApiError::unavailable("the carrier", cause),
+                CarrierError::Rejected(cause) => ApiError::new(
+                    ErrorCode::Conflict,
+                    format!("the carrier refused the pickup: {cause}"),
+                ),
+            })?;
+        let now = platform::time::now();
+        repo::pickups::book(&mut tx, pickup.id, payment_reference.trim(), &confirmation, now).await?;
+        OUTBOX
+            .enqueue(&mut tx, events::pickup_booked(&shipment, &pickup, &confirmation))
+            .await?;
+        tx.commit().await?;
+        Ok(Pickup {
+            status: BOOKED.to_owned(),
+            payment_reference: Some(payment_reference.trim().to_owned()),
+            confirmation_number: Some(confirmation),
+            booked_at: Some(now),
+            ..pickup
+        })
+    }
+}
+
+fn already_requested() -> ApiError {
+    ApiError::new(
+        ErrorCode::PickupAlreadyRequested,
+        "the shipment already has a door pickup",
+    )
+}

@@ -1,0 +1,229 @@
+//! A local double of the EasyPost API, speaking its documented requests and responses for what
+//! the adapter uses: `POST /v2/shipments` (rates), `POST /v2/shipments/{id}/buy` (tracking code,
+//! label, tracker), `POST /v2/pickups` and `POST /v2/pickups/{id}/buy` (confirmation), all with
+//! HTTP basic authentication by API key; and the tracker webhooks it would send, signed
+//! `X-Hmac-Signature: hmac-sha256-hex=…` with the webhook secret.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+/// The API key the double accepts.
+pub const API_KEY: &str = "EZTKdouble0000000000";
+/// The webhook secret the double signs with.
+pub const WEBHOOK_SECRET: &str = "double-webhook-secret";
+
+#[derive(Default)]
+struct Book {
+    /// Every request the double received: (path, body).
+    requests: Vec<(String, Value)>,
+    shipments: u32,
+}
+
+/// A running double.
+#[derive(Clone)]
+pub struct EasyPostDouble {
+    pub addr: SocketAddr,
+    book: Arc<Mutex<Book>>,
+}
+
+fn authorized(headers: &HeaderMap) -> bool {
+    use base64::Engine;
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{API_KEY}:"))
+    );
+    headers
+        .get("authorization")
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value == expected)
+}
+
+fn refused() -> (StatusCode, Json<Value>) {
+    (
+        StatusCode::UNAUTHORIZED,
+        Json(json!({ "error": { "code": "APIKEY.INACTIVE", "message": "The API key is invalid." } })),
+    )
+}
+
+/// A UPS tracking number with a valid check digit (the same rule as the sandbox's).
+fn ups_number(package: u32) -> String {
+    let body = format!("EZD001{}{:07}", "03", package);
+    let mut sum = 0;
+    for (index, character) in body.chars().enumerate() {
+        let value = match character {
+            '0'..='9' => character as u32 - '0' as u32,
+            _ => (character as u32 - 63) % 10,
+        };
+        sum += if index % 2 == 1 { value * 2 } else { value };
+    }
+    format!("1Z{body}{}", (10 - sum % 10) % 10)
+}
+
+async fn create_shipment(
+    State(book): State<Arc<Mutex<Book>>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> (StatusCode, Json<Value>) {
+    if !authorized(&headers) {
+        return refused();
+    }
+    let mut book = book.lock().unwrap();
+    book.shipments += 1;
+    let id = format!("shp_{:06}", book.shipments);
+    book.requests.push(("/v2/shipments".to_owned(), body.clone()));
+    let shipment = &body["shipment"];
+    (
+        StatusCode::CREATED,
+        Json(json!({
+            "object": "Shipment", "id": id, "mode": "test",
+            "to_address": shipment["to_address"], "from_address": shipment["from_address"],
+            "parcel": shipment["parcel"], "reference": shipment["reference"],
+            "rates": [
+                { "object": "Rate", "id": format!("rate_{id}_1"), "carrier": "USPS", "service": "Priority", "rate": "9.10", "shipment_id": id },
+                { "object": "Rate", "id": format!("rate_{id}_2"), "carrier": "UPS", "service": "Ground", "rate": "11.45", "shipment_id": id }
+            ],
+            "tracking_code": null, "postage_label": null
+        })),
+    )
+}
+
+async fn buy_shipment(
+    State(book): State<Arc<Mutex<Book>>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> (StatusCode, Json<Value>) {
+    if !authorized(&headers) {
+        return refused();
+    }
+    let mut book = book.lock().unwrap();
+    book.requests
+        .push((format!("/v2/shipments/{id}/buy"), body.clone()));
+    let number = id.trim_start_matches("shp_").parse::<u32>().unwrap_or(0);
+    let tracking = ups_number(number);
+    let rate_id = body["rate"]["id"].as_str().unwrap_or_default().to_owned();
+    let (carrier, service) = if rate_id.ends_with("_2") {
+        ("UPS", "Ground")
+    } else {
+        ("USPS", "Priority")
+    };
+    (
+        StatusCode::OK,
+        Json(json!({
+            "object": "Shipment", "id": id, "mode": "test",
+            "tracking_code": tracking,
+            "selected_rate": { "object": "Rate", "id": rate_id, "carrier": carrier, "service": service, "rate": "11.45" },
+            "postage_label": { "object": "PostageLabel", "label_url": format!("https://easypost-files.example/{id}.pdf"), "label_file_type": "application/pdf" },
+            "tracker": { "object": "Tracker", "id": format!("trk_{id}"), "tracking_code": tracking, "status": "pre_transit",
+                         "public_url": format!("https://track.easypost.example/{tracking}") }
+        })),
+    )
+}
+
+async fn create_pickup(
+    State(book): State<Arc<Mutex<Book>>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> (StatusCode, Json<Value>) {
+    if !authorized(&headers) {
+        return refused();
+    }
+    book.lock()
+        .unwrap()
+        .requests
+        .push(("/v2/pickups".to_owned(), body.clone()));
+    (
+        StatusCode::CREATED,
+        Json(json!({
+            "object": "Pickup", "id": "pickup_000001", "status": "unknown",
+            "pickup_rates": [{ "object": "PickupRate", "id": "prate_1", "carrier": "UPS", "service": "Same-day Pickup", "rate": "0.00" }]
+        })),
+    )
+}
+
+async fn buy_pickup(
+    State(book): State<Arc<Mutex<Book>>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> (StatusCode, Json<Value>) {
+    if !authorized(&headers) {
+        return refused();
+    }
+    book.lock()
+        .unwrap()
+        .requests
+        .push((format!("/v2/pickups/{id}/buy"), body));
+    (
+        StatusCode::OK,
+        Json(json!({ "object": "Pickup", "id": id, "status": "scheduled", "confirmation": "WTC12345678" })),
+    )
+}
+
+impl EasyPostDouble {
+    /// Starts the double on a free loopback port.
+    pub async fn start() -> Self {
+        let book = Arc::new(Mutex::new(Book::default()));
+        let app = Router::new()
+            .route("/v2/shipments", post(create_shipment))
+            .route("/v2/shipments/{id}/buy", post(buy_shipment))
+            .route("/v2/pickups", post(create_pickup))
+            .route("/v2/pickups/{id}/buy", post(buy_pickup))
+            .with_state(book.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self { addr, book }
+    }
+
+    /// The API root to configure.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every request received: (path, JSON body).
+    pub fn requests(&self) -> Vec<(String, Value)> {
+        self.book.lock().unwrap().requests.clone()
+    }
+
+    /// A `tracker.updated` event of `tracking_code` with one tracking detail per
+    /// `(status, status_detail, message, RFC 3339 time)`.
+    pub fn tracker_updated(tracking_code: &str, details: &[(&str, &str, &str, &str)]) -> Vec<u8> {
+        let details: Vec<Value> = details
+            .iter()
+            .map(|(status, detail, message, at)| {
+                json!({ "object": "TrackingDetail", "status": status, "status_detail": detail, "message": message,
+                        "datetime": at, "source": "UPS",
+                        "tracking_location": { "object": "TrackingLocation", "city": "Chicago", "state": "IL", "country": "US", "zip": "60607" } })
+            })
+            .collect();
+        let last = details
+            .last()
+            .and_then(|detail| detail["status"].as_str())
+            .unwrap_or("unknown")
+            .to_owned();
+        json!({
+            "object": "Event", "id": format!("evt_{}", uuid::Uuid::now_v7().simple()), "mode": "test",
+            "description": "tracker.updated",
+            "result": { "object": "Tracker", "id": format!("trk_{tracking_code}"), "tracking_code": tracking_code,
+                        "status": last, "carrier": "UPS", "tracking_details": details }
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    /// The `X-Hmac-Signature` header value EasyPost sends for `body`.
+    pub fn signature(body: &[u8]) -> String {
+        use hmac::{Hmac, Mac};
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(WEBHOOK_SECRET.as_bytes()).unwrap();
+        mac.update(body);
+        format!("hmac-sha256-hex={}", hex::encode(mac.finalize().into_bytes()))
+    }
+}

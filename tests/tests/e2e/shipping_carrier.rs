@@ -1,0 +1,126 @@
+//! The external-carrier adapter (EasyPost shape) against a local double of its API: the label is
+//! bought through the API with the configured carrier and service, its tracker webhooks move
+//! the order when their HMAC verifies, and a forged webhook is refused and changes nothing.
+
+use crate::shipping_flow::labelled_order;
+use crate::support::bank_order;
+use platform::testing::{holds_for, wait_for};
+use shipping_svc::carrier::easypost::EasyPostSettings;
+use shipping_svc::config::CarrierSettings;
+use std::time::Duration;
+use tests::Sandbox;
+use tests::easypost::{API_KEY, EasyPostDouble, WEBHOOK_SECRET};
+
+async fn post_webhook(sandbox: &Sandbox, body: &[u8], signature: Option<&str>) -> u16 {
+    let mut request = sandbox
+        .http
+        .post(format!("{}/api/v1/carriers/easypost/webhooks", sandbox.base_url))
+        .header("content-type", "application/json")
+        .body(body.to_vec());
+    if let Some(signature) = signature {
+        request = request.header("x-hmac-signature", signature);
+    }
+    request.send().await.unwrap().status().as_u16()
+}
+
+#[tokio::test]
+async fn the_easypost_adapter_buys_the_label_from_the_api_and_only_signed_tracker_webhooks_move_the_order() {
+    let double = EasyPostDouble::start().await;
+    let base_url = double.base_url();
+    let sandbox = Sandbox::start_with(|settings| {
+        settings.shipping.carrier = CarrierSettings::EasyPost(EasyPostSettings {
+            base_url,
+            api_key: API_KEY.to_owned().into(),
+            webhook_secret: WEBHOOK_SECRET.to_owned().into(),
+            carrier: "UPS".to_owned(),
+            service: "Ground".to_owned(),
+        });
+    })
+    .await;
+    let agent = sandbox.customer("Easy Ezra", "all").await;
+    let (order_id, _, _) = bank_order(&sandbox, &agent, "easy-order-0001").await;
+    let order = labelled_order(&sandbox, &agent, &order_id).await;
+    let shipping = &order["shipping"];
+    let tracking = shipping["trackingNumber"].as_str().unwrap().to_owned();
+    assert!(tracking.starts_with("1ZEZD001"), "{tracking}");
+    assert_eq!(shipping["carrierCode"], "ups");
+    assert_eq!(shipping["serviceCode"], "ups_ground");
+    assert!(shipping["trackingUrl"].as_str().unwrap().contains(&tracking));
+
+    // The adapter sent the documented requests: addresses and parcel, then the UPS Ground rate.
+    let requests = double.requests();
+    let paths: Vec<&str> = requests.iter().map(|(path, _)| path.as_str()).collect();
+    assert_eq!(paths, ["/v2/shipments", "/v2/shipments/shp_000001/buy"]);
+    let shipment = &requests[0].1["shipment"];
+    assert_eq!(shipment["to_address"]["city"], "Madison");
+    assert_eq!(shipment["to_address"]["zip"], "53719");
+    assert_eq!(shipment["from_address"]["email"], "easy.ezra@example.com");
+    assert!(shipment["parcel"]["weight"].is_number());
+    assert_eq!(requests[1].1["rate"]["id"], "rate_shp_000001_2");
+
+    // A forged webhook (wrong secret), an unsigned one and an edited body are refused.
+    let body = EasyPostDouble::tracker_updated(
+        &tracking,
+        &[(
+            "in_transit",
+            "arrived_at_facility",
+            "Origin Scan",
+            "2026-11-23T10:00:00Z",
+        )],
+    );
+    let forged = {
+        use hmac::{Hmac, Mac};
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(b"not-the-secret").unwrap();
+        mac.update(&body);
+        format!("hmac-sha256-hex={}", hex::encode(mac.finalize().into_bytes()))
+    };
+    assert_eq!(post_webhook(&sandbox, &body, Some(&forged)).await, 401);
+    assert_eq!(post_webhook(&sandbox, &body, None).await, 401);
+    let mut edited = body.clone();
+    edited.extend_from_slice(b" ");
+    assert_eq!(
+        post_webhook(&sandbox, &edited, Some(&EasyPostDouble::signature(&body))).await,
+        401
+    );
+    holds_for(
+        "the order stays label_generated",
+        Duration::from_secs(2),
+        || async {
+            let answer = sandbox.get(&agent.key, &format!("/orders/{order_id}")).await;
+            answer.body["data"]["order"]["status"] == "label_generated"
+        },
+    )
+    .await;
+    let shipment = sandbox.get(&agent.key, &format!("/shipments/{tracking}")).await;
+    assert_eq!(
+        shipment.body["data"]["shipment"]["events"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+
+    // The signed webhook records the scan and moves the order; sent again, it changes nothing.
+    assert_eq!(
+        post_webhook(&sandbox, &body, Some(&EasyPostDouble::signature(&body))).await,
+        200
+    );
+    assert_eq!(
+        post_webhook(&sandbox, &body, Some(&EasyPostDouble::signature(&body))).await,
+        200
+    );
+    wait_for("the order in transit", Duration::from_secs(30), || async {
+        let answer = sandbox.get(&agent.key, &format!("/orders/{order_id}")).await;
+        (answer.body["data"]["order"]["status"] == "in_transit").then_some(())
+    })
+    .await;
+    let shipment = sandbox.get(&agent.key, &format!("/shipments/{tracking}")).await;
+    let events = shipment.body["data"]["shipment"]["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["statusCode"], "arrived_at_facility");
+    assert_eq!(events[0]["location"], "Chicago, IL, US");
+    sandbox.stop().await;
+}
