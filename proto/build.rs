@@ -2,7 +2,8 @@
 //!
 //! Messages declared in an `events.proto` file are the `data` payloads that customers receive in
 //! webhooks, so they also derive `serde::Serialize` with the proto field names (the spec's
-//! snake_case names). They deliberately use only scalar and string fields.
+//! snake_case names). They deliberately use only scalar and string fields, except the few fields
+//! that only the mesh reads, which serde skips (listed below).
 //!
 //! The compiled descriptors are also written to `OUT_DIR` for `proto::FILE_DESCRIPTOR_SET`.
 
@@ -38,6 +39,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let path = format!(".{}.{}", file.package(), message.name());
             builder = builder.message_attribute(path, "#[derive(serde::Serialize)]");
         }
+    }
+    // Fields of event payloads that only the mesh reads (not part of the webhook `data`).
+    for field in [
+        ".lab.shipping.v1.ShipmentLabelCreated.label",
+        ".lab.shipping.v1.ShipmentLabelCreated.status",
+    ] {
+        builder = builder.field_attribute(field, "#[serde(skip)]");
     }
     builder.compile_fds(descriptors)?;
     Ok(())

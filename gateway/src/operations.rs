@@ -139,32 +139,81 @@ pub async fn list_orders(peers: &Peers, caller: &Caller, query: OrdersQuery) -> 
     Ok(OrderList::new(data, page.next_cursor))
 }
 
-/// `GET /orders/{reference}`: one order by UUID, order number, invoice number or tracking
-/// number, with its `shipping` block once the label exists.
-pub async fn get_order(peers: &Peers, caller: &Caller, reference: String) -> Result<OrderEnvelope, ApiError> {
-    let order = match read_order(peers, caller, reference.clone()).await {
+/// `GET /orders/{reference}`'s answer: `{"data":{"order":…}}` around the `order` object that
+/// orders-svc's read model rendered (the shape of [`Order`], byte for byte). The gateway neither
+/// parses nor re-serializes it.
+#[derive(Debug)]
+pub struct OrderDocument {
+    body: String,
+}
+
+impl OrderDocument {
+    fn new(order: &[u8]) -> Result<Self, ApiError> {
+        let order = std::str::from_utf8(order).map_err(|_| missing("order as UTF-8 JSON"))?;
+        let mut body = String::with_capacity(order.len() + 20);
+        body.push_str("{\"data\":{\"order\":");
+        body.push_str(order);
+        body.push_str("}}");
+        Ok(Self { body })
+    }
+
+    /// The JSON body.
+    pub fn into_json(self) -> String {
+        self.body
+    }
+}
+
+impl serde::Serialize for OrderDocument {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let raw = serde_json::value::RawValue::from_string(self.body.clone()).map_err(serde::ser::Error::custom)?;
+        raw.serialize(serializer)
+    }
+}
+
+/// `GET /orders/{reference}`: one order by UUID, order number, invoice number, accession number
+/// or tracking number, with its `shipping` block once the label exists: one call to orders-svc,
+/// which answers from its read model (the block included, its label URL signed for this read).
+pub async fn get_order(peers: &Peers, caller: &Caller, reference: String) -> Result<OrderDocument, ApiError> {
+    let view = match read_order_view(peers, caller, reference.clone()).await {
         Err(error) if error.code == ErrorCode::NotFound => {
-            // Not an order, invoice or UUID reference of the customer: maybe a tracking number.
+            // Not a reference orders-svc knows: maybe the tracking number of an order labelled
+            // before the read model kept tracking numbers.
             let Some(order_id) = shipping::order_of_tracking_number(peers, caller, &reference).await? else {
                 return Err(error);
             };
-            read_order(peers, caller, order_id).await?
+            read_order_view(peers, caller, order_id).await?
         }
         other => other?,
     };
-    let mut order = Order::try_from(order)?;
-    order.shipping = shipping::order_shipping(peers, caller, &order.id).await?;
-    Ok(order.into())
+    if !view.shipping_unknown {
+        return OrderDocument::new(&view.json);
+    }
+    // An order labelled before orders-svc kept shipping blocks: its block comes from
+    // shipping-svc, spliced in place of the `null` at `shipping_offset`.
+    let mut json = view.json;
+    let at = usize::try_from(view.shipping_offset).unwrap_or(usize::MAX);
+    if json.get(at..at + 4) != Some(b"null".as_slice()) {
+        return Err(missing("order's shipping offset"));
+    }
+    if let Some(label) = shipping::order_shipping(peers, caller, &view.order_id).await? {
+        let block = serde_json::to_vec(&label).map_err(ApiError::internal)?;
+        json.splice(at..at + 4, block);
+    }
+    OrderDocument::new(&json)
 }
 
-async fn read_order(peers: &Peers, caller: &Caller, reference: String) -> Result<orders::Order, ApiError> {
+async fn read_order_view(
+    peers: &Peers,
+    caller: &Caller,
+    reference: String,
+) -> Result<orders::GetOrderViewResponse, ApiError> {
     let request = orders::GetOrderRequest { reference };
-    let response = peers
+    Ok(peers
         .orders()
-        .get_order(outgoing(request, &caller.token(ORDERS_SVC)))
+        .get_order_view(outgoing(request, &caller.token(ORDERS_SVC)))
         .await
-        .map_err(service_error)?;
-    response.into_inner().order.ok_or_else(|| missing("order"))
+        .map_err(service_error)?
+        .into_inner())
 }
 
 /// `GET /invoices`: one page of the customer's invoices.

@@ -135,6 +135,16 @@ impl MeshSettings {
         self.results.common = common_for("results", base, &self.results.common, port(5));
         self.webhooks.common = common_for("webhooks", base, &self.webhooks.common, port(6));
     }
+
+    /// orders-svc signs the label URL of an order's shipping block exactly as shipping-svc signs
+    /// label URLs (key, public site, lifetime); [`start`] applies it to the final settings.
+    pub fn share_label_links(&mut self) {
+        self.orders.label_links = orders_svc::config::LabelLinkSettings {
+            signing_key: self.shipping.signing_key.clone(),
+            public_base_url: self.shipping.public_base_url.clone(),
+            ttl: self.shipping.label_url_ttl,
+        };
+    }
 }
 
 /// A running mesh.
@@ -161,6 +171,7 @@ fn uri(addr: SocketAddr) -> String {
 
 /// Builds (migrating every schema) and starts every process; returns once all listen.
 pub async fn start(mut settings: MeshSettings) -> anyhow::Result<Mesh> {
+    settings.share_label_links();
     let shutdown = CancellationToken::new();
     let mut tasks = JoinSet::new();
     let metrics_addr = match settings.metrics_addr {

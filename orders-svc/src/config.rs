@@ -1,7 +1,9 @@
 //! Settings of orders-svc: the common settings (prefix `ORDERS`), the addresses of the peers it
-//! calls, and the timing of its idempotency store and stream consumer (tests compress them).
+//! calls, the timing of its idempotency store and stream consumer (tests compress them), and
+//! how it signs the label URL of an order's shipping block.
 
-use platform::config::{CommonSettings, prefixed_or_common};
+use platform::config::{CommonSettings, env_var, file_or_value, prefixed_or_common};
+use secrecy::SecretString;
 use std::time::Duration;
 
 /// Environment prefix of this service.
@@ -43,6 +45,42 @@ pub struct Settings {
     pub payments_addr: String,
     pub consumer: ConsumerTiming,
     pub idempotency: IdempotencyTiming,
+    pub label_links: LabelLinkSettings,
+}
+
+/// How orders-svc signs the label URL of an order's `shipping` block: with shipping-svc's key
+/// (`ORDERS_LABEL_SIGNING_KEY`, else `SHIPPING_SIGNING_KEY`; `@path` reads a file), for the
+/// same public site (`ORDERS_PUBLIC_BASE_URL`, else `SHIPPING_PUBLIC_BASE_URL`), lasting as long.
+#[derive(Clone, Debug)]
+pub struct LabelLinkSettings {
+    /// `None`: the development key, only in development mode.
+    pub signing_key: Option<SecretString>,
+    pub public_base_url: String,
+    pub ttl: Duration,
+}
+
+impl LabelLinkSettings {
+    fn local() -> Self {
+        Self {
+            signing_key: None,
+            public_base_url: "http://127.0.0.1:8080".to_owned(),
+            ttl: Duration::from_secs(3600),
+        }
+    }
+
+    fn from_env() -> anyhow::Result<Self> {
+        let mut settings = Self::local();
+        settings.signing_key = match file_or_value(PREFIX, "LABEL_SIGNING_KEY")? {
+            Some(key) => Some(key.into()),
+            None => file_or_value("SHIPPING", "SIGNING_KEY")?.map(Into::into),
+        };
+        if let Some(url) = env_var(&format!("{PREFIX}_PUBLIC_BASE_URL"))
+            .or_else(|| env_var("SHIPPING_PUBLIC_BASE_URL"))
+        {
+            settings.public_base_url = url;
+        }
+        Ok(settings)
+    }
 }
 
 impl Settings {
@@ -61,6 +99,7 @@ impl Settings {
                 lease: millis("IDEMPOTENCY_LEASE_MS", 30_000)?,
                 wait: millis("IDEMPOTENCY_WAIT_MS", 10_000)?,
             },
+            label_links: LabelLinkSettings::from_env()?,
         })
     }
 
@@ -79,6 +118,7 @@ impl Settings {
                 lease: Duration::from_secs(30),
                 wait: Duration::from_secs(10),
             },
+            label_links: LabelLinkSettings::local(),
         }
     }
 }

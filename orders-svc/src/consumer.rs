@@ -56,11 +56,24 @@ impl EventHandler for PaymentEventsHandler {
 }
 
 /// What a shipping event asks of its order, with the order id it names.
-fn shipment_news(event: &EventEnvelope) -> Option<(&str, ShipmentNews)> {
+fn shipment_news(event: &EventEnvelope) -> Option<(&str, ShipmentNews<'_>)> {
     match &event.data {
-        Some(Data::ShipmentLabelCreated(created)) => Some((&created.order_id, ShipmentNews::LabelCreated)),
+        Some(Data::ShipmentLabelCreated(created)) => Some((
+            &created.order_id,
+            ShipmentNews::LabelCreated {
+                label: created.label.as_ref(),
+                status: if created.status.is_empty() {
+                    "pre_transit"
+                } else {
+                    &created.status
+                },
+            },
+        )),
         Some(Data::ShipmentUpdated(updated)) => {
-            ShipmentNews::of_scan(&updated.status).map(|news| (updated.order_id.as_str(), news))
+            let occurred_at = chrono::DateTime::parse_from_rfc3339(&updated.occurred_at)
+                .ok()
+                .map(|at| at.to_utc());
+            ShipmentNews::of_scan(&updated.status, occurred_at).map(|news| (updated.order_id.as_str(), news))
         }
         _ => None,
     }
@@ -70,7 +83,7 @@ impl PaymentEventsHandler {
     async fn shipment(
         &self,
         event: &EventEnvelope,
-        (order_id, news): (&str, ShipmentNews),
+        (order_id, news): (&str, ShipmentNews<'_>),
     ) -> Result<(), HandlerError> {
         let (Ok(customer_id), Ok(order_id)) =
             (Uuid::parse_str(&event.customer_id), Uuid::parse_str(order_id))

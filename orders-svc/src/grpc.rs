@@ -13,7 +13,7 @@ use platform::principal::roles;
 use proto::orders::orders_service_server::OrdersService as OrdersApi;
 use proto::orders::{
     CreateOrderRequest, CreateOrderResponse, GetCustodyRequest, GetCustodyResponse, GetEtaResponse,
-    GetOrderRequest, GetOrderResponse, ListOrdersRequest, ListOrdersResponse, ListSamplesRequest,
+    GetOrderRequest, GetOrderResponse, GetOrderViewResponse, ListOrdersRequest, ListOrdersResponse, ListSamplesRequest,
     ListSamplesResponse, ReceiveSamplesRequest, ReceiveSamplesResponse, StartTestingRequest,
     StartTestingResponse,
 };
@@ -25,6 +25,7 @@ use tonic::{Request, Response, Status};
 pub const ACCESS: AccessTable = &[
     ("CreateOrder", access::customer(&[proto::scopes::ORDERS_WRITE])),
     ("GetOrder", access::customer(&[proto::scopes::ORDERS_READ])),
+    ("GetOrderView", access::customer(&[proto::scopes::ORDERS_READ])),
     ("ListOrders", access::customer(&[proto::scopes::ORDERS_READ])),
     ("ReceiveSamples", access::staff(roles::LAB_TECHNICIAN)),
     ("StartTesting", access::staff(roles::LAB_TECHNICIAN)),
@@ -74,6 +75,26 @@ impl OrdersApi for OrdersGrpc {
             .await?;
         Ok(Response::new(GetOrderResponse {
             order: Some((&order).into()),
+        }))
+    }
+
+    async fn get_order_view(
+        &self,
+        request: Request<GetOrderRequest>,
+    ) -> Result<Response<GetOrderViewResponse>, Status> {
+        let principal = principal(&request)?;
+        let view = self
+            .orders
+            .get_order_view(principal.customer()?, &request.get_ref().reference)
+            .await?;
+        Ok(Response::new(GetOrderViewResponse {
+            json: view.json,
+            shipping_unknown: view.shipping_unknown_at.is_some(),
+            shipping_offset: view
+                .shipping_unknown_at
+                .and_then(|at| u32::try_from(at).ok())
+                .unwrap_or_default(),
+            order_id: view.order_id.to_string(),
         }))
     }
 

@@ -16,6 +16,7 @@ pub mod events;
 pub mod grpc;
 pub mod repo;
 pub mod service;
+pub mod view;
 
 pub use config::Settings;
 
@@ -48,6 +49,7 @@ pub struct Application {
     settings: Settings,
     base: ServiceBase,
     tokens: platform::tokens::TokenIssuer,
+    label_links: platform::label_links::LabelLinks,
 }
 
 impl Application {
@@ -56,10 +58,23 @@ impl Application {
         let base = ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?;
         // orders-svc calls catalog-svc and payments-svc: without its signing key it cannot start.
         let tokens = base.token_issuer()?;
+        // The shipping block's label URL is signed with shipping-svc's key.
+        let label_key = platform::config::refuse_development_secret(
+            settings.common.dev_mode,
+            "ORDERS_LABEL_SIGNING_KEY (or SHIPPING_SIGNING_KEY)",
+            settings.label_links.signing_key.as_ref(),
+            platform::label_links::DEVELOPMENT_KEY,
+        )?;
+        let label_links = platform::label_links::LabelLinks::new(
+            secrecy::ExposeSecret::expose_secret(&label_key).as_bytes().to_vec(),
+            &settings.label_links.public_base_url,
+            settings.label_links.ttl,
+        );
         Ok(Self {
             settings,
             base,
             tokens,
+            label_links,
         })
     }
 
@@ -80,7 +95,17 @@ impl Application {
             base.pool.clone(),
             &self.settings,
             self.tokens,
+            self.label_links,
         )?);
+        // Orders placed before the read model existed get their views (once, in the background).
+        let backfill_pool = base.pool.clone();
+        tokio::spawn(async move {
+            match repo::view::backfill(&backfill_pool).await {
+                Ok(0) => {}
+                Ok(rendered) => tracing::info!(rendered, "order views rendered for existing orders"),
+                Err(error) => tracing::warn!(%error, "order views not backfilled; reads render them on demand"),
+            }
+        });
         let timing = &self.settings.consumer;
         let consumer_settings = ConsumerSettings {
             acknowledge: timing.acknowledge,

@@ -19,6 +19,7 @@ pub mod health;
 pub mod housekeeping;
 pub mod idempotency;
 pub mod input;
+pub mod label_links;
 pub mod mesh;
 pub mod metrics;
 pub mod money;

@@ -17,7 +17,7 @@ pub const ENV_PREFIX: &str = "SHIPPING";
 /// Default gRPC listen address.
 pub const DEFAULT_GRPC_ADDR: &str = "127.0.0.1:50054";
 /// The published development key of signed label URLs and pickup quote tokens.
-pub const DEVELOPMENT_SIGNING_KEY: &str = "shipping-svc-development-signing-key-0000";
+pub const DEVELOPMENT_SIGNING_KEY: &str = platform::label_links::DEVELOPMENT_KEY;
 
 /// Which carrier buys labels.
 #[derive(Clone, Debug)]

@@ -2,7 +2,7 @@
 
 use crate::domain::packing::PackingStep;
 use crate::domain::pickup::Pickup;
-use crate::domain::{Address, CarrierEvent, Scan, ShipmentStatus, TrackedShipment};
+use crate::domain::{Address, CarrierEvent, Scan, Shipment, ShipmentStatus, TrackedShipment};
 use crate::service::read::LabelView;
 use platform::error::{ApiError, ErrorCode};
 use platform::time::{to_timestamp, to_timestamp_opt};
@@ -83,15 +83,23 @@ fn packing_step(step: &PackingStep) -> pb::PackingStep {
 }
 
 pub fn label(view: &LabelView) -> pb::Label {
-    let shipment = &view.shipment;
+    pb::Label {
+        label_url: view.url.clone(),
+        label_url_expires_at: Some(to_timestamp(view.expires_at)),
+        ..unsigned_label(&view.shipment)
+    }
+}
+
+/// The label without its signed URL (what `shipment.label_created` carries for orders-svc).
+pub fn unsigned_label(shipment: &Shipment) -> pb::Label {
     pb::Label {
         shipment_id: shipment.id.to_string(),
         tracking_number: shipment.tracking_number.clone(),
         tracking_url: shipment.tracking_url.clone(),
         carrier_code: shipment.carrier_code.clone(),
         service_code: shipment.service_code.clone(),
-        label_url: view.url.clone(),
-        label_url_expires_at: Some(to_timestamp(view.expires_at)),
+        label_url: String::new(),
+        label_url_expires_at: None,
         ship_to: Some(address(&shipment.ship_to)),
         ship_from: Some(address(&shipment.ship_from)),
         packing_steps: shipment.packing_steps.iter().map(packing_step).collect(),

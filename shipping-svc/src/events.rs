@@ -15,7 +15,8 @@ pub const UPDATED: &str = "shipment.updated";
 /// `status` of the `shipment.updated` that reports a booked door pickup.
 pub const PICKUP_BOOKED: &str = "pickup_booked";
 
-/// `shipment.label_created` for a freshly bought label.
+/// `shipment.label_created` for a freshly bought label, with the label itself (no signed URL)
+/// and the shipment's status for orders-svc's read model (neither is in the webhook `data`).
 pub fn label_created(shipment: &Shipment) -> NewEvent {
     NewEvent {
         event_type: LABEL_CREATED,
@@ -29,6 +30,8 @@ pub fn label_created(shipment: &Shipment) -> NewEvent {
             carrier_code: shipment.carrier_code.clone(),
             service_code: shipment.service_code.clone(),
             created_at: rfc3339(shipment.updated_at),
+            label: Some(crate::convert::unsigned_label(shipment)),
+            status: shipment.status.as_str().to_owned(),
         }),
     }
 }

@@ -8,7 +8,7 @@ use crate::http::{AppState, replayable_response};
 use crate::operations;
 use axum::Json;
 use axum::extract::State;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 
 /// Places an order from a quote (`confirm: true`, `Idempotency-Key` required).
@@ -41,14 +41,17 @@ pub async fn list_orders(
 
 /// Reads one order (status, status history, lines, charges, payment block).
 #[utoipa::path(get, path = "/orders/{reference}", tag = "orders", operation_id = "getOrder",
-    params(("reference" = String, Path, description = "order UUID, order number (ORD-…) or invoice number (INV-…)")),
+    params(("reference" = String, Path, description = "order UUID, order number (ORD-…), invoice number (INV-…), accession number (ACC-…) or tracking number")),
     responses((status = 200, description = "the order", body = OrderEnvelope)))]
 pub async fn get_order(
     State(state): State<AppState>,
     caller: Caller,
     Reference(reference): Reference,
-) -> Result<Json<OrderEnvelope>, ErrorResponse> {
-    Ok(Json(
-        operations::get_order(&state.peers, &caller, reference).await?,
-    ))
+) -> Result<Response, ErrorResponse> {
+    let document = operations::get_order(&state.peers, &caller, reference).await?;
+    Ok((
+        [(http::header::CONTENT_TYPE, "application/json")],
+        document.into_json(),
+    )
+        .into_response())
 }

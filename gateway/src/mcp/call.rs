@@ -51,7 +51,11 @@ pub async fn call(
         "svc.order.get" => {
             let reference = arguments.reference()?;
             arguments.nothing_else()?;
-            read(operations::get_order(peers, caller, reference).await?)
+            // The REST body as orders-svc rendered it: no JSON parsed or re-serialized.
+            Ok(Output {
+                json: operations::get_order(peers, caller, reference).await?.into_json(),
+                replayed: false,
+            })
         }
         "svc.invoice.list" => {
             let query = arguments.query()?;

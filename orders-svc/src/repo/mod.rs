@@ -4,6 +4,7 @@
 
 mod read;
 pub mod samples;
+pub mod view;
 mod write;
 
 pub use read::{ListFilter, find_order, list_orders};

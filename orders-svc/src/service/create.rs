@@ -111,6 +111,7 @@ impl OrdersService {
         attempt
             .save_recovery(&mut tx, &Placed { order_id: order.id })
             .await?;
+        repo::view::refresh(&mut tx, order.customer_id, order.id).await?;
         tx.commit().await?;
         tracing::info!(order.id = %order.id, order.number = %order.order_number, "order placed");
         Ok(order.id)
@@ -230,6 +231,7 @@ impl OrdersService {
         let order = repo::find_order(&mut tx, customer_id, &OrderReference::Id(order_id))
             .await?
             .ok_or_else(|| ApiError::internal(format!("order {order_id} vanished")))?;
+        repo::view::store(&mut tx, &order).await?;
         attempt.complete(&mut tx, &order).await?;
         tx.commit().await?;
         Ok(order)

@@ -226,6 +226,7 @@ impl OrdersService {
             )
             .await?;
         let order = read_order(&mut tx, customer_id, order_id).await?;
+        repo::view::store(&mut tx, &order).await?;
         tx.commit().await?;
         Ok(LabStep {
             order,
@@ -283,6 +284,9 @@ impl OrdersService {
         }
         let samples = sample_repo::list_samples(&mut tx, customer_id, order_id).await?;
         let order = read_order(&mut tx, customer_id, order_id).await?;
+        if !unchanged {
+            repo::view::store(&mut tx, &order).await?;
+        }
         tx.commit().await?;
         Ok(LabStep {
             order,
@@ -377,6 +381,7 @@ impl OrdersService {
             )
             .await?;
         }
+        repo::view::refresh(&mut tx, customer_id, order_id).await?;
         tx.commit().await
     }
 }

@@ -12,11 +12,12 @@ mod transition;
 pub use create::OPERATION_CREATE;
 pub use lab::{CustodyView, LabStep, SampleView};
 pub use payment_events::EventTarget;
-pub use read::ORDERS;
+pub use read::{ORDERS, OrderView};
 pub use shipment_events::ShipmentNews;
 
 use crate::config::Settings;
 use platform::idempotency::IdempotencyStore;
+use platform::label_links::LabelLinks;
 use platform::tokens::TokenIssuer;
 use proto::catalog::catalog_service_client::CatalogServiceClient;
 use proto::payments::payments_service_client::PaymentsServiceClient;
@@ -32,11 +33,18 @@ pub struct OrdersService {
     payments: PaymentsServiceClient<Channel>,
     /// Mints this service's tokens for outgoing calls (acting for the order's customer).
     tokens: TokenIssuer,
+    /// Signs the label URL of an order's shipping block (shipping-svc's key).
+    label_links: LabelLinks,
 }
 
 impl OrdersService {
     /// Builds the use cases with lazy channels to catalog-svc and payments-svc.
-    pub fn new(pool: PgPool, settings: &Settings, tokens: TokenIssuer) -> anyhow::Result<Self> {
+    pub fn new(
+        pool: PgPool,
+        settings: &Settings,
+        tokens: TokenIssuer,
+        label_links: LabelLinks,
+    ) -> anyhow::Result<Self> {
         let idempotency = IdempotencyStore::new(crate::SCHEMA)
             .with_timing(settings.idempotency.lease, settings.idempotency.wait);
         Ok(Self {
@@ -45,6 +53,7 @@ impl OrdersService {
             catalog: CatalogServiceClient::new(platform::grpc::lazy_channel(&settings.catalog_addr)?),
             payments: PaymentsServiceClient::new(platform::grpc::lazy_channel(&settings.payments_addr)?),
             tokens,
+            label_links,
         })
     }
 }

@@ -94,6 +94,7 @@ impl OrdersService {
             )
             .await?;
         }
+        repo::view::refresh(&mut tx, target.customer_id, target.order_id).await?;
         tx.commit().await
     }
 
@@ -107,14 +108,17 @@ impl OrdersService {
         if !first_delivery(&mut tx, SCHEMA, GROUP_ORDERS, target.event_id).await? {
             return tx.commit().await;
         }
-        repo::store_invoice_summary(
+        if repo::store_invoice_summary(
             &mut tx,
             target.customer_id,
             target.order_id,
             summary,
             InvoiceMerge::OnlyIfAbsent,
         )
-        .await?;
+        .await?
+        {
+            repo::view::refresh(&mut tx, target.customer_id, target.order_id).await?;
+        }
         tx.commit().await
     }
 
@@ -163,6 +167,7 @@ impl OrdersService {
             )
             .await?;
         }
+        repo::view::refresh(&mut tx, target.customer_id, target.order_id).await?;
         tx.commit().await
     }
 }

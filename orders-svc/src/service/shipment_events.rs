@@ -8,6 +8,11 @@
 //!   to `in_transit` (the first acceptance scan). Any other status, or an order already further
 //!   along, changes nothing: the transition table (`docs/order-states.md`) never moves an order
 //!   back, so duplicate and out-of-order scans are harmless.
+//!
+//! Both also keep the order's `shipping` block for the read model: the label (without its signed
+//! URL) from `shipment.label_created`, and the shipment status of every later `shipment.updated`
+//! scan (`pre_transit` included; newer scans only), so `GET /orders/{reference}` needs no call to
+//! shipping-svc. The order's view is refreshed in the same transaction.
 
 use super::OrdersService;
 use super::payment_events::EventTarget;
@@ -17,6 +22,7 @@ use crate::domain::status::OrderStatus;
 use crate::repo;
 use platform::consumer::first_delivery;
 use platform::streams::GROUP_ORDERS;
+use chrono::{DateTime, Utc};
 
 /// Reason recorded when a bought label moves an order to `label_generated`.
 pub const REASON_LABEL_CREATED: &str = "shipment.label_created";
@@ -33,21 +39,43 @@ const CARRIER_HAS_PARCEL: [&str; 6] = [
     "lost",
 ];
 
+/// The shipment status of a label not yet scanned.
+const PRE_TRANSIT: &str = "pre_transit";
+
 /// What a shipping event asks of an order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ShipmentNews {
-    LabelCreated,
-    /// A carrier scan with this normalized status.
-    Scanned(&'static str),
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ShipmentNews<'a> {
+    /// The label exists: the label (when the event carries it) and the shipment's status.
+    LabelCreated {
+        label: Option<&'a proto::shipping::Label>,
+        status: &'a str,
+    },
+    /// A carrier scan with this normalized status, when it occurred.
+    Scanned {
+        status: &'static str,
+        occurred_at: Option<DateTime<Utc>>,
+    },
 }
 
-impl ShipmentNews {
-    /// The news of a `shipment.updated` status; `None` when it moves nothing.
-    pub fn of_scan(status: &str) -> Option<Self> {
-        CARRIER_HAS_PARCEL
-            .iter()
+impl ShipmentNews<'_> {
+    /// The news of a `shipment.updated` status; `None` for one that is no shipment status
+    /// (`pickup_booked`).
+    pub fn of_scan(status: &str, occurred_at: Option<DateTime<Utc>>) -> Option<Self> {
+        std::iter::once(&PRE_TRANSIT)
+            .chain(CARRIER_HAS_PARCEL.iter())
             .find(|known| **known == status)
-            .map(|known| ShipmentNews::Scanned(known))
+            .map(|known| ShipmentNews::Scanned {
+                status: known,
+                occurred_at,
+            })
+    }
+
+    /// Whether this news moves the order (a scan of a parcel the carrier has, or the label).
+    fn moves_order(&self) -> bool {
+        match self {
+            ShipmentNews::LabelCreated { .. } => true,
+            ShipmentNews::Scanned { status, .. } => CARRIER_HAS_PARCEL.contains(status),
+        }
     }
 }
 
@@ -56,7 +84,7 @@ impl OrdersService {
     pub async fn apply_shipment_news(
         &self,
         target: EventTarget<'_>,
-        news: ShipmentNews,
+        news: ShipmentNews<'_>,
     ) -> Result<(), sqlx::Error> {
         let mut tx = self.pool.begin().await?;
         if !first_delivery(&mut tx, SCHEMA, GROUP_ORDERS, target.event_id).await? {
@@ -68,20 +96,48 @@ impl OrdersService {
             tracing::warn!(order.id = %target.order_id, "a shipping event for an unknown order, ignored");
             return tx.commit().await;
         };
-        let (to, reason) = match news {
-            ShipmentNews::LabelCreated => (OrderStatus::LabelGenerated, REASON_LABEL_CREATED),
-            ShipmentNews::Scanned(_) => (OrderStatus::InTransit, REASON_SHIPMENT_UPDATED),
-        };
-        if status.can_transition_to(to) {
-            transition(
-                &mut tx,
-                (target.customer_id, target.order_id),
-                &order_number,
+        let block_changed = match news {
+            ShipmentNews::LabelCreated {
+                label: Some(label),
                 status,
-                to,
-                reason,
-            )
-            .await?;
+            } => {
+                repo::view::store_label(&mut tx, target.customer_id, target.order_id, status, label).await?
+            }
+            // An event of a shipping-svc that does not send the label yet.
+            ShipmentNews::LabelCreated { label: None, .. } => false,
+            ShipmentNews::Scanned {
+                status,
+                occurred_at,
+            } => {
+                let at = occurred_at.unwrap_or_else(platform::time::now);
+                repo::view::set_shipping_status(&mut tx, target.customer_id, target.order_id, status, at)
+                    .await?
+            }
+        };
+        let to = match news {
+            ShipmentNews::LabelCreated { .. } => Some((OrderStatus::LabelGenerated, REASON_LABEL_CREATED)),
+            ShipmentNews::Scanned { .. } if news.moves_order() => {
+                Some((OrderStatus::InTransit, REASON_SHIPMENT_UPDATED))
+            }
+            ShipmentNews::Scanned { .. } => None,
+        };
+        let moved = match to {
+            Some((to, reason)) if status.can_transition_to(to) => {
+                transition(
+                    &mut tx,
+                    (target.customer_id, target.order_id),
+                    &order_number,
+                    status,
+                    to,
+                    reason,
+                )
+                .await?;
+                true
+            }
+            _ => false,
+        };
+        if block_changed || moved {
+            repo::view::refresh(&mut tx, target.customer_id, target.order_id).await?;
         }
         tx.commit().await
     }
@@ -93,15 +149,17 @@ mod tests {
 
     #[test]
     fn only_scans_of_a_parcel_the_carrier_has_move_an_order() {
+        let news = |status| ShipmentNews::of_scan(status, None);
         assert_eq!(
-            ShipmentNews::of_scan("in_transit"),
-            Some(ShipmentNews::Scanned("in_transit"))
+            news("in_transit"),
+            Some(ShipmentNews::Scanned {
+                status: "in_transit",
+                occurred_at: None
+            })
         );
-        assert_eq!(
-            ShipmentNews::of_scan("delivered"),
-            Some(ShipmentNews::Scanned("delivered"))
-        );
-        assert_eq!(ShipmentNews::of_scan("pre_transit"), None);
-        assert_eq!(ShipmentNews::of_scan("pickup_booked"), None);
+        assert!(news("in_transit").is_some_and(|news| news.moves_order()));
+        assert!(news("delivered").is_some_and(|news| news.moves_order()));
+        assert!(news("pre_transit").is_some_and(|news| !news.moves_order()));
+        assert_eq!(news("pickup_booked"), None);
     }
 }

@@ -225,6 +225,25 @@ impl TestApp {
         self.get_order_as(&self.default_token(), reference).await
     }
 
+    /// Calls GetOrderView with a token; the answer's JSON parsed.
+    pub async fn get_order_view_as(&self, token: &str, reference: &str) -> Result<serde_json::Value, Status> {
+        let request = GetOrderRequest {
+            reference: reference.to_owned(),
+        };
+        let response = self
+            .client
+            .clone()
+            .get_order_view(platform::grpc::outgoing(request, token))
+            .await?
+            .into_inner();
+        Ok(serde_json::from_slice(&response.json).expect("the view is JSON"))
+    }
+
+    /// Calls GetOrderView as the default customer.
+    pub async fn get_order_view(&self, reference: &str) -> Result<serde_json::Value, Status> {
+        self.get_order_view_as(&self.default_token(), reference).await
+    }
+
     /// Calls ListOrders with a token.
     pub async fn list_orders_as(
         &self,
@@ -264,13 +283,18 @@ impl TestApp {
 
     /// Appends an event to the payments stream, as payments-svc's relay would; returns the entry id.
     pub async fn publish_payment_event(&self, envelope: &EventEnvelope) -> String {
+        self.publish_event(platform::streams::PAYMENTS, envelope).await
+    }
+
+    /// Appends an event to a domain stream, as its owner's relay would; returns the entry id.
+    pub async fn publish_event(&self, domain: &str, envelope: &EventEnvelope) -> String {
         let mut redis = redis_connection().await;
         let fields: Vec<(&str, Vec<u8>)> = vec![
             (platform::streams::TYPE_FIELD, envelope.r#type.as_bytes().to_vec()),
             (platform::streams::ENVELOPE_FIELD, envelope.encode_to_vec()),
         ];
         redis
-            .xadd(self.stream(platform::streams::PAYMENTS), "*", &fields)
+            .xadd(self.stream(domain), "*", &fields)
             .await
             .unwrap()
     }

@@ -12,3 +12,4 @@ mod input;
 mod quotes;
 mod reads;
 mod validation;
+mod views;

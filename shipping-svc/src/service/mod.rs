@@ -20,12 +20,12 @@ use crate::domain::pickup::PickupRules;
 use crate::mail::Mailer;
 use platform::error::{ApiError, ErrorCode};
 use platform::idempotency::IdempotencyStore;
+use platform::label_links::LabelLinks;
 use platform::tokens::TokenIssuer;
 use proto::catalog::catalog_service_client::CatalogServiceClient;
 use proto::identity::identity_service_client::IdentityServiceClient;
 use sqlx::PgPool;
 use std::sync::Arc;
-use std::time::Duration;
 use tonic::transport::Channel;
 use uuid::Uuid;
 
@@ -41,7 +41,7 @@ pub struct ShippingService {
     lab_address: Arc<Address>,
     signing_key: Arc<Vec<u8>>,
     public_base_url: Arc<str>,
-    label_url_ttl: Duration,
+    label_links: LabelLinks,
     mailer: Mailer,
     pickup: Arc<PickupRules>,
     idempotency: IdempotencyStore,
@@ -64,9 +64,13 @@ impl ShippingService {
             identity: IdentityServiceClient::new(platform::grpc::lazy_channel(&settings.identity_addr)?),
             tokens,
             lab_address: Arc::new(settings.lab_address.clone()),
+            label_links: LabelLinks::new(
+                signing_key.clone(),
+                &settings.public_base_url,
+                settings.label_url_ttl,
+            ),
             signing_key: Arc::new(signing_key),
             public_base_url: settings.public_base_url.trim_end_matches('/').into(),
-            label_url_ttl: settings.label_url_ttl,
             mailer,
             pickup: Arc::new(settings.pickup.clone()),
             idempotency: IdempotencyStore::new(crate::SCHEMA),

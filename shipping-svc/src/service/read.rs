@@ -2,10 +2,9 @@
 //! (signed, expiring PDF URL, tracking, ship-to, packing steps), the signed download itself, and
 //! the order's shipping block (also how an order is found by its tracking number).
 //!
-//! A label URL is `{public base}/api/v1/files/labels/{shipment id}.pdf?expires=<unix>&signature=<hex>`
-//! where the signature is HMAC-SHA256 over `label:{shipment id}:{expires}` with the service's
-//! signing key; it lasts `label_url_ttl` (one hour by default), rounded up to the next
-//! five-minute boundary so that repeated reads answer the same URL.
+//! Label URLs are `platform::label_links` (HMAC-SHA256 with the service's signing key, expiring
+//! on a five-minute boundary `label_url_ttl` from now); orders-svc mints the same URLs for the
+//! `shipping` block of its order read model.
 
 use super::{ShippingService, shipment_not_found};
 use crate::domain::status::ShipmentStatus;
@@ -13,14 +12,9 @@ use crate::domain::{Shipment, TrackedShipment};
 use crate::repo;
 use crate::repo::shipments::{ShipmentFilter, ShipmentRef};
 use chrono::{DateTime, Utc};
-use hmac::{Hmac, Mac};
 use platform::error::{ApiError, ErrorCode};
 use platform::pagination::{After, Listing, Page, PageRequest};
-use sha2::Sha256;
 use uuid::Uuid;
-
-/// Label URLs expire on multiples of this many seconds (Unix time).
-const URL_EXPIRY_STEP_SECONDS: i64 = 300;
 
 /// The listing of a customer's shipments, newest first.
 pub const SHIPMENTS: Listing = Listing::new("shipments");
@@ -31,14 +25,6 @@ pub struct LabelView {
     pub shipment: Shipment,
     pub url: String,
     pub expires_at: DateTime<Utc>,
-}
-
-fn label_signature(key: &[u8], shipment_id: Uuid, expires: i64) -> Vec<u8> {
-    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(key) else {
-        return Vec::new();
-    };
-    mac.update(format!("label:{shipment_id}:{expires}").as_bytes());
-    mac.finalize().into_bytes().to_vec()
 }
 
 impl ShippingService {
@@ -122,20 +108,7 @@ impl ShippingService {
     }
 
     fn label_view(&self, shipment: Shipment) -> LabelView {
-        let ttl = i64::try_from(self.label_url_ttl.as_secs()).unwrap_or(3600);
-        // Rounded up to the next five-minute boundary: reads of one label within those minutes
-        // answer the same URL (REST and MCP twins alike), which lasts between `ttl` and
-        // `ttl` + 5 minutes.
-        let earliest = platform::time::now().timestamp() + ttl;
-        let expires = earliest
-            + (URL_EXPIRY_STEP_SECONDS - earliest.rem_euclid(URL_EXPIRY_STEP_SECONDS))
-                % URL_EXPIRY_STEP_SECONDS;
-        let expires_at = chrono::DateTime::from_timestamp(expires, 0).unwrap_or_else(platform::time::now);
-        let signature = hex::encode(label_signature(&self.signing_key, shipment.id, expires));
-        let url = format!(
-            "{}/api/v1/files/labels/{}.pdf?expires={expires}&signature={signature}",
-            self.public_base_url, shipment.id
-        );
+        let (url, expires_at) = self.label_links.signed_url(shipment.id, platform::time::now());
         LabelView {
             shipment,
             url,
@@ -152,10 +125,9 @@ impl ShippingService {
     ) -> Result<(Vec<u8>, String), ApiError> {
         let not_found = || ApiError::new(ErrorCode::NotFound, "label not found or link expired");
         let id = Uuid::parse_str(shipment_id.trim_end_matches(".pdf")).map_err(|_| not_found())?;
-        let given = hex::decode(signature).map_err(|_| not_found())?;
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.signing_key).map_err(ApiError::internal)?;
-        mac.update(format!("label:{id}:{expires}").as_bytes());
-        mac.verify_slice(&given).map_err(|_| not_found())?;
+        if !self.label_links.verify(id, expires, signature) {
+            return Err(not_found());
+        }
         if expires <= platform::time::now().timestamp() {
             return Err(not_found());
         }

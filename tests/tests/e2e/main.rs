@@ -15,6 +15,7 @@ mod lab_workflow;
 mod mcp;
 mod mcp_clients;
 mod metrics;
+mod order_read_model;
 mod overdue_invoices;
 mod redis_acl;
 mod results_isolation;
