@@ -310,7 +310,7 @@ async fn load(
     Ok(total)
 }
 
-/// orders-svc stand-in: `GetOrder` answers a fixed order.
+/// orders-svc stand-in: `GetOrder` and `GetOrderView` answer a fixed order.
 struct FakeOrders;
 
 #[tonic::async_trait]
@@ -340,6 +340,27 @@ impl OrdersService for FakeOrders {
             ..Default::default()
         };
         Ok(Response::new(GetOrderResponse { order: Some(order) }))
+    }
+
+    async fn get_order_view(
+        &self,
+        request: Request<GetOrderRequest>,
+    ) -> Result<Response<orders::GetOrderViewResponse>, Status> {
+        let order = self
+            .get_order(request)
+            .await?
+            .into_inner()
+            .order
+            .unwrap_or_default();
+        let order_id = order.id.clone();
+        let rendered =
+            gateway::dto::orders::Order::try_from(order).map_err(|error| Status::internal(error.message))?;
+        Ok(Response::new(orders::GetOrderViewResponse {
+            json: serde_json::to_vec(&rendered).map_err(|error| Status::internal(error.to_string()))?,
+            shipping_unknown: false,
+            shipping_offset: 0,
+            order_id,
+        }))
     }
 
     async fn list_orders(

@@ -56,7 +56,7 @@ pub fn render(order: &Order, shipping: Option<&ShippingBlock>) -> Result<Rendere
             label_url_at = Some(at);
         }
     } else if let Some(position) = text.find(SHIPPING_NULL) {
-        shipping_null_at = Some(position + SHIPPING_NULL.len() - "null".len());
+        shipping_null_at = Some(position + ",\"shipping\":".len());
     }
     Ok(Rendered {
         document: text,

@@ -51,6 +51,7 @@ const CATALOG: AccessTable = &[
 const ORDERS: AccessTable = &[
     ("CreateOrder", access::customer(&[ORDERS_WRITE])),
     ("GetOrder", access::customer(&[ORDERS_READ])),
+    ("GetOrderView", access::customer(&[ORDERS_READ])),
     ("ListOrders", access::customer(&[ORDERS_READ])),
 ];
 const PAYMENTS: AccessTable = &[
@@ -236,6 +237,21 @@ impl CatalogService for Fake {
     }
 }
 
+/// The order a scripted reference answers: `slow-<ms>` answers after that many milliseconds
+/// (timeouts, drain, concurrency), the scripted failures fail, anything else is a sample order.
+async fn scripted_order(reference: &str) -> Result<orders::Order, Status> {
+    if let Some(millis) = reference
+        .strip_prefix("slow-")
+        .and_then(|millis| millis.parse().ok())
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(millis)).await;
+    }
+    if let Some(failure) = scripted_failure(reference) {
+        return Err(failure);
+    }
+    Ok(sample_order(reference, ""))
+}
+
 #[tonic::async_trait]
 impl OrdersService for Fake {
     async fn create_order(
@@ -259,20 +275,26 @@ impl OrdersService for Fake {
         request: Request<orders::GetOrderRequest>,
     ) -> Result<Response<orders::GetOrderResponse>, Status> {
         self.record("GetOrder", &request)?;
-        // `slow-<ms>`: answers after that many milliseconds (timeouts, drain, concurrency).
-        if let Some(millis) = request
-            .get_ref()
-            .reference
-            .strip_prefix("slow-")
-            .and_then(|millis| millis.parse().ok())
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(millis)).await;
-        }
-        if let Some(failure) = scripted_failure(&request.get_ref().reference) {
-            return Err(failure);
-        }
-        let order = sample_order(&request.get_ref().reference, "");
+        let order = scripted_order(&request.get_ref().reference).await?;
         Ok(Response::new(orders::GetOrderResponse { order: Some(order) }))
+    }
+
+    async fn get_order_view(
+        &self,
+        request: Request<orders::GetOrderRequest>,
+    ) -> Result<Response<orders::GetOrderViewResponse>, Status> {
+        self.record("GetOrderView", &request)?;
+        let order = scripted_order(&request.get_ref().reference).await?;
+        let order_id = order.id.clone();
+        // The REST shape, as orders-svc's read model renders it.
+        let rendered =
+            gateway::dto::orders::Order::try_from(order).map_err(|error| Status::internal(error.message))?;
+        Ok(Response::new(orders::GetOrderViewResponse {
+            json: serde_json::to_vec(&rendered).map_err(|error| Status::internal(error.to_string()))?,
+            shipping_unknown: false,
+            shipping_offset: 0,
+            order_id,
+        }))
     }
 
     async fn list_orders(

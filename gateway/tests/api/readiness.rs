@@ -109,7 +109,7 @@ async fn requests_beyond_the_concurrency_limit_are_shed_with_503_overloaded() {
     platform::testing::wait_for(
         "the slow call to be in flight",
         Duration::from_secs(5),
-        || async { (!app.fakes.calls_of("GetOrder").is_empty()).then_some(()) },
+        || async { (!app.fakes.calls_of("GetOrderView").is_empty()).then_some(()) },
     )
     .await;
     let shed = app.get("/orders", &customer.plaintext).await;
@@ -131,7 +131,7 @@ async fn a_draining_gateway_finishes_requests_in_flight_and_stops_accepting() {
         async move { request.send().await.unwrap().status() }
     });
     platform::testing::wait_for("the call to be in flight", Duration::from_secs(5), || async {
-        (!app.fakes.calls_of("GetOrder").is_empty()).then_some(())
+        (!app.fakes.calls_of("GetOrderView").is_empty()).then_some(())
     })
     .await;
     let ready_url = app.url("/api/ready");
@@ -158,7 +158,7 @@ async fn the_drain_is_bounded_by_its_grace_period() {
         async move { request.send().await }
     });
     platform::testing::wait_for("the call to be in flight", Duration::from_secs(5), || async {
-        (!app.fakes.calls_of("GetOrder").is_empty()).then_some(())
+        (!app.fakes.calls_of("GetOrderView").is_empty()).then_some(())
     })
     .await;
     let started = Instant::now();
