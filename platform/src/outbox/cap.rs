@@ -74,7 +74,7 @@ impl OutboxRelay {
         }
     }
 
-    fn lock_watch(&self) -> std::sync::MutexGuard<'_, CapWatch> {
+    pub(super) fn lock_watch(&self) -> std::sync::MutexGuard<'_, CapWatch> {
         self.watch
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -5,7 +5,9 @@
 //! rows, oldest first, to the domain's stream with `XADD` and marks them published; rows stay
 //! behind while Redis is unreachable and go out once it is back (at least once: a crash between
 //! `XADD` and the commit republishes the same event id, which consumers deduplicate). The relay
-//! wakes on `pg_notify` and polls as a fallback; several replicas share the work with
+//! wakes on `pg_notify` (every enqueue notifies at commit) and polls only as a backstop: every
+//! 10 s while it listens, every 500 ms without a listening connection or while paused at the
+//! cap; several replicas share the work with
 //! `FOR UPDATE SKIP LOCKED`, which means events of one stream are ordered per relay batch only.
 //!
 //! The stream is capped ([`StreamCaps::domain_max_len`]): near its cap the relay first trims
@@ -35,8 +37,13 @@ mod cap;
 pub const SCHEMA_VERSION: u32 = 1;
 /// Rows relayed per transaction.
 const BATCH_SIZE: i64 = 200;
-/// Fallback poll interval when no notification arrives.
+/// Poll interval without a listening connection, and while the relay is paused at the
+/// stream's cap (it waits for consumers, which send no notification).
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// Poll interval while the relay listens: every commit that enqueues an event notifies, so
+/// this is only a backstop (a notification lost with a connection that died unnoticed). An idle
+/// relay then costs one empty look every ten seconds instead of two a second.
+const LISTENING_POLL_INTERVAL: Duration = Duration::from_secs(10);
 /// How long published rows are kept (for audits and replays), then pruned.
 const RETENTION_DAYS: i32 = 7;
 /// Least time between two warnings about the stream's length.
@@ -192,6 +199,12 @@ impl OutboxRelay {
                 last_prune = std::time::Instant::now();
             }
             // Sleep until a notification, the poll interval, or shutdown.
+            let paused = self.lock_watch().paused;
+            let poll = if listener.is_some() && !paused {
+                LISTENING_POLL_INTERVAL
+            } else {
+                POLL_INTERVAL
+            };
             let notified = async {
                 match listener.as_mut() {
                     Some(listener) => listener.recv().await.map(|_| ()),
@@ -203,7 +216,7 @@ impl OutboxRelay {
             };
             tokio::select! {
                 () = shutdown.cancelled() => break,
-                result = tokio::time::timeout(POLL_INTERVAL, notified) => {
+                result = tokio::time::timeout(poll, notified) => {
                     if let Ok(Err(error)) = result {
                         tracing::warn!(%error, "outbox listener lost, reconnecting");
                         listener = None;
