@@ -47,6 +47,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ] {
         builder = builder.field_attribute(field, "#[serde(skip)]");
     }
+    // The label is large next to the other event payloads: boxed, it keeps `Data` small.
+    builder = builder.boxed(".lab.shipping.v1.ShipmentLabelCreated.label");
     builder.compile_fds(descriptors)?;
     Ok(())
 }

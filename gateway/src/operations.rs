@@ -165,7 +165,8 @@ impl OrderDocument {
 
 impl serde::Serialize for OrderDocument {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let raw = serde_json::value::RawValue::from_string(self.body.clone()).map_err(serde::ser::Error::custom)?;
+        let raw =
+            serde_json::value::RawValue::from_string(self.body.clone()).map_err(serde::ser::Error::custom)?;
         raw.serialize(serializer)
     }
 }

@@ -74,8 +74,8 @@ impl LabelLinkSettings {
             Some(key) => Some(key.into()),
             None => file_or_value("SHIPPING", "SIGNING_KEY")?.map(Into::into),
         };
-        if let Some(url) = env_var(&format!("{PREFIX}_PUBLIC_BASE_URL"))
-            .or_else(|| env_var("SHIPPING_PUBLIC_BASE_URL"))
+        if let Some(url) =
+            env_var(&format!("{PREFIX}_PUBLIC_BASE_URL")).or_else(|| env_var("SHIPPING_PUBLIC_BASE_URL"))
         {
             settings.public_base_url = url;
         }

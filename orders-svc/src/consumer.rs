@@ -61,7 +61,7 @@ fn shipment_news(event: &EventEnvelope) -> Option<(&str, ShipmentNews<'_>)> {
         Some(Data::ShipmentLabelCreated(created)) => Some((
             &created.order_id,
             ShipmentNews::LabelCreated {
-                label: created.label.as_ref(),
+                label: created.label.as_deref(),
                 status: if created.status.is_empty() {
                     "pre_transit"
                 } else {

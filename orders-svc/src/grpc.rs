@@ -13,9 +13,9 @@ use platform::principal::roles;
 use proto::orders::orders_service_server::OrdersService as OrdersApi;
 use proto::orders::{
     CreateOrderRequest, CreateOrderResponse, GetCustodyRequest, GetCustodyResponse, GetEtaResponse,
-    GetOrderRequest, GetOrderResponse, GetOrderViewResponse, ListOrdersRequest, ListOrdersResponse, ListSamplesRequest,
-    ListSamplesResponse, ReceiveSamplesRequest, ReceiveSamplesResponse, StartTestingRequest,
-    StartTestingResponse,
+    GetOrderRequest, GetOrderResponse, GetOrderViewResponse, ListOrdersRequest, ListOrdersResponse,
+    ListSamplesRequest, ListSamplesResponse, ReceiveSamplesRequest, ReceiveSamplesResponse,
+    StartTestingRequest, StartTestingResponse,
 };
 use std::sync::Arc;
 use tonic::{Request, Response, Status};

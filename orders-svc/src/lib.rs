@@ -66,7 +66,9 @@ impl Application {
             platform::label_links::DEVELOPMENT_KEY,
         )?;
         let label_links = platform::label_links::LabelLinks::new(
-            secrecy::ExposeSecret::expose_secret(&label_key).as_bytes().to_vec(),
+            secrecy::ExposeSecret::expose_secret(&label_key)
+                .as_bytes()
+                .to_vec(),
             &settings.label_links.public_base_url,
             settings.label_links.ttl,
         );
@@ -103,7 +105,9 @@ impl Application {
             match repo::view::backfill(&backfill_pool).await {
                 Ok(0) => {}
                 Ok(rendered) => tracing::info!(rendered, "order views rendered for existing orders"),
-                Err(error) => tracing::warn!(%error, "order views not backfilled; reads render them on demand"),
+                Err(error) => {
+                    tracing::warn!(%error, "order views not backfilled; reads render them on demand")
+                }
             }
         });
         let timing = &self.settings.consumer;

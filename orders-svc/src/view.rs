@@ -480,7 +480,12 @@ mod tests {
         assert!(!rendered.document.contains("labelUrlExpiresAt"));
         let at = rendered.label_url_at.unwrap();
         let expires = DateTime::from_timestamp(1_800_003_600, 0).unwrap();
-        let json = splice_label_url(&rendered.document, at, "https://lab.example/l.pdf?a=1&b=2", expires);
+        let json = splice_label_url(
+            &rendered.document,
+            at,
+            "https://lab.example/l.pdf?a=1&b=2",
+            expires,
+        );
         let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
         let shipping = &value["shipping"];
         assert_eq!(shipping["labelUrl"], "https://lab.example/l.pdf?a=1&b=2");

@@ -95,11 +95,17 @@ mod tests {
         let (url, expires_at) = links.signed_url(id, now);
         assert_eq!(expires_at.timestamp() % EXPIRY_STEP_SECONDS, 0);
         assert!(expires_at.timestamp() >= now.timestamp() + 3600);
-        assert!(url.starts_with(&format!("https://lab.example/api/v1/files/labels/{id}.pdf?expires=")));
+        assert!(url.starts_with(&format!(
+            "https://lab.example/api/v1/files/labels/{id}.pdf?expires="
+        )));
         let signature = url.rsplit("signature=").next().unwrap();
         assert!(links.verify(id, expires_at.timestamp(), signature));
         assert!(!links.verify(id, expires_at.timestamp() + 1, signature));
-        let other = LabelLinks::new(b"other".to_vec(), "https://lab.example", Duration::from_secs(3600));
+        let other = LabelLinks::new(
+            b"other".to_vec(),
+            "https://lab.example",
+            Duration::from_secs(3600),
+        );
         assert!(!other.verify(id, expires_at.timestamp(), signature));
         assert_eq!(links.signed_url(id, now + chrono::Duration::seconds(60)).0, url);
     }

@@ -30,7 +30,7 @@ pub fn label_created(shipment: &Shipment) -> NewEvent {
             carrier_code: shipment.carrier_code.clone(),
             service_code: shipment.service_code.clone(),
             created_at: rfc3339(shipment.updated_at),
-            label: Some(crate::convert::unsigned_label(shipment)),
+            label: Some(Box::new(crate::convert::unsigned_label(shipment))),
             status: shipment.status.as_str().to_owned(),
         }),
     }

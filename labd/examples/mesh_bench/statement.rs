@@ -1,20 +1,20 @@
-//! The read's own statement without the mesh: orders-svc's `find_order` through sqlx from as
-//! many tasks as pooled connections, in this process, on the mesh's database. It shows how far
-//! `GET /orders/{id}` is from what its database work alone allows.
+//! The read's own statement without the mesh: orders-svc's read-model lookup `find_view` (what
+//! `GetOrderView` runs) through sqlx from as many tasks as pooled connections, in this process,
+//! on the mesh's database. It shows how far `GET /orders/{id}` is from what its database work
+//! alone allows.
 
 use crate::machine;
 use crate::report::Row;
 use crate::seed::Bench;
-use orders_svc::domain::reference::OrderReference;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
-/// Runs `find_order` from `connections` tasks for `duration` and returns its row.
+/// Runs `find_view` from `connections` tasks for `duration` and returns its row.
 pub async fn statement_row(bench: &Bench, connections: u32, duration: Duration) -> anyhow::Result<Row> {
     let url = secrecy::SecretString::from(bench.database_url.clone());
     let pool = platform::db::connect(&url, connections).await?;
     let customer_id: Uuid = bench.customer_id.parse()?;
-    let reference = OrderReference::Id(bench.order_id.parse()?);
+    let reference = bench.order_id.clone();
     let database_before = bench.database_cpu().await;
     let before = machine::sample();
     let end = Instant::now() + duration;
@@ -25,7 +25,7 @@ pub async fn statement_row(bench: &Bench, connections: u32, duration: Duration) 
             while Instant::now() < end {
                 let began = Instant::now();
                 let mut connection = pool.acquire().await?;
-                orders_svc::repo::find_order(&mut connection, customer_id, &reference).await?;
+                orders_svc::repo::view::find_view(&mut connection, customer_id, &reference).await?;
                 latencies.push(began.elapsed());
             }
             Ok::<_, sqlx::Error>(latencies)
@@ -45,7 +45,7 @@ pub async fn statement_row(bench: &Bench, connections: u32, duration: Duration) 
             .map(|latency| latency.as_secs_f64() * 1000.0)
     };
     Ok(Row {
-        label: format!("its statement alone (find_order via sqlx) ×{connections}"),
+        label: format!("its statement alone (find_view via sqlx) ×{connections}"),
         unit: "queries/s",
         rate: latencies.len() as f64 / usage.seconds,
         count: latencies.len() as f64,

@@ -86,7 +86,9 @@ pub async fn order_without_view(
     let Some(reference) = OrderReference::parse(reference) else {
         return Ok(None);
     };
-    Ok(find_order(conn, customer_id, &reference).await?.map(|order| order.id))
+    Ok(find_order(conn, customer_id, &reference)
+        .await?
+        .map(|order| order.id))
 }
 
 /// The shipping block kept for an order, if any.
@@ -113,7 +115,11 @@ async fn shipping_block(
 
 /// Renders the customer's order from the normalized tables and stores its view; `false` when
 /// there is no such order.
-pub async fn refresh(conn: &mut PgConnection, customer_id: Uuid, order_id: Uuid) -> Result<bool, sqlx::Error> {
+pub async fn refresh(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    order_id: Uuid,
+) -> Result<bool, sqlx::Error> {
     let Some(order) = find_order(conn, customer_id, &OrderReference::Id(order_id)).await? else {
         return Ok(false);
     };
@@ -151,7 +157,12 @@ pub async fn store(conn: &mut PgConnection, order: &Order) -> Result<(), sqlx::E
     .bind(order.id)
     .bind(customer_id)
     .bind(&order.order_number)
-    .bind(order.payment.as_ref().map(|payment| payment.invoice_number.as_str()))
+    .bind(
+        order
+            .payment
+            .as_ref()
+            .map(|payment| payment.invoice_number.as_str()),
+    )
     .bind(shipping.as_ref().map(|(_, tracking, _)| tracking.as_str()))
     .bind(shipping.as_ref().map(|(shipment_id, _, _)| *shipment_id))
     .bind(offset(rendered.label_url_at))

@@ -35,7 +35,8 @@ impl OrdersService {
         let row = match repo::view::find_view(&mut conn, customer_id, reference).await? {
             Some(row) => row,
             None => {
-                let Some(order_id) = repo::view::order_without_view(&mut conn, customer_id, reference).await?
+                let Some(order_id) =
+                    repo::view::order_without_view(&mut conn, customer_id, reference).await?
                 else {
                     return Err(not_found());
                 };
@@ -52,9 +53,7 @@ impl OrdersService {
         let offset = |at: Option<i32>| at.and_then(|at| usize::try_from(at).ok());
         let json = match (row.shipment_id, offset(row.label_url_at)) {
             (Some(shipment_id), Some(at)) => {
-                let (url, expires_at) = self
-                    .label_links
-                    .signed_url(shipment_id, platform::time::now());
+                let (url, expires_at) = self.label_links.signed_url(shipment_id, platform::time::now());
                 splice_label_url(&row.document, at, &url, expires_at)
             }
             _ => row.document.into_bytes(),

@@ -20,9 +20,9 @@ use super::transition::transition;
 use crate::SCHEMA;
 use crate::domain::status::OrderStatus;
 use crate::repo;
+use chrono::{DateTime, Utc};
 use platform::consumer::first_delivery;
 use platform::streams::GROUP_ORDERS;
-use chrono::{DateTime, Utc};
 
 /// Reason recorded when a bought label moves an order to `label_generated`.
 pub const REASON_LABEL_CREATED: &str = "shipment.label_created";
@@ -100,15 +100,10 @@ impl OrdersService {
             ShipmentNews::LabelCreated {
                 label: Some(label),
                 status,
-            } => {
-                repo::view::store_label(&mut tx, target.customer_id, target.order_id, status, label).await?
-            }
+            } => repo::view::store_label(&mut tx, target.customer_id, target.order_id, status, label).await?,
             // An event of a shipping-svc that does not send the label yet.
             ShipmentNews::LabelCreated { label: None, .. } => false,
-            ShipmentNews::Scanned {
-                status,
-                occurred_at,
-            } => {
+            ShipmentNews::Scanned { status, occurred_at } => {
                 let at = occurred_at.unwrap_or_else(platform::time::now);
                 repo::view::set_shipping_status(&mut tx, target.customer_id, target.order_id, status, at)
                     .await?

@@ -293,10 +293,7 @@ impl TestApp {
             (platform::streams::TYPE_FIELD, envelope.r#type.as_bytes().to_vec()),
             (platform::streams::ENVELOPE_FIELD, envelope.encode_to_vec()),
         ];
-        redis
-            .xadd(self.stream(domain), "*", &fields)
-            .await
-            .unwrap()
+        redis.xadd(self.stream(domain), "*", &fields).await.unwrap()
     }
 }
 

@@ -58,7 +58,7 @@ fn label_created(order: &Order, shipment_id: Uuid, tracking: &str) -> EventEnvel
         carrier_code: "ups".into(),
         service_code: "ups_ground".into(),
         created_at: platform::time::rfc3339(platform::time::now()),
-        label: Some(label),
+        label: Some(Box::new(label)),
         status: "pre_transit".into(),
     };
     envelope(
@@ -69,7 +69,13 @@ fn label_created(order: &Order, shipment_id: Uuid, tracking: &str) -> EventEnvel
     )
 }
 
-fn scanned(order: &Order, shipment_id: Uuid, tracking: &str, status: &str, at: chrono::DateTime<chrono::Utc>) -> EventEnvelope {
+fn scanned(
+    order: &Order,
+    shipment_id: Uuid,
+    tracking: &str,
+    status: &str,
+    at: chrono::DateTime<chrono::Utc>,
+) -> EventEnvelope {
     let data = ShipmentUpdated {
         shipment_id: shipment_id.to_string(),
         order_id: order.id.clone(),
@@ -82,7 +88,12 @@ fn scanned(order: &Order, shipment_id: Uuid, tracking: &str, status: &str, at: c
         status: status.to_owned(),
         pickup_confirmation_number: None,
     };
-    envelope(order, "shipping-svc", "shipment.updated", Data::ShipmentUpdated(data))
+    envelope(
+        order,
+        "shipping-svc",
+        "shipment.updated",
+        Data::ShipmentUpdated(data),
+    )
 }
 
 /// Waits until the default customer's view of `reference` satisfies `done`.
@@ -99,7 +110,11 @@ async fn the_view_of_a_new_order_is_its_rest_shape_found_by_every_reference_and_
     let app = spawn_app().await;
     let order = app.place_order().await;
     let invoice_number = order.payment.as_ref().unwrap().invoice_number.clone();
-    for reference in [order.id.as_str(), order.order_number.as_str(), invoice_number.as_str()] {
+    for reference in [
+        order.id.as_str(),
+        order.order_number.as_str(),
+        invoice_number.as_str(),
+    ] {
         let view = app.get_order_view(reference).await.unwrap();
         assert_eq!(view["id"], order.id.as_str(), "{reference}");
         assert_eq!(view["orderNumber"], order.order_number.as_str());
@@ -112,7 +127,11 @@ async fn the_view_of_a_new_order_is_its_rest_shape_found_by_every_reference_and_
         assert_eq!(view["totalCents"], order.total_cents);
     }
     let stranger = app.token(Uuid::now_v7(), &ORDER_SCOPES, None);
-    for reference in [order.id.as_str(), order.order_number.as_str(), "1Z999AA10123456784"] {
+    for reference in [
+        order.id.as_str(),
+        order.order_number.as_str(),
+        "1Z999AA10123456784",
+    ] {
         let status = app.get_order_view_as(&stranger, reference).await.unwrap_err();
         assert_eq!(error_of(&status).code, ErrorCode::NotFound, "{reference}");
     }
@@ -179,7 +198,10 @@ async fn the_view_follows_payment_and_shipping_events_and_signs_the_label_url_at
     assert!(links.verify(shipment_id, expires_at, signature), "{url}");
     assert!(url.contains(&format!("expires={expires_at}&")));
     // The tracking number finds the order too.
-    assert_eq!(app.get_order_view(tracking).await.unwrap()["id"], order.id.as_str());
+    assert_eq!(
+        app.get_order_view(tracking).await.unwrap()["id"],
+        order.id.as_str()
+    );
 
     let now = platform::time::now();
     app.publish_event(
@@ -195,7 +217,13 @@ async fn the_view_follows_payment_and_shipping_events_and_signs_the_label_url_at
     // An older scan, delivered late, moves neither the order nor its shipping status.
     app.publish_event(
         platform::streams::SHIPPING,
-        &scanned(&order, shipment_id, tracking, "in_transit", now - chrono::Duration::hours(1)),
+        &scanned(
+            &order,
+            shipment_id,
+            tracking,
+            "in_transit",
+            now - chrono::Duration::hours(1),
+        ),
     )
     .await;
     let delivered_at = now + chrono::Duration::seconds(5);
@@ -218,8 +246,14 @@ async fn the_view_follows_payment_and_shipping_events_and_signs_the_label_url_at
     assert_eq!(history, ["invoice_sent", "paid", "label_generated", "in_transit"]);
     // The view is the order the normalized tables answer, field for field.
     let normalized = app.get_order(&order.id).await.unwrap();
-    assert_eq!(delivered["updatedAt"], platform::time::timestamp_rfc3339(normalized.updated_at.as_ref()).unwrap());
-    assert_eq!(delivered["statusHistory"].as_array().unwrap().len(), normalized.status_history.len());
+    assert_eq!(
+        delivered["updatedAt"],
+        platform::time::timestamp_rfc3339(normalized.updated_at.as_ref()).unwrap()
+    );
+    assert_eq!(
+        delivered["statusHistory"].as_array().unwrap().len(),
+        normalized.status_history.len()
+    );
 }
 
 #[tokio::test]
