@@ -11,8 +11,12 @@ use std::time::Duration;
 /// Name prefix of the databases the benchmark creates (dropped at its end, or by the next run
 /// after a crash).
 const DATABASE_PREFIX: &str = "mesh_bench_";
-/// The scratch database of pgbench.
-const PGBENCH_DATABASE: &str = "mesh_bench_pgbench";
+/// The scratch database of pgbench: one per benchmark process, so that two benchmarks on one
+/// server (a shared machine) never initialise each other's tables mid-run; left-over ones are
+/// dropped with the other old benchmark databases.
+fn pgbench_scratch_name() -> String {
+    format!("{DATABASE_PREFIX}pgbench_{}", std::process::id())
+}
 
 /// A running, seeded mesh.
 pub struct Bench {
@@ -247,7 +251,7 @@ async fn fresh_database(admin_url: &str) -> anyhow::Result<String> {
         .bind(&pattern)
         .fetch_all(&mut admin)
         .await?;
-    for name in old.iter().filter(|name| name.as_str() != PGBENCH_DATABASE) {
+    for name in old.iter().filter(|name| **name != pgbench_scratch_name()) {
         // A database still in use (another bench running) is left alone.
         let _ = sqlx::raw_sql(AssertSqlSafe(format!("DROP DATABASE IF EXISTS \"{name}\"")))
             .execute(&mut admin)
@@ -267,16 +271,16 @@ async fn fresh_database(admin_url: &str) -> anyhow::Result<String> {
 pub async fn pgbench_database(admin_url: &str, sslmode: &str) -> anyhow::Result<String> {
     let mut admin = PgConnection::connect(admin_url).await?;
     let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = $1")
-        .bind(PGBENCH_DATABASE)
+        .bind(pgbench_scratch_name())
         .fetch_optional(&mut admin)
         .await?;
     if exists.is_none() {
-        let statement = format!("CREATE DATABASE \"{PGBENCH_DATABASE}\"");
+        let statement = format!("CREATE DATABASE \"{}\"", pgbench_scratch_name());
         sqlx::raw_sql(AssertSqlSafe(statement))
             .execute(&mut admin)
             .await?;
     }
-    let base = with_database(admin_url, PGBENCH_DATABASE);
+    let base = with_database(admin_url, &pgbench_scratch_name());
     let separator = if base.contains('?') { '&' } else { '?' };
     let url = format!("{base}{separator}sslmode={sslmode}");
     let status = tokio::task::spawn_blocking({
