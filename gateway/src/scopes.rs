@@ -147,6 +147,7 @@ pub const OPERATIONS: &[Operation] = &[
     op("GET", "/payments/{reference}", &[PAYMENTS_READ]),
     idempotent(op("POST", "/payments/prepare", &[PAYMENTS_WRITE])),
     idempotent(op("POST", "/payments/stablecoin/submit", &[PAYMENTS_WRITE])),
+    addition(op("GET", "/payments/stablecoin/{reference}", &[PAYMENTS_READ])),
     addition(op("GET", "/spend-envelope", &[PAYMENTS_READ])),
     op("GET", "/shipments", &[SHIPMENTS_READ]),
     op("GET", "/shipments/{reference}", &[SHIPMENTS_READ]),
