@@ -90,6 +90,8 @@ fn loadavg() -> String {
 
 #[tokio::main]
 async fn main() {
+    // The workspace's one crypto stack, as payments-svc installs it when it starts its rail.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     println!("load before: {}", loadavg());
     let anvil = Anvil::start().await;
     let token = anvil.deploy_token("USDC").await;
