@@ -188,6 +188,8 @@ impl From<CheckoutPage> for pb::CheckoutPage {
         pb::CheckoutPage {
             last_error: page.session.last_error.clone(),
             awaiting_confirmation: page.awaiting_confirmation,
+            stablecoin: None,
+            stablecoin_offered: false,
             session: Some(page.session.into()),
             order_number: page.order_number,
             invoice_number: page.invoice_number,

@@ -47,6 +47,7 @@ pub const PUBLIC_PATHS: &[&str] = &[
     COA_DOCUMENT_PATH,
     crate::http::pay::PAY_PAGE,
     crate::http::pay::PAY_CONFIRM,
+    crate::http::pay_stablecoin::PAY_STABLECOIN,
     crate::http::pay::PROCESSOR_WEBHOOK,
 ];
 /// Where a COA's PDF is downloaded through the signed link of its result (the link authorizes).

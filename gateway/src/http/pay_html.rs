@@ -155,6 +155,9 @@ pub fn render(page: &pb::CheckoutPage, banner: Option<Banner>) -> String {
         },
         _ => body.push_str(&card_forms(&path, page)),
     }
+    if session.status == "open" && !page.awaiting_confirmation {
+        body.push_str(&super::pay_stablecoin::section(&path, page));
+    }
     if let Some(expires) = session
         .expires_at
         .as_ref()

@@ -101,6 +101,16 @@ pub async fn call(
             let body = arguments.body()?;
             replayable(operations::checkout::prepare_payment(peers, caller, &key, body).await?)
         }
+        "svc.payment.stablecoin.request" => {
+            let reference = arguments.reference()?;
+            arguments.nothing_else()?;
+            read(operations::checkout::get_stablecoin_payment(peers, caller, reference).await?)
+        }
+        "svc.payment.stablecoin.submit" => {
+            let key = arguments.idempotency_key()?;
+            let body = arguments.body()?;
+            replayable(operations::checkout::submit_stablecoin_transaction(peers, caller, &key, body).await?)
+        }
         "svc.spend.envelope.get" => {
             arguments.nothing_else()?;
             read(operations::checkout::spend_envelope(peers, caller).await?)

@@ -285,6 +285,42 @@ pub const TOOLS: &[Tool] = &[
         annotations: GUARDED_WRITE,
     },
     Tool {
+        name: "svc.payment.stablecoin.request",
+        title: "Read an order's stablecoin payment request",
+        method: "GET",
+        path: "/payments/stablecoin/{reference}",
+        description: "Returns how to pay a chain_stablecoin order (`reference`: order UUID, order number \
+            ORD-… or invoice number INV-…): the transfer target (`amount.targetAddress`, the lab's treasury), \
+            the token contract (`amount.tokenAddress`, USDC by default), the exact amount as \
+            `amount.decimal` (exactly six decimals) and `amount.atomic` (integer atomic units), the permanent \
+            sub-cent reference `amount.referenceAtomic`, the expected payer, the expiry, the state \
+            (awaiting_transfer, confirming, confirmed, expired) and, once confirmed, the settlement proof. The \
+            payer must send exactly this amount from their own self-custodied wallet (never round; no exchange \
+            withdrawal), then submit the hash with svc.payment.stablecoin.submit. The service never asks for a \
+            key and never signs. An expired request is renewed by svc.payment.card.checkout \
+            (POST /payments/prepare). Read-only.",
+        guard: "",
+        annotations: READ,
+    },
+    Tool {
+        name: "svc.payment.stablecoin.submit",
+        title: "Submit a stablecoin transaction hash",
+        method: "POST",
+        path: "/payments/stablecoin/submit",
+        description: "Submits the hash of the transfer the payer broadcast (`transactionHash`: 0x and 64 hex \
+            digits) for the order named by `reference` (order UUID, ORD-… or INV-…). Verification is read-only \
+            against two independent chain providers that must agree: the receipt must succeed and carry a \
+            Transfer of the requested token from the expected payer to the treasury of exactly `amount.atomic`. \
+            A match answers `status: confirming`; the request becomes `confirmed` (invoice and order paid, \
+            `payment.confirmed`, the shipping label bought) once the transfer is finalized - poll \
+            svc.payment.stablecoin.request. Refusals name the problem: transfer_amount_mismatch (under or \
+            over), transfer_wrong_sender, transfer_wrong_token, transfer_not_found, transaction_reverted, \
+            transaction_not_found, payment_request_expired; chain_unavailable (retry later). Never asks for or \
+            accepts a private key. Needs `idempotencyKey`.",
+        guard: "`idempotencyKey`; read-only chain verification (never signs or broadcasts)",
+        annotations: GUARDED_WRITE,
+    },
+    Tool {
         name: "svc.spend.envelope.get",
         title: "Read the key's spend envelope",
         method: "GET",

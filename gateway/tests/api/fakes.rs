@@ -440,6 +440,20 @@ impl PaymentsService for Fake {
         Err(Status::unimplemented("not faked"))
     }
 
+    async fn checkout_stablecoin(
+        &self,
+        _: Request<payments::CheckoutStablecoinRequest>,
+    ) -> Result<Response<payments::CheckoutStablecoinResponse>, Status> {
+        Err(Status::unimplemented("not faked"))
+    }
+
+    async fn check_stablecoin_rail(
+        &self,
+        _: Request<payments::CheckStablecoinRailRequest>,
+    ) -> Result<Response<payments::CheckStablecoinRailResponse>, Status> {
+        Err(Status::unimplemented("not faked"))
+    }
+
     async fn get_checkout(
         &self,
         _: Request<payments::GetCheckoutRequest>,

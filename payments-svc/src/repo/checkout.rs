@@ -159,6 +159,26 @@ pub async fn complete(
     Ok(())
 }
 
+/// Marks the invoice's open sessions paid by `payment_id` (a payment on another rail, e.g. the
+/// pay page's "settled stablecoin" option, settled the invoice: no card may be charged after it).
+pub async fn complete_open_of_invoice(
+    conn: &mut PgConnection,
+    invoice_id: Uuid,
+    payment_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE payments.checkout_sessions SET status = 'completed', completed_at = $2, payment_id = $3, \
+           pending_token = NULL, last_error = NULL WHERE invoice_id = $1 AND status = 'open'",
+    )
+    .bind(invoice_id)
+    .bind(now)
+    .bind(payment_id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Marks one session expired (if still open).
 pub async fn expire(conn: &mut PgConnection, id: &str) -> Result<(), sqlx::Error> {
     sqlx::query(
