@@ -261,3 +261,18 @@ async fn fresh_database(admin_url: &str) -> anyhow::Result<String> {
         .await?;
     Ok(crate::pgbench::with_database(admin_url, &name))
 }
+
+/// The `sslmode` (libpq spelling) the mesh's pools use for `url`.
+fn libpq_sslmode(url: &str) -> anyhow::Result<String> {
+    use sqlx::postgres::PgSslMode;
+    let options = platform::db::connect_options(url)?;
+    Ok(match options.get_ssl_mode() {
+        PgSslMode::Disable => "disable",
+        PgSslMode::Allow => "allow",
+        PgSslMode::Prefer => "prefer",
+        PgSslMode::Require => "require",
+        PgSslMode::VerifyCa => "verify-ca",
+        PgSslMode::VerifyFull => "verify-full",
+    }
+    .to_owned())
+}
