@@ -213,13 +213,22 @@ async fn dispose_after_retention_and_detect_tampering(
     order_id: &str,
     accession: &str,
 ) {
-    let dispose = |method: &'static str| {
-        sandbox.labctl_as(
-            &staff.analyst,
-            &["samples", "dispose", "--accession", accession, "--method", method],
-        )
+    let dispose = || async {
+        sandbox
+            .labctl_as(
+                &staff.analyst,
+                &[
+                    "samples",
+                    "dispose",
+                    "--accession",
+                    accession,
+                    "--method",
+                    "incinerated",
+                ],
+            )
+            .await
     };
-    let early = dispose("incinerated").await.unwrap_err().to_string();
+    let early = dispose().await.unwrap_err().to_string();
     assert!(
         early.contains("conflict") && early.contains("retained until"),
         "{early}"
@@ -232,10 +241,10 @@ async fn dispose_after_retention_and_detect_tampering(
     .execute(&pool)
     .await
     .unwrap();
-    let disposed = dispose("incinerated").await.unwrap();
+    let disposed = dispose().await.unwrap();
     assert_eq!(disposed["alreadyDisposed"], false, "{disposed}");
     assert!(disposed["disposedAt"].is_string(), "{disposed}");
-    let again = dispose("incinerated").await.unwrap();
+    let again = dispose().await.unwrap();
     assert_eq!(again["alreadyDisposed"], true);
     assert_eq!(again["disposedAt"], disposed["disposedAt"]);
 
