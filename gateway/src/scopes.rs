@@ -60,7 +60,8 @@ pub fn expand(requested: &[String]) -> Result<Vec<String>, ApiError> {
 pub enum Access {
     /// An API key holding every listed scope.
     Scopes(&'static [&'static str]),
-    /// Anyone, without a key; rate-limited per client IP.
+    /// Anyone, without a key; rate-limited per client IP (the verify operations also by the
+    /// global `verify-lookups` ceiling).
     Public,
 }
 

@@ -256,6 +256,7 @@ impl From<&Sample> for orders::Sample {
             retain_until: Some(to_timestamp(sample.retain_until)),
             test_ids: sample.test_ids.clone(),
             test_names: sample.test_names.clone(),
+            disposed_at: to_timestamp_opt(sample.disposed_at),
         }
     }
 }

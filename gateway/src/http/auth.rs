@@ -62,6 +62,9 @@ pub struct FrontDoor {
     pub per_address: LocalLimiter<IpAddr>,
     /// Every authenticated request, per key (all replicas).
     pub per_key: SharedLimiter,
+    /// Every accession looked up by public verification, all clients (all replicas); charged by
+    /// the verify operations, which know how many accessions a request names.
+    pub verify_lookups: crate::limits::ceiling::LookupCeiling,
 }
 
 /// What a request asks for, as far as the front door is concerned.

@@ -8,6 +8,7 @@ use crate::caller::Caller;
 use crate::dto::results::{VerifyBatchQuery, VerifyBatchRequest, VerifyQuery, VerifyRequest};
 use crate::dto::webhooks::EmptyBody;
 use crate::http::extract::{from_value, query_from_value};
+use crate::limits::ceiling::LookupCeiling;
 use crate::operations::{self, Replayable, results, shipping, webhooks};
 use crate::peers::Peers;
 use platform::error::{ApiError, ErrorCode};
@@ -26,6 +27,7 @@ pub struct Output {
 pub async fn call(
     tool: &Tool,
     peers: &Peers,
+    verify_lookups: &LookupCeiling,
     caller: &Caller,
     arguments: Map<String, Value>,
 ) -> Result<Output, ApiError> {
@@ -174,19 +176,19 @@ pub async fn call(
         }
         "svc.coa.verify" => {
             let query: VerifyQuery = arguments.query()?;
-            read(results::verify(peers, query.accession, query.code).await?)
+            read(results::verify(peers, verify_lookups, query.accession, query.code).await?)
         }
         "svc.coa.verify.post" => {
             let body: VerifyRequest = arguments.body()?;
-            read(results::verify(peers, Some(body.accession), body.code).await?)
+            read(results::verify(peers, verify_lookups, Some(body.accession), body.code).await?)
         }
         "svc.coa.verify.batch" => {
             let query: VerifyBatchQuery = arguments.query()?;
-            read(results::verify_batch(peers, query.split()).await?)
+            read(results::verify_batch(peers, verify_lookups, query.split()).await?)
         }
         "svc.coa.verify.batch.post" => {
             let body: VerifyBatchRequest = arguments.body()?;
-            read(results::verify_batch(peers, body.accessions).await?)
+            read(results::verify_batch(peers, verify_lookups, body.accessions).await?)
         }
         other => Err(ApiError::internal(format!(
             "the tool {other} has no call in gateway/src/mcp/call.rs"

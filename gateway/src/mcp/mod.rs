@@ -185,7 +185,15 @@ async fn call_tool(state: &AppState, caller: &Caller, id: &Value, params: Option
     let Value::Object(arguments) = arguments else {
         return jsonrpc::error(id, jsonrpc::INTERNAL_ERROR, "internal error");
     };
-    match call::call(tool, &state.peers, caller, arguments).await {
+    match call::call(
+        tool,
+        &state.peers,
+        &state.front_door.verify_lookups,
+        caller,
+        arguments,
+    )
+    .await
+    {
         Ok(output) => {
             let replayed = json!({ "lab/idempotentReplayed": true });
             let meta = output.replayed.then_some(&replayed);

@@ -328,6 +328,13 @@ impl OrdersService for Fake {
     ) -> Result<Response<orders::GetCustodyResponse>, Status> {
         Err(Status::unimplemented("not faked in the gateway tests"))
     }
+
+    async fn dispose_sample(
+        &self,
+        _: Request<orders::DisposeSampleRequest>,
+    ) -> Result<Response<orders::DisposeSampleResponse>, Status> {
+        Err(Status::unimplemented("not faked in the gateway tests"))
+    }
 }
 
 #[tonic::async_trait]

@@ -29,6 +29,7 @@
 mod checkout;
 mod machine;
 mod mcp;
+mod pgbench;
 mod report;
 mod seed;
 mod statement;
@@ -146,7 +147,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             }
         }
         rows.push(statement::statement_row(&bench, args.connections, run_seconds).await?);
-        let database = seed::pgbench_database(&args.admin_url, &bench.pg_sslmode).await?;
+        let database = pgbench::scratch_database(&args.admin_url, &bench.pg_sslmode).await?;
         rows.push(tools::pgbench_row("pgbench -S -c16 -j2", &database, &["-S"], run_seconds).await?);
     }
     let mut commits = None;
@@ -155,7 +156,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         let mut row = writes::load_row(&args, &bench, run_seconds).await?;
         row.database_cpu_seconds = Some(bench.database_cpu().await - database_before);
         rows.push(row);
-        let database = seed::pgbench_database(&args.admin_url, &bench.pg_sslmode).await?;
+        let database = pgbench::scratch_database(&args.admin_url, &bench.pg_sslmode).await?;
         rows.push(
             tools::pgbench_row(
                 "pgbench -b simple-update -c16 -j2",

@@ -1,6 +1,6 @@
 //! The benchmark's fixtures: a fresh database for the mesh, the mesh itself (sandbox settings
 //! with rate limits out of the way), the shipped catalog, one customer with a key, one quote
-//! body and one placed order; and the scratch database pgbench works on.
+//! body and one placed order (pgbench's scratch database: `crate::pgbench`).
 
 use crate::Args;
 use clap::Parser;
@@ -11,8 +11,6 @@ use std::time::Duration;
 /// Name prefix of the databases the benchmark creates (dropped at its end, or by the next run
 /// after a crash).
 const DATABASE_PREFIX: &str = "mesh_bench_";
-/// The scratch database of pgbench.
-const PGBENCH_DATABASE: &str = "mesh_bench_pgbench";
 
 /// A running, seeded mesh.
 pub struct Bench {
@@ -247,7 +245,10 @@ async fn fresh_database(admin_url: &str) -> anyhow::Result<String> {
         .bind(&pattern)
         .fetch_all(&mut admin)
         .await?;
-    for name in old.iter().filter(|name| name.as_str() != PGBENCH_DATABASE) {
+    for name in old
+        .iter()
+        .filter(|name| name.as_str() != crate::pgbench::PGBENCH_DATABASE)
+    {
         // A database still in use (another bench running) is left alone.
         let _ = sqlx::raw_sql(AssertSqlSafe(format!("DROP DATABASE IF EXISTS \"{name}\"")))
             .execute(&mut admin)
@@ -258,54 +259,7 @@ async fn fresh_database(admin_url: &str) -> anyhow::Result<String> {
     sqlx::raw_sql(AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
         .execute(&mut admin)
         .await?;
-    Ok(with_database(admin_url, &name))
-}
-
-/// Initialises pgbench's scratch database afresh (scale 1; `pgbench -i` recreates its tables)
-/// and returns its URL with `sslmode`. The database itself is kept between runs: dropping a
-/// database forces a checkpoint, which takes tens of seconds on a busy disk.
-pub async fn pgbench_database(admin_url: &str, sslmode: &str) -> anyhow::Result<String> {
-    let mut admin = PgConnection::connect(admin_url).await?;
-    let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = $1")
-        .bind(PGBENCH_DATABASE)
-        .fetch_optional(&mut admin)
-        .await?;
-    if exists.is_none() {
-        let statement = format!("CREATE DATABASE \"{PGBENCH_DATABASE}\"");
-        sqlx::raw_sql(AssertSqlSafe(statement))
-            .execute(&mut admin)
-            .await?;
-    }
-    let base = with_database(admin_url, PGBENCH_DATABASE);
-    let separator = if base.contains('?') { '&' } else { '?' };
-    let url = format!("{base}{separator}sslmode={sslmode}");
-    let status = tokio::task::spawn_blocking({
-        let url = url.clone();
-        move || {
-            std::process::Command::new("pgbench")
-                .args(["-i", "-q", "-s", "1"])
-                .arg(&url)
-                .output()
-        }
-    })
-    .await??;
-    anyhow::ensure!(
-        status.status.success(),
-        "pgbench -i failed: {}",
-        String::from_utf8_lossy(&status.stderr)
-    );
-    Ok(url)
-}
-
-/// `url` with its database name replaced by `name` (query kept).
-fn with_database(url: &str, name: &str) -> String {
-    let (address, query) = url.split_once('?').unwrap_or((url, ""));
-    let base = address.rsplit_once('/').map(|(base, _)| base).unwrap_or(address);
-    if query.is_empty() {
-        format!("{base}/{name}")
-    } else {
-        format!("{base}/{name}?{query}")
-    }
+    Ok(crate::pgbench::with_database(admin_url, &name))
 }
 
 /// The `sslmode` (libpq spelling) the mesh's pools use for `url`.
