@@ -19,7 +19,7 @@ use uuid::Uuid;
 /// A tool's answer: the REST body as JSON text, and whether it is the stored replay of an earlier
 /// call with the same idempotency key.
 pub struct Output {
-    pub json: String,
+    pub json: Vec<u8>,
     pub replayed: bool,
 }
 
@@ -210,9 +210,13 @@ fn replayable<T: Serialize>(outcome: Replayable<T>) -> Result<Output, ApiError> 
     })
 }
 
-fn serialize(body: &impl Serialize) -> Result<String, ApiError> {
-    serde_json::to_string(body)
-        .map_err(|error| ApiError::internal(format!("serializing a tool result: {error}")))
+/// The REST body as JSON bytes, written once into a buffer sized for a typical answer (an order
+/// is a few KiB) so that it seldom grows.
+fn serialize(body: &impl Serialize) -> Result<Vec<u8>, ApiError> {
+    let mut json = Vec::with_capacity(4096);
+    serde_json::to_writer(&mut json, body)
+        .map_err(|error| ApiError::internal(format!("serializing a tool result: {error}")))?;
+    Ok(json)
 }
 
 /// The arguments of one call, taken apart like a REST request.

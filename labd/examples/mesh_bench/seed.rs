@@ -18,6 +18,8 @@ pub struct Bench {
     pub base_url: String,
     pub http: reqwest::Client,
     pub key: String,
+    /// `--spend-envelope both`: a second key of the customer, without an envelope.
+    pub open_key: Option<String>,
     pub customer_id: String,
     pub order_id: String,
     /// The body of `POST /quotes` for two tests of the peptides category.
@@ -50,6 +52,7 @@ impl Bench {
             base_url,
             http,
             key: String::new(),
+            open_key: None,
             customer_id: String::new(),
             order_id: String::new(),
             quote_body: Value::Null,
@@ -85,7 +88,22 @@ impl Bench {
             ])
             .await?;
         bench.key = key["key"].as_str().unwrap_or_default().to_owned();
-        if args.spend_envelope == "on" {
+        if args.spend_envelope == "both" {
+            let open = bench
+                .labctl(&[
+                    "keys",
+                    "create",
+                    "--customer",
+                    &customer_id,
+                    "--name",
+                    "bench-no-envelope",
+                    "--scopes",
+                    "all",
+                ])
+                .await?;
+            bench.open_key = Some(open["key"].as_str().unwrap_or_default().to_owned());
+        }
+        if args.spend_envelope != "off" {
             // Caps far above the load: every order runs the whole enforcement (the key's envelope
             // row locked, the day's and month's commitments summed, the caps checked).
             let key_id = key["id"].as_str().unwrap_or_default().to_owned();

@@ -357,6 +357,7 @@ impl PaymentsService {
             invoice.customer_id,
             crate::domain::spend::SpendKind::Order,
             &invoice.order_id.to_string(),
+            now,
         )
         .await?;
         if settlement.completes {

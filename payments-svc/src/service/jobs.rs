@@ -40,7 +40,7 @@ impl PaymentsService {
             self.release_order_spend(&mut tx, session.customer_id, session.invoice_id)
                 .await?;
         }
-        repo::spend::reap_unconfirmed(&mut tx, now - UNCONFIRMED_REAP_AGE).await?;
+        repo::spend::reap_unconfirmed(&mut tx, now - UNCONFIRMED_REAP_AGE, BATCH, now).await?;
         tx.commit().await?;
         for session in &expired {
             if let Some(processor_session_id) = &session.processor_session_id

@@ -11,3 +11,4 @@ mod invoices;
 mod listing;
 mod payments;
 mod relay;
+mod spend;
