@@ -10,4 +10,5 @@ mod input;
 mod invoices;
 mod listing;
 mod payments;
+mod pickup_checkout;
 mod relay;
