@@ -140,7 +140,7 @@ mod tests {
             ship_from: Default::default(),
             ship_to: Default::default(),
         };
-        let label = SandboxCarrier.buy_label(&purchase).await.unwrap();
+        let label = SandboxCarrier.buy_label(&purchase, "").await.unwrap();
         assert!(
             tracking::is_valid(&label.tracking_number),
             "{}",
