@@ -93,7 +93,7 @@ pub struct Pickup {
     pub price_cents: i64,
     /// Single-use, amount-locked hosted payment of the pickup (the site's checkout page).
     pub pay_url: String,
-    /// When `payUrl` stops taking payments (the checkout lifetime, at the latest the window's start).
+    /// When `payUrl` stops taking payments (the checkout lifetime, at the latest the window's end).
     #[serde(serialize_with = "rfc3339_opt")]
     pub pay_expires_at: Option<DateTime<Utc>>,
     /// The carrier's confirmation number once booked.

@@ -90,7 +90,7 @@ pub async fn pickup_options(
 /// pickup is booked with the carrier and `shipment.updated` (status `pickup_booked`) carries the
 /// confirmation number. A link that expires unpaid ends the pickup (`payment_expired`) and a new
 /// one may be requested. Refusals: 400 `pickup_quote_invalid` (tampered or foreign token), 409
-/// `pickup_quote_expired`, 400 `pickup_date_unavailable` (past, started or not offered), 409
+/// `pickup_quote_expired`, 400 `pickup_date_unavailable` (past, over or not offered), 409
 /// `order_not_paid`, 409 `pickup_already_requested`.
 #[utoipa::path(post, path = "/orders/{reference}/pickup", tag = "shipping", operation_id = "requestPickup",
     params(("reference" = String, Path, description = "order UUID, order number or tracking number")),

@@ -3,7 +3,7 @@
 //! shipping-svc opens it with `OpenPickupCheckout` when it stores the pickup: a checkout
 //! session of purpose `pickup`, bound to the pickup (not to an invoice: the order's invoice is
 //! already paid, and a pickup is a separate charge), locked to the pickup's price, single use,
-//! expiring after the checkout lifetime or at the pickup window's start, whichever comes first.
+//! expiring after the checkout lifetime or at the pickup window's end, whichever comes first.
 //! Opening it commits the price to the requesting key's spend envelope (kind `pickup`) in the
 //! same transaction, so a refused envelope leaves no session.
 //!
@@ -45,7 +45,7 @@ pub struct NewPickupCheckout {
     pub currency: String,
     /// The API key that requested the pickup (its envelope is charged).
     pub key_id: String,
-    /// The latest expiry (the pickup window's start).
+    /// The latest expiry (the pickup window's end).
     pub pay_by: Option<DateTime<Utc>>,
 }
 
@@ -86,7 +86,7 @@ impl PaymentsService {
         if expires_at <= now {
             return Err(ApiError::new(
                 ErrorCode::Conflict,
-                "the pickup window has started: it can no longer be paid",
+                "the pickup window is over: it can no longer be paid",
             ));
         }
         // The envelope first: a refusal (403 spend_limit_exceeded) leaves nothing behind.

@@ -3,7 +3,7 @@
 //! * options: the order's shipment, the offered dates and windows, the price and a signed quote
 //!   token binding them to the order (expires after 15 minutes);
 //! * request (idempotent, `confirm: true`): verify the token, the chosen date and window among
-//!   those it offers and not past (the window has not started), the key's spend limit, that
+//!   those it offers and not past (the window is not over), the key's spend limit, that
 //!   the order is paid and the shipment has no pickup awaiting payment or booked; open the
 //!   pickup's hosted payment at payments-svc (`OpenPickupCheckout`: a checkout session bound to
 //!   the pickup, locked to its price, which also commits the price to the key's spend envelope)
@@ -185,10 +185,10 @@ impl ShippingService {
                     .window(&request.window)
                     .cloned()
                     .ok_or_else(|| unavailable("window", "the pickup window is not offered"))?;
-                let window_start = window_start(date, &window)
+                let window_end = window_end(date, &window)
                     .ok_or_else(|| unavailable("window", "the pickup window is not offered"))?;
-                if window_start <= now {
-                    return Err(unavailable("window", "the pickup window has already started"));
+                if window_end <= now {
+                    return Err(unavailable("window", "the pickup window is over"));
                 }
                 // The pickup id of an interrupted attempt, so that its payment is reopened, not doubled.
                 let id = match attempt.recovery::<PickupRecovery>() {
@@ -211,7 +211,7 @@ impl ShippingService {
                     window.end
                 );
                 let session = match self
-                    .open_pickup_payment(&shipment, id, key_id, &description, claims.p, window_start)
+                    .open_pickup_payment(&shipment, id, key_id, &description, claims.p, window_end)
                     .await
                 {
                     Ok(session) => session,
@@ -396,9 +396,9 @@ struct PickupRecovery {
     pickup_id: Uuid,
 }
 
-/// The start of `window` on `date` (UTC).
-fn window_start(date: NaiveDate, window: &Window) -> Option<DateTime<Utc>> {
-    let time = chrono::NaiveTime::parse_from_str(&window.start, "%H:%M").ok()?;
+/// The end of `window` on `date` (UTC): the latest time its payment may be taken.
+fn window_end(date: NaiveDate, window: &Window) -> Option<DateTime<Utc>> {
+    let time = chrono::NaiveTime::parse_from_str(&window.end, "%H:%M").ok()?;
     Some(date.and_time(time).and_utc())
 }
 
