@@ -184,8 +184,8 @@ pub enum ShipmentsCommand {
         #[arg(long, default_value = "delivered")]
         script: String,
     },
-    /// Books a door pickup whose payment arrived (needs payments.admin): the interim path until
-    /// the hosted pickup payment page confirms it.
+    /// Books a door pickup whose payment arrived outside its hosted payment page, for example by
+    /// bank transfer (needs payments.admin). A payment on the page books it by itself.
     PickupPaid {
         /// Pickup id.
         pickup_id: String,

@@ -52,6 +52,8 @@ pub const ACCESS: AccessTable = &[
         "GetSpendEnvelope",
         access::customer(&[PAYMENTS_READ]).or_staff(roles::PAYMENTS_ADMIN),
     ),
+    // shipping-svc opens a door pickup's hosted payment, acting for the pickup's customer.
+    ("OpenPickupCheckout", access::services(&["shipping-svc"])),
 ];
 
 /// Serves the payments API over the use cases.
@@ -378,6 +380,19 @@ impl PaymentsApi for PaymentsGrpc {
             .await?;
         Ok(Response::new(pb::SpendEnvelopeResponse {
             envelope: Some(view.into()),
+        }))
+    }
+
+    async fn open_pickup_checkout(
+        &self,
+        request: Request<pb::OpenPickupCheckoutRequest>,
+    ) -> Result<Response<pb::OpenPickupCheckoutResponse>, Status> {
+        let caller = principal(&request)?;
+        let customer_id = caller.customer()?;
+        let new = convert::new_pickup_checkout(request.into_inner())?;
+        let session = self.service.open_pickup_checkout(customer_id, new).await?;
+        Ok(Response::new(pb::OpenPickupCheckoutResponse {
+            session: Some(session.into()),
         }))
     }
 

@@ -262,9 +262,9 @@ pub const TOOLS: &[Tool] = &[
         path: "/orders/{reference}/pickup",
         description: "Requests a door pickup of a paid order's samples on one of the dates and windows that \
             svc.pickup.options offered, with its `quoteToken` and `confirm: true`. The price must fit the key's \
-            spending envelope. The answer's `payUrl` is a single-use, amount-locked payment for the pickup: \
-            the account owner pays there, then the pickup is booked with the carrier and a confirmation \
-            number appears on the shipment. Retry with the same `idempotencyKey`; expired or edited tokens, \
+            spending envelope. The answer's `payUrl` is a single-use, amount-locked hosted payment page for the \
+            pickup, valid until `payExpiresAt`: the account owner pays there, then the pickup is booked with the \
+            carrier and a confirmation number appears on the shipment. Retry with the same `idempotencyKey`; expired or edited tokens, \
             past or unoffered dates and a second pickup are refused.",
         guard: "`confirm: true`, signed unexpired `quoteToken`, paid order, spend limit, one pickup per shipment, `idempotencyKey`",
         annotations: GUARDED_WRITE,

@@ -509,6 +509,13 @@ impl PaymentsService for Fake {
         Err(Status::unimplemented("not in this double"))
     }
 
+    async fn open_pickup_checkout(
+        &self,
+        _: Request<payments::OpenPickupCheckoutRequest>,
+    ) -> Result<Response<payments::OpenPickupCheckoutResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
     async fn set_spend_envelope(
         &self,
         _: Request<payments::SetSpendEnvelopeRequest>,

@@ -294,6 +294,13 @@ impl PaymentsService for FakePayments {
         }))
     }
 
+    async fn open_pickup_checkout(
+        &self,
+        _: Request<proto::payments::OpenPickupCheckoutRequest>,
+    ) -> Result<Response<proto::payments::OpenPickupCheckoutResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
     async fn set_spend_envelope(
         &self,
         _: Request<proto::payments::SetSpendEnvelopeRequest>,
