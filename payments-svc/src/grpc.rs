@@ -216,11 +216,14 @@ impl PaymentsApi for PaymentsGrpc {
         request: Request<pb::GetCheckoutRequest>,
     ) -> Result<Response<pb::GetCheckoutResponse>, Status> {
         let page = self.service.checkout_page(&request.get_ref().session_id).await?;
-        let (customer, invoice) = (page.session.customer_id, page.session.invoice_id);
+        let (customer, invoice) = (page.session.customer_id, page.session.invoice_id());
         let mut page = pb::CheckoutPage::from(page);
-        page.stablecoin =
-            crate::stablecoin::grpc::of_checkout(self.stablecoin.as_ref(), customer, invoice).await;
-        page.stablecoin_offered = self.stablecoin.is_some();
+        // A door pickup is paid by card only: the stablecoin rail pays invoices.
+        if let Some(invoice) = invoice {
+            page.stablecoin =
+                crate::stablecoin::grpc::of_checkout(self.stablecoin.as_ref(), customer, invoice).await;
+            page.stablecoin_offered = self.stablecoin.is_some();
+        }
         Ok(Response::new(pb::GetCheckoutResponse { page: Some(page) }))
     }
 
@@ -230,7 +233,14 @@ impl PaymentsApi for PaymentsGrpc {
     ) -> Result<Response<pb::CheckoutStablecoinResponse>, Status> {
         let message = request.into_inner();
         let page = self.service.checkout_page(&message.session_id).await?;
-        let (customer, invoice) = (page.session.customer_id, page.session.invoice_id);
+        let customer = page.session.customer_id;
+        let Some(invoice) = page.session.invoice_id() else {
+            return Err(platform::error::ApiError::new(
+                platform::error::ErrorCode::Conflict,
+                "a door pickup is paid by card; the stablecoin rail pays order invoices",
+            )
+            .into());
+        };
         if message.expected_payer_address.is_some() && !page.session.is_payable(platform::time::now()) {
             return Err(platform::error::ApiError::new(
                 platform::error::ErrorCode::Conflict,

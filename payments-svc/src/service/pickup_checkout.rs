@@ -209,6 +209,7 @@ impl PaymentsService {
             session.customer_id,
             SpendKind::Pickup,
             &charge.pickup_id.to_string(),
+            now,
         )
         .await?;
         OUTBOX
