@@ -411,4 +411,11 @@ impl OrdersService for FakeOrders {
     ) -> Result<Response<orders::GetCustodyResponse>, Status> {
         Err(Status::unimplemented("not in this benchmark"))
     }
+
+    async fn dispose_sample(
+        &self,
+        _: Request<orders::DisposeSampleRequest>,
+    ) -> Result<Response<orders::DisposeSampleResponse>, Status> {
+        Err(Status::unimplemented("not in this benchmark"))
+    }
 }

@@ -77,6 +77,8 @@ pub struct FrontDoorSettings {
     pub per_address: RateLimitSettings,
     /// Key-store lookups (key-cache misses) caused by one client address (per replica).
     pub key_lookups_per_address: RateLimitSettings,
+    /// Accessions looked up by public verification, all clients and replicas together.
+    pub verify_lookups: RateLimitSettings,
     /// Proxies whose `X-Forwarded-For` names the client; empty: the peer address is the client.
     pub trusted_proxies: TrustedProxies,
     /// Unknown public ids remembered (least recently used first out).
@@ -102,6 +104,10 @@ impl Default for FrontDoorSettings {
                 per_second: 2,
                 burst: 20,
             },
+            verify_lookups: RateLimitSettings {
+                per_second: 20,
+                burst: 200,
+            },
             trusted_proxies: TrustedProxies::default(),
             negative_cache_capacity: 10_000,
             key_cache_capacity: 100_000,
@@ -115,6 +121,7 @@ impl Default for FrontDoorSettings {
 impl FrontDoorSettings {
     /// Reads `GATEWAY_ADDRESS_RATE_LIMIT_PER_SECOND` [300], `GATEWAY_ADDRESS_RATE_LIMIT_BURST`
     /// [600], `GATEWAY_KEY_LOOKUPS_PER_SECOND` [2], `GATEWAY_KEY_LOOKUPS_BURST` [20],
+    /// `GATEWAY_VERIFY_LOOKUPS_PER_SECOND` [20], `GATEWAY_VERIFY_LOOKUPS_BURST` [200],
     /// `GATEWAY_TRUSTED_PROXIES` [none; comma-separated addresses or CIDR ranges],
     /// `GATEWAY_NEGATIVE_KEY_CACHE_CAPACITY` [10000], `GATEWAY_KEY_CACHE_CAPACITY` [100000],
     /// `GATEWAY_REQUEST_TIMEOUT_MS` [10000], `GATEWAY_MAX_CONCURRENT_REQUESTS` [1024] and
@@ -139,6 +146,7 @@ impl FrontDoorSettings {
         Ok(Self {
             per_address: limit("ADDRESS_RATE_LIMIT", defaults.per_address)?,
             key_lookups_per_address: limit("KEY_LOOKUPS", defaults.key_lookups_per_address)?,
+            verify_lookups: limit("VERIFY_LOOKUPS", defaults.verify_lookups)?,
             trusted_proxies: TrustedProxies::parse(&proxies)
                 .map_err(|error| anyhow::anyhow!("setting {PREFIX}_TRUSTED_PROXIES: {error}"))?,
             negative_cache_capacity: count("NEGATIVE_KEY_CACHE_CAPACITY", defaults.negative_cache_capacity)?,
@@ -149,8 +157,8 @@ impl FrontDoorSettings {
         })
     }
 
-    /// Limits for tests and labd, where every client is 127.0.0.1: per-address limits high
-    /// enough not to matter; everything else as in production.
+    /// Limits for tests and labd, where every client is 127.0.0.1: per-address limits and the
+    /// verification ceiling high enough not to matter; everything else as in production.
     pub fn local() -> Self {
         Self {
             per_address: RateLimitSettings {
@@ -160,6 +168,10 @@ impl FrontDoorSettings {
             key_lookups_per_address: RateLimitSettings {
                 per_second: 1_000,
                 burst: 1_000,
+            },
+            verify_lookups: RateLimitSettings {
+                per_second: 100_000,
+                burst: 100_000,
             },
             ..Self::default()
         }

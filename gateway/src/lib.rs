@@ -33,6 +33,7 @@ use authenticator::{Authenticator, AuthenticatorSettings};
 use http::auth::FrontDoor;
 use http::ready::Readiness;
 use limits::Policy;
+use limits::ceiling::LookupCeiling;
 use limits::local::LocalLimiter;
 use limits::shared::SharedLimiter;
 use peers::Peers;
@@ -152,9 +153,14 @@ impl Application {
                 ),
                 per_key: SharedLimiter::new(
                     Policy::new("per-key", settings.rate_limit),
-                    manager,
+                    manager.clone(),
                     &common.stream_prefix,
                 ),
+                verify_lookups: LookupCeiling::new(SharedLimiter::new(
+                    Policy::new(limits::ceiling::POLICY, front_door.verify_lookups),
+                    manager,
+                    &common.stream_prefix,
+                )),
             }),
             readiness: Arc::new(Readiness::new(pool.clone(), redis.clone())),
             request_timeout: front_door.request_timeout,

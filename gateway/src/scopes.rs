@@ -60,7 +60,8 @@ pub fn expand(requested: &[String]) -> Result<Vec<String>, ApiError> {
 pub enum Access {
     /// An API key holding every listed scope.
     Scopes(&'static [&'static str]),
-    /// Anyone, without a key; rate-limited per client IP.
+    /// Anyone, without a key; rate-limited per client IP (the verify operations also by the
+    /// global `verify-lookups` ceiling).
     Public,
 }
 
@@ -147,6 +148,7 @@ pub const OPERATIONS: &[Operation] = &[
     op("GET", "/payments/{reference}", &[PAYMENTS_READ]),
     idempotent(op("POST", "/payments/prepare", &[PAYMENTS_WRITE])),
     idempotent(op("POST", "/payments/stablecoin/submit", &[PAYMENTS_WRITE])),
+    addition(op("GET", "/payments/stablecoin/{reference}", &[PAYMENTS_READ])),
     addition(op("GET", "/spend-envelope", &[PAYMENTS_READ])),
     op("GET", "/shipments", &[SHIPMENTS_READ]),
     op("GET", "/shipments/{reference}", &[SHIPMENTS_READ]),
@@ -222,8 +224,8 @@ mod tests {
     #[test]
     fn the_table_lists_each_operation_once_with_known_scopes() {
         // The spec's one row "GET, POST /verify and /verify/batch" is four operations here.
-        assert_eq!(OPERATIONS.len(), 45);
-        assert_eq!(OPERATIONS.iter().filter(|o| o.addition).count(), 2);
+        assert_eq!(OPERATIONS.len(), 46);
+        assert_eq!(OPERATIONS.iter().filter(|o| o.addition).count(), 3);
         for (index, operation) in OPERATIONS.iter().enumerate() {
             let duplicate = OPERATIONS[..index]
                 .iter()

@@ -1,4 +1,5 @@
-//! The lab's commands: receiving samples and starting tests (orders-svc, lab.technician), and
+//! The lab's commands: receiving samples, starting tests and disposing of retained samples
+//! (orders-svc, lab.technician), and
 //! the COA workflow (results-svc: lab.analyst records and submits, lab.qa approves, sends back,
 //! publishes, retracts and amends; any operator shows).
 
@@ -62,6 +63,7 @@ pub(crate) fn sample_json(sample: &proto::orders::Sample) -> Value {
         "storageLocation": sample.storage_location, "receivedAt": timestamp(sample.received_at.as_ref()),
         "receivedBy": sample.received_by, "testIds": sample.test_ids, "testNames": sample.test_names,
         "retainUntil": timestamp(sample.retain_until.as_ref()),
+        "disposedAt": timestamp(sample.disposed_at.as_ref()),
     })
 }
 
@@ -133,6 +135,24 @@ pub(crate) async fn samples(
             Ok(json!({
                 "orderNumber": order.order_number, "status": order.status,
                 "alreadyStarted": response.already_started,
+            }))
+        }
+        SamplesCommand::Dispose { accession, method } => {
+            let message = proto::orders::DisposeSampleRequest {
+                accession_number: accession,
+                method,
+            };
+            let response = client
+                .dispose_sample(request(message, token))
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            let order = response.order.unwrap_or_default();
+            let sample = response.sample.unwrap_or_default();
+            Ok(json!({
+                "orderNumber": order.order_number, "accessionNumber": sample.accession_number,
+                "disposedAt": timestamp(sample.disposed_at.as_ref()),
+                "alreadyDisposed": response.already_disposed,
             }))
         }
     }

@@ -127,7 +127,8 @@ pub enum Command {
     /// Lab operators and their credentials.
     #[command(subcommand)]
     Operators(OperatorsCommand),
-    /// Samples: receiving and the start of testing (lab.technician).
+    /// Samples: receiving, the start of testing and the disposal of retained samples
+    /// (lab.technician).
     #[command(subcommand)]
     Samples(SamplesCommand),
     /// Results and COAs: record, submit (lab.analyst); approve, send back, publish, retract,
@@ -183,8 +184,8 @@ pub enum ShipmentsCommand {
         #[arg(long, default_value = "delivered")]
         script: String,
     },
-    /// Books a door pickup whose payment arrived (needs payments.admin): the interim path until
-    /// the hosted pickup payment page confirms it.
+    /// Books a door pickup whose payment arrived outside its hosted payment page, for example by
+    /// bank transfer (needs payments.admin). A payment on the page books it by itself.
     PickupPaid {
         /// Pickup id.
         pickup_id: String,
@@ -368,6 +369,16 @@ pub enum SamplesCommand {
     StartTesting {
         #[arg(long)]
         order: String,
+    },
+    /// Records the disposal of a sample's retained portion after its retention period
+    /// (`retainUntil`): a custody entry `disposed`.
+    Dispose {
+        /// Accession number (ACC-…).
+        #[arg(long)]
+        accession: String,
+        /// How it was disposed of, for example "incinerated via licensed contractor".
+        #[arg(long)]
+        method: String,
     },
 }
 

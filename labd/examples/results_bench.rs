@@ -1,16 +1,29 @@
 //! results_bench: `GET /results` and `GET /results/{reference}/analytes` for one customer with
-//! 100 and then 10,000 published COAs (p50, p99, requests per second), and the time to render a
-//! COA PDF.
+//! 100 and then 10,000 published COAs (p50, p99, requests per second), the time to render a COA
+//! PDF, the plans of the two statements behind the routes, and PostgreSQL's own `pgbench -S` on
+//! the same server in the same run as the reference to read the figures against.
 //!
 //! `cargo run --release -p labd --example results_bench -- [--seconds 10] [--connections 16]`
 //! starts a mesh in this process on a fresh database of the local PostgreSQL and Redis, creates a
 //! customer with a key, seeds published COAs (4 analyte rows each) straight into the `results`
 //! schema (the workflow itself is not what is measured), then drives each route from
-//! `--connections` concurrent clients for `--seconds`. The p99 of both routes should stay flat
-//! from 100 to 10,000 COAs: the listing reads the index `coas_customer_published` and a COA is
-//! found by its accession. The output is Markdown, pasteable into docs/performance.md.
+//! `--connections` concurrent clients (in this process) for `--seconds`, noting the cores the
+//! mesh and PostgreSQL used. At each size it runs `EXPLAIN (ANALYZE, BUFFERS)` of the statements
+//! results-svc runs for the routes (`results_svc::repo::LIST_PUBLISHED_SQL` and
+//! `PUBLISHED_BY_ACCESSION_SQL`), on the first execution and on the seventh (by then PostgreSQL
+//! may have switched the prepared statement to its generic plan, as in the service's pooled
+//! connections), and prints their key lines. The p99 of both routes should stay flat from 100 to
+//! 10,000 COAs: the listing reads the index `coas_customer_published` and a COA is found by its
+//! accession. The output is Markdown, pasteable into docs/performance.md.
 
 #![forbid(unsafe_code)]
+
+// The machine's state and pgbench are mesh_bench's helpers, shared, not copied.
+#[allow(dead_code)]
+#[path = "mesh_bench/machine.rs"]
+mod machine;
+#[path = "mesh_bench/pgbench.rs"]
+mod pgbench;
 
 use clap::Parser;
 use sqlx::{AssertSqlSafe, Connection, PgConnection};
@@ -41,11 +54,12 @@ struct Args {
     redis_url: String,
 }
 
-/// Latencies of one run.
+/// Latencies of one run, and the cores each party used meanwhile.
 struct Run {
     latencies: Vec<Duration>,
     errors: usize,
     elapsed: Duration,
+    usage: machine::Usage,
 }
 
 impl Run {
@@ -59,11 +73,13 @@ impl Run {
 
     fn row(&self, route: &str, size: i64) -> String {
         format!(
-            "| {route} | {size} | {:.2} | {:.2} | {:.0} | {} |",
+            "| {route} | {size} | {:.2} | {:.2} | {:.0} | {} | {:.2} | {:.2} |",
             self.percentile(50.0),
             self.percentile(99.0),
             self.latencies.len() as f64 / self.elapsed.as_secs_f64(),
-            self.errors
+            self.errors,
+            self.usage.mesh,
+            self.usage.postgres,
         )
     }
 }
@@ -71,6 +87,7 @@ impl Run {
 async fn drive(http: &reqwest::Client, key: &str, urls: Arc<Vec<String>>, args: &Args) -> Run {
     let deadline = Instant::now() + Duration::from_secs(args.seconds);
     let started = Instant::now();
+    let before = machine::sample();
     let mut tasks = Vec::new();
     for worker in 0..args.connections {
         let (http, key, urls) = (http.clone(), key.to_owned(), Arc::clone(&urls));
@@ -97,6 +114,7 @@ async fn drive(http: &reqwest::Client, key: &str, urls: Arc<Vec<String>>, args: 
         latencies: Vec::new(),
         errors: 0,
         elapsed: Duration::ZERO,
+        usage: machine::Usage::default(),
     };
     for task in tasks {
         if let Ok((latencies, errors)) = task.await {
@@ -105,8 +123,73 @@ async fn drive(http: &reqwest::Client, key: &str, urls: Arc<Vec<String>>, args: 
         }
     }
     run.elapsed = started.elapsed();
+    run.usage = machine::sample().usage_since(&before);
     run.latencies.sort();
     run
+}
+
+/// The lines of a plan worth recording: scans and their indexes, sorts, limits, timing.
+fn key_lines(plan: &[String]) -> Vec<String> {
+    plan.iter()
+        .filter(|line| {
+            [
+                "Scan",
+                "Index Cond",
+                "Sort",
+                "Limit",
+                "Execution Time",
+                "Planning Time",
+            ]
+            .iter()
+            .any(|word| line.contains(word))
+        })
+        .map(|line| line.trim_end().to_owned())
+        .collect()
+}
+
+/// `EXPLAIN (ANALYZE, BUFFERS)` of the list and analytes statements of results-svc for
+/// `customer_id` at this size: on the first execution and on the seventh of one prepared
+/// statement (plan_cache_mode auto may choose the generic plan after five).
+async fn explain(
+    database_url: &str,
+    customer_id: uuid::Uuid,
+    accession: &str,
+) -> anyhow::Result<Vec<String>> {
+    let mut conn = PgConnection::connect(database_url).await?;
+    let statements = [
+        (
+            "list",
+            format!(
+                "PREPARE list_published (uuid, uuid, text, text, timestamptz, timestamptz, timestamptz, uuid, \
+                 bigint) AS {}",
+                results_svc::repo::LIST_PUBLISHED_SQL
+            ),
+            format!("EXECUTE list_published ('{customer_id}', NULL, NULL, NULL, NULL, NULL, NULL, NULL, 51)"),
+        ),
+        (
+            "analytes",
+            format!(
+                "PREPARE by_accession (uuid, text) AS {}",
+                results_svc::repo::PUBLISHED_BY_ACCESSION_SQL
+            ),
+            format!("EXECUTE by_accession ('{customer_id}', '{accession}')"),
+        ),
+    ];
+    let mut out = Vec::new();
+    for (name, prepare, execute) in statements {
+        sqlx::raw_sql(AssertSqlSafe(prepare)).execute(&mut conn).await?;
+        for execution in 1..=7 {
+            let explained = format!("EXPLAIN (ANALYZE, BUFFERS) {execute}");
+            let plan: Vec<String> = sqlx::query_scalar(AssertSqlSafe(explained))
+                .fetch_all(&mut conn)
+                .await?;
+            if execution == 1 || execution == 7 {
+                out.push(format!("{name}, execution {execution}:"));
+                out.extend(key_lines(&plan).into_iter().map(|line| format!("    {line}")));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Workers step through the URLs with a prime stride so they do not read the same COA in step.
@@ -287,12 +370,18 @@ async fn main() -> anyhow::Result<()> {
         .pool_max_idle_per_host(args.connections)
         .build()?;
 
-    println!("| Route | COAs | p50 ms | p99 ms | requests/s | errors |");
-    println!("|---|---|---|---|---|---|");
+    println!("Machine before: {}", machine::describe());
+    println!();
+    println!("| Route | COAs | p50 ms | p99 ms | requests/s | errors | mesh cores | PostgreSQL cores |");
+    println!("|---|---|---|---|---|---|---|---|");
     let mut seeded = 0;
+    let mut plans = Vec::new();
     for &size in &args.sizes {
         seed(&database_url, customer_id, seeded, size).await?;
         seeded = size;
+        plans.push(format!("At {size} COAs:"));
+        let newest = format!("ACC-BENCH-{:06}", size - 1);
+        plans.extend(explain(&database_url, customer_id, &newest).await?);
         let list = Arc::new(vec![
             format!("{base}/results?limit=50"),
             format!("{base}/results?limit=50&compound=BPC-157"),
@@ -309,12 +398,31 @@ async fn main() -> anyhow::Result<()> {
         let run = drive(&http, &key, Arc::new(analytes), &args).await;
         println!("{}", run.row("GET /results/{accession}/analytes", size));
     }
+    // The reference: PostgreSQL's own read-only transactions on the same server, same run.
+    let scratch = pgbench::scratch_database(&args.admin_url, "prefer").await?;
+    let before = machine::sample();
+    let reference = pgbench::run(&scratch, &["-S"], Duration::from_secs(args.seconds)).await?;
+    let usage = machine::sample().usage_since(&before);
+    println!(
+        "| pgbench -S -c16 -j2 (reference) | — | avg {:.2} | — | {:.0} TPS | 0 | — | {:.2} |",
+        reference.latency_ms, reference.tps, usage.postgres
+    );
     let (p50, p99) = render_times(args.renders);
     println!();
     println!(
         "COA PDF rendering (20 analyte rows, {} renders): p50 {p50:.2} ms, p99 {p99:.2} ms",
         args.renders
     );
+    println!();
+    println!("Plans (EXPLAIN ANALYZE, key lines):");
+    println!();
+    println!("```");
+    for line in &plans {
+        println!("{line}");
+    }
+    println!("```");
+    println!();
+    println!("Machine after: {}", machine::describe());
     mesh.stop().await;
     Ok(())
 }

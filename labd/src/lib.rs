@@ -190,6 +190,8 @@ pub async fn start(mut settings: MeshSettings) -> anyhow::Result<Mesh> {
     settings.shipping.catalog_addr = uri(catalog.local_addr());
     let site_url = settings.payments.site_url.clone();
     let mut payments = payments_svc::Application::build(settings.payments).await?;
+    // shipping-svc opens door pickups' hosted payments at payments-svc.
+    settings.shipping.payments_addr = uri(payments.local_addr());
     let shipping = shipping_svc::Application::build(settings.shipping).await?;
     let results = results_svc::Application::build(settings.results).await?;
     let webhooks = webhooks_svc::Application::build(settings.webhooks).await?;

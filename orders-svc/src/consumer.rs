@@ -1,11 +1,12 @@
 //! The consumer of the payments, results and shipping streams (group `orders-svc`):
 //! `payment.confirmed`, `invoice.created` and `invoice.updated` become the `InvoiceNews` of the
 //! order they name and are applied by the use case; `coa.published` moves the order towards
-//! `completed`; `shipment.label_created` and `shipment.updated` move it to `label_generated` and
+//! `completed` and `coa.retracted` may move a completed order back to `reporting` (both add a
+//! custody entry); `shipment.label_created` and `shipment.updated` move it to `label_generated` and
 //! `in_transit`; other events are acknowledged without effect.
 
 use crate::convert;
-use crate::service::{EventTarget, OrdersService, ShipmentNews};
+use crate::service::{EventTarget, OrdersService, PublishedCoa, RetractedCoa, ShipmentNews};
 use platform::consumer::{EventHandler, HandlerError};
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
@@ -28,6 +29,9 @@ impl EventHandler for PaymentEventsHandler {
     async fn handle(&self, event: &EventEnvelope) -> Result<(), HandlerError> {
         if let Some(Data::CoaPublished(published)) = &event.data {
             return self.coa_published(event, published).await;
+        }
+        if let Some(Data::CoaRetracted(retracted)) = &event.data {
+            return self.coa_retracted(event, retracted).await;
         }
         if let Some(news) = shipment_news(event) {
             return self.shipment(event, news).await;
@@ -109,27 +113,59 @@ impl PaymentEventsHandler {
         event: &EventEnvelope,
         published: &proto::results::CoaPublished,
     ) -> Result<(), HandlerError> {
-        let (Ok(customer_id), Ok(coa_id)) = (
-            Uuid::parse_str(&event.customer_id),
-            Uuid::parse_str(&published.coa_id),
-        ) else {
-            return Err(HandlerError::Permanent(anyhow::anyhow!(
-                "event {} names no valid customer and COA",
-                event.id
-            )));
+        let (customer_id, coa_id) = customer_and_coa(event, &published.coa_id)?;
+        let amends = match published.amends_coa_id.as_deref() {
+            Some(id) => Some(Uuid::parse_str(id).map_err(|_| invalid_coa(event))?),
+            None => None,
         };
-        let published_at = chrono::DateTime::parse_from_rfc3339(&published.published_at)
-            .map(|at| at.to_utc())
-            .unwrap_or_else(|_| platform::time::now());
+        let coa = PublishedCoa {
+            accession_number: &published.accession_number,
+            coa_id,
+            version: published.version.max(1),
+            amends,
+            published_at: time(&published.published_at),
+        };
         self.orders
-            .apply_coa_published(
-                &event.id,
-                customer_id,
-                &published.accession_number,
-                coa_id,
-                published_at,
-            )
+            .apply_coa_published(&event.id, customer_id, coa)
             .await
             .map_err(|error| HandlerError::Retry(error.into()))
     }
+
+    async fn coa_retracted(
+        &self,
+        event: &EventEnvelope,
+        retracted: &proto::results::CoaRetracted,
+    ) -> Result<(), HandlerError> {
+        let (customer_id, coa_id) = customer_and_coa(event, &retracted.coa_id)?;
+        let coa = RetractedCoa {
+            accession_number: &retracted.accession_number,
+            coa_id,
+            retracted_at: time(&retracted.retracted_at),
+            reason: &retracted.reason,
+        };
+        self.orders
+            .apply_coa_retracted(&event.id, customer_id, coa)
+            .await
+            .map_err(|error| HandlerError::Retry(error.into()))
+    }
+}
+
+fn invalid_coa(event: &EventEnvelope) -> HandlerError {
+    HandlerError::Permanent(anyhow::anyhow!(
+        "event {} names no valid customer and COA",
+        event.id
+    ))
+}
+
+fn customer_and_coa(event: &EventEnvelope, coa_id: &str) -> Result<(Uuid, Uuid), HandlerError> {
+    match (Uuid::parse_str(&event.customer_id), Uuid::parse_str(coa_id)) {
+        (Ok(customer_id), Ok(coa_id)) => Ok((customer_id, coa_id)),
+        _ => Err(invalid_coa(event)),
+    }
+}
+
+fn time(text: &str) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|at| at.to_utc())
+        .unwrap_or_else(|_| platform::time::now())
 }

@@ -3,7 +3,7 @@
 
 use crate::domain::order::{
     BankInstructions, Charge, InvoiceLine, InvoiceNews, LineItem, Order, OrderLine, PaymentSummary,
-    SampleRequirement, StatusChange,
+    SampleRequirement, StablecoinRequest, StatusChange,
 };
 use crate::domain::quote::{Quote, QuoteLine};
 use crate::domain::request::{UncheckedOrderRequest, UncheckedSampleMetadata};
@@ -200,6 +200,41 @@ impl From<&Order> for orders::Order {
             updated_at: Some(to_timestamp(order.updated_at)),
             payment_state: order.payment_state().to_owned(),
             accession_numbers: order.accession_numbers.clone(),
+            amount: order.stablecoin.as_ref().map(orders::StablecoinAmount::from),
+        }
+    }
+}
+
+impl From<&StablecoinRequest> for orders::StablecoinAmount {
+    fn from(request: &StablecoinRequest) -> Self {
+        orders::StablecoinAmount {
+            atomic: request.atomic,
+            decimal: request.decimal.clone(),
+            reference_atomic: request.reference_atomic,
+            notice: request.notice.clone(),
+            chain_id: request.chain_id,
+            token_address: request.token_address.clone(),
+            target_address: request.target_address.clone(),
+            payer_address: request.payer_address.clone(),
+            expires_at: to_timestamp_opt(request.expires_at),
+            request_id: request.request_id.clone(),
+        }
+    }
+}
+
+impl From<&payments::StablecoinPayment> for StablecoinRequest {
+    fn from(payment: &payments::StablecoinPayment) -> Self {
+        StablecoinRequest {
+            request_id: payment.id.clone(),
+            atomic: payment.amount_atomic,
+            decimal: payment.amount_decimal.clone(),
+            reference_atomic: payment.reference_atomic,
+            notice: payment.notice.clone(),
+            chain_id: payment.chain_id,
+            token_address: payment.token_address.clone(),
+            target_address: payment.target_address.clone(),
+            payer_address: payment.payer_address.clone(),
+            expires_at: payment.expires_at.as_ref().and_then(from_timestamp),
         }
     }
 }
@@ -221,6 +256,7 @@ impl From<&Sample> for orders::Sample {
             retain_until: Some(to_timestamp(sample.retain_until)),
             test_ids: sample.test_ids.clone(),
             test_names: sample.test_names.clone(),
+            disposed_at: to_timestamp_opt(sample.disposed_at),
         }
     }
 }

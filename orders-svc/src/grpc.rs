@@ -12,16 +12,16 @@ use platform::pagination::PageRequest;
 use platform::principal::roles;
 use proto::orders::orders_service_server::OrdersService as OrdersApi;
 use proto::orders::{
-    CreateOrderRequest, CreateOrderResponse, GetCustodyRequest, GetCustodyResponse, GetEtaResponse,
-    GetOrderRequest, GetOrderResponse, GetOrderViewResponse, ListOrdersRequest, ListOrdersResponse,
-    ListSamplesRequest, ListSamplesResponse, ReceiveSamplesRequest, ReceiveSamplesResponse,
-    StartTestingRequest, StartTestingResponse,
+    CreateOrderRequest, CreateOrderResponse, DisposeSampleRequest, DisposeSampleResponse, GetCustodyRequest,
+    GetCustodyResponse, GetEtaResponse, GetOrderRequest, GetOrderResponse, GetOrderViewResponse,
+    ListOrdersRequest, ListOrdersResponse, ListSamplesRequest, ListSamplesResponse, ReceiveSamplesRequest,
+    ReceiveSamplesResponse, StartTestingRequest, StartTestingResponse,
 };
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
-/// Who may call each rpc: API keys with their scope; lab technicians receive samples and start
-/// testing.
+/// Who may call each rpc: API keys with their scope; lab technicians receive samples, start
+/// testing and dispose of retained samples.
 pub const ACCESS: AccessTable = &[
     ("CreateOrder", access::customer(&[proto::scopes::ORDERS_WRITE])),
     ("GetOrder", access::customer(&[proto::scopes::ORDERS_READ])),
@@ -29,6 +29,7 @@ pub const ACCESS: AccessTable = &[
     ("ListOrders", access::customer(&[proto::scopes::ORDERS_READ])),
     ("ReceiveSamples", access::staff(roles::LAB_TECHNICIAN)),
     ("StartTesting", access::staff(roles::LAB_TECHNICIAN)),
+    ("DisposeSample", access::staff(roles::LAB_TECHNICIAN)),
     ("GetLabOrder", access::ANY_OPERATOR),
     ("ListSamples", access::customer(&[proto::scopes::ORDERS_READ])),
     ("GetCustody", access::customer(&[proto::scopes::ORDERS_READ])),
@@ -207,6 +208,23 @@ impl OrdersApi for OrdersGrpc {
             entries: view.entries.iter().map(crate::convert::custody_entry).collect(),
             chain_intact: view.chain_intact,
             retain_until: platform::time::to_timestamp_opt(view.retain_until),
+        }))
+    }
+
+    async fn dispose_sample(
+        &self,
+        request: Request<DisposeSampleRequest>,
+    ) -> Result<Response<DisposeSampleResponse>, Status> {
+        let operator = principal(&request)?.subject;
+        let message = request.get_ref();
+        let disposal = self
+            .orders
+            .dispose_sample(&operator, &message.accession_number, &message.method)
+            .await?;
+        Ok(Response::new(DisposeSampleResponse {
+            order: Some((&disposal.order).into()),
+            sample: Some((&disposal.sample).into()),
+            already_disposed: disposal.unchanged,
         }))
     }
 }

@@ -127,6 +127,24 @@ struct OrderDocument<'a> {
     payment_state: &'a str,
     accession_numbers: &'a [String],
     related: RelatedDocument,
+    /// The stablecoin rail's exact amount, as issued with the order (`null` on other rails).
+    amount: Option<AmountDocument<'a>>,
+}
+
+/// The `amount` block of a stablecoin order (the gateway's `StablecoinAmount`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AmountDocument<'a> {
+    atomic: i64,
+    decimal: &'a str,
+    reference_atomic: i64,
+    notice: &'a str,
+    chain_id: u64,
+    token_address: &'a str,
+    target_address: &'a str,
+    payer_address: &'a str,
+    #[serde(serialize_with = "rfc3339_opt")]
+    expires_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Serialize)]
@@ -319,6 +337,17 @@ impl<'a> OrderDocument<'a> {
     fn of(order: &'a Order, shipping: Option<&'a ShippingBlock>) -> Self {
         let id = order.id.to_string();
         Self {
+            amount: order.stablecoin.as_ref().map(|request| AmountDocument {
+                atomic: request.atomic,
+                decimal: &request.decimal,
+                reference_atomic: request.reference_atomic,
+                notice: &request.notice,
+                chain_id: request.chain_id,
+                token_address: &request.token_address,
+                target_address: &request.target_address,
+                payer_address: &request.payer_address,
+                expires_at: request.expires_at,
+            }),
             related: RelatedDocument {
                 samples: format!("/orders/{id}/samples"),
                 custody: format!("/orders/{id}/custody"),

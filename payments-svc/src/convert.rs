@@ -186,8 +186,11 @@ impl From<CheckoutSession> for pb::CheckoutSession {
 impl From<CheckoutPage> for pb::CheckoutPage {
     fn from(page: CheckoutPage) -> Self {
         pb::CheckoutPage {
+            purpose: page.session.subject.purpose().to_owned(),
             last_error: page.session.last_error.clone(),
             awaiting_confirmation: page.awaiting_confirmation,
+            stablecoin: None,
+            stablecoin_offered: false,
             session: Some(page.session.into()),
             order_number: page.order_number,
             invoice_number: page.invoice_number,
@@ -315,4 +318,28 @@ impl From<EnvelopeView> for pb::SpendEnvelope {
             without_envelope: view.without_envelope.as_str().to_owned(),
         }
     }
+}
+
+/// The OpenPickupCheckout request as the use case takes it.
+pub fn new_pickup_checkout(
+    request: pb::OpenPickupCheckoutRequest,
+) -> Result<crate::service::NewPickupCheckout, ApiError> {
+    let pay_by = match &request.pay_by {
+        Some(timestamp) => Some(platform::time::from_timestamp(timestamp).ok_or_else(|| {
+            ApiError::field(ErrorCode::InvalidRequest, "payBy", "payBy is not a valid time")
+        })?),
+        None => None,
+    };
+    Ok(crate::service::NewPickupCheckout {
+        charge: crate::domain::checkout::PickupCharge {
+            pickup_id: required_uuid(&request.pickup_id, "pickupId")?,
+            order_id: required_uuid(&request.order_id, "orderId")?,
+            order_number: request.order_number.trim().to_owned(),
+            description: request.description.trim().to_owned(),
+        },
+        amount: Cents(request.amount_cents),
+        currency: request.currency,
+        key_id: request.key_id,
+        pay_by,
+    })
 }

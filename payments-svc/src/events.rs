@@ -1,12 +1,14 @@
 //! The events payments-svc emits through its outbox: `invoice.created`, `invoice.updated` and
-//! `payment.confirmed`. (What it consumes is `crate::consumer`.)
+//! `payment.confirmed`, and the internal `pickup_payment.paid` / `pickup_payment.expired` for
+//! shipping-svc (not subscribable event kinds: webhooks-svc never sends them to customers).
+//! (What it consumes is `crate::consumer`.)
 
 use crate::domain::{Invoice, Payment};
 use chrono::{DateTime, Utc};
 use platform::outbox::NewEvent;
 use platform::time::rfc3339;
 use proto::events::event_envelope::Data;
-use proto::payments::{InvoiceCreated, InvoiceUpdated, PaymentConfirmed};
+use proto::payments::{InvoiceCreated, InvoiceUpdated, PaymentConfirmed, PickupPaymentUpdated};
 
 /// Event type of an issued invoice.
 pub const INVOICE_CREATED: &str = "invoice.created";
@@ -14,6 +16,11 @@ pub const INVOICE_CREATED: &str = "invoice.created";
 pub const INVOICE_UPDATED: &str = "invoice.updated";
 /// Event type of a settled payment.
 pub const PAYMENT_CONFIRMED: &str = "payment.confirmed";
+
+/// Event type of a settled door-pickup payment (internal).
+pub const PICKUP_PAYMENT_PAID: &str = "pickup_payment.paid";
+/// Event type of a door-pickup payment that expired unpaid (internal).
+pub const PICKUP_PAYMENT_EXPIRED: &str = "pickup_payment.expired";
 
 /// `invoice.created` for a freshly issued invoice.
 pub fn invoice_created(invoice: &Invoice) -> NewEvent {
@@ -78,6 +85,55 @@ pub fn payment_confirmed(payment: &Payment, invoice: &Invoice, confirmed_at: Dat
             currency: invoice.currency.clone(),
             confirmed_at: rfc3339(confirmed_at),
             transaction_hash: None,
+        }),
+    }
+}
+
+/// `pickup_payment.paid`: `payment` settled the pickup session `session`.
+pub fn pickup_payment_paid(
+    session: &crate::domain::checkout::CheckoutSession,
+    charge: &crate::domain::checkout::PickupCharge,
+    payment: &crate::repo::checkout::PickupPayment,
+    paid_at: DateTime<Utc>,
+) -> NewEvent {
+    NewEvent {
+        event_type: PICKUP_PAYMENT_PAID,
+        customer_id: session.customer_id,
+        subject_id: charge.pickup_id.to_string(),
+        data: Data::PickupPaymentUpdated(PickupPaymentUpdated {
+            pickup_id: charge.pickup_id.to_string(),
+            session_id: session.id.clone(),
+            order_id: charge.order_id.to_string(),
+            order_number: charge.order_number.clone(),
+            status: "paid".to_owned(),
+            payment_reference: payment.external_reference.clone(),
+            amount_cents: payment.amount.0,
+            currency: payment.currency.clone(),
+            occurred_at: rfc3339(paid_at),
+        }),
+    }
+}
+
+/// `pickup_payment.expired`: the pickup session `session` expired unpaid.
+pub fn pickup_payment_expired(
+    session: &crate::repo::checkout::ExpiredSession,
+    charge: &crate::domain::checkout::PickupCharge,
+    expired_at: DateTime<Utc>,
+) -> NewEvent {
+    NewEvent {
+        event_type: PICKUP_PAYMENT_EXPIRED,
+        customer_id: session.customer_id,
+        subject_id: charge.pickup_id.to_string(),
+        data: Data::PickupPaymentUpdated(PickupPaymentUpdated {
+            pickup_id: charge.pickup_id.to_string(),
+            session_id: session.id.clone(),
+            order_id: charge.order_id.to_string(),
+            order_number: charge.order_number.clone(),
+            status: "expired".to_owned(),
+            payment_reference: String::new(),
+            amount_cents: session.amount.0,
+            currency: session.currency.clone(),
+            occurred_at: rfc3339(expired_at),
         }),
     }
 }

@@ -38,6 +38,8 @@ pub const ACCESS: AccessTable = &[
     ),
     ("GetStablecoinPayment", access::customer(&[PAYMENTS_READ])),
     ("SubmitStablecoinTransaction", access::customer(&[PAYMENTS_WRITE])),
+    ("CheckStablecoinRail", access::services(&["orders-svc"])),
+    ("CheckoutStablecoin", access::services(&["gateway"])),
     ("GetCheckout", access::services(&["gateway"])),
     ("PayCheckout", access::services(&["gateway"])),
     ("ConfirmCheckout", access::services(&["gateway"])),
@@ -50,6 +52,8 @@ pub const ACCESS: AccessTable = &[
         "GetSpendEnvelope",
         access::customer(&[PAYMENTS_READ]).or_staff(roles::PAYMENTS_ADMIN),
     ),
+    // shipping-svc opens a door pickup's hosted payment, acting for the pickup's customer.
+    ("OpenPickupCheckout", access::services(&["shipping-svc"])),
 ];
 
 /// Serves the payments API over the use cases.
@@ -200,14 +204,64 @@ impl PaymentsApi for PaymentsGrpc {
         crate::stablecoin::grpc::submit(self.stablecoin.as_ref(), &self.idempotency, request).await
     }
 
+    async fn check_stablecoin_rail(
+        &self,
+        request: Request<pb::CheckStablecoinRailRequest>,
+    ) -> Result<Response<pb::CheckStablecoinRailResponse>, Status> {
+        crate::stablecoin::grpc::check_rail(self.stablecoin.as_ref(), request)
+    }
+
     async fn get_checkout(
         &self,
         request: Request<pb::GetCheckoutRequest>,
     ) -> Result<Response<pb::GetCheckoutResponse>, Status> {
         let page = self.service.checkout_page(&request.get_ref().session_id).await?;
-        Ok(Response::new(pb::GetCheckoutResponse {
-            page: Some(page.into()),
-        }))
+        let (customer, invoice) = (page.session.customer_id, page.session.invoice_id());
+        let mut page = pb::CheckoutPage::from(page);
+        // A door pickup is paid by card only: the stablecoin rail pays invoices.
+        if let Some(invoice) = invoice {
+            page.stablecoin =
+                crate::stablecoin::grpc::of_checkout(self.stablecoin.as_ref(), customer, invoice).await;
+            page.stablecoin_offered = self.stablecoin.is_some();
+        }
+        Ok(Response::new(pb::GetCheckoutResponse { page: Some(page) }))
+    }
+
+    async fn checkout_stablecoin(
+        &self,
+        request: Request<pb::CheckoutStablecoinRequest>,
+    ) -> Result<Response<pb::CheckoutStablecoinResponse>, Status> {
+        let message = request.into_inner();
+        let page = self.service.checkout_page(&message.session_id).await?;
+        let customer = page.session.customer_id;
+        let Some(invoice) = page.session.invoice_id() else {
+            return Err(platform::error::ApiError::new(
+                platform::error::ErrorCode::Conflict,
+                "a door pickup is paid by card; the stablecoin rail pays order invoices",
+            )
+            .into());
+        };
+        if message.expected_payer_address.is_some() && !page.session.is_payable(platform::time::now()) {
+            return Err(platform::error::ApiError::new(
+                platform::error::ErrorCode::Conflict,
+                "this checkout can no longer be paid",
+            )
+            .into());
+        }
+        crate::stablecoin::grpc::checkout_action(
+            self.stablecoin.as_ref(),
+            customer,
+            invoice,
+            message.expected_payer_address.as_deref(),
+            message.transaction_hash.as_deref(),
+        )
+        .await?;
+        let page = self.service.checkout_page(&message.session_id).await?;
+        let mut page = pb::CheckoutPage::from(page);
+        page.stablecoin =
+            crate::stablecoin::grpc::of_checkout(self.stablecoin.as_ref(), customer, invoice).await;
+        page.stablecoin_offered = self.stablecoin.is_some();
+        Ok(Response::new(pb::CheckoutStablecoinResponse { page: Some(page) }))
     }
 
     async fn pay_checkout(
@@ -255,13 +309,32 @@ impl PaymentsApi for PaymentsGrpc {
         let caller = principal(&request)?;
         let key = IdempotencyKey::from_grpc(&request)?;
         let reference = InvoiceReference::parse(&request.get_ref().order_reference, "orderReference")?;
-        self.service
-            .prepare_payment(caller.customer()?, &caller.subject, key, reference)
+        let customer = caller.customer()?;
+        let mut response = self
+            .service
+            .prepare_payment(customer, &caller.subject, key, reference)
             .await
-            .into_response(|prepared| pb::PreparePaymentResponse {
-                state: prepared.state().to_owned(),
-                invoice: Some(prepared.invoice.into()),
-            })
+            .into_response(|prepared| {
+                let stablecoin =
+                    prepared.invoice.payment_method == crate::domain::PaymentMethod::ChainStablecoin;
+                (
+                    stablecoin.then_some(prepared.invoice.id),
+                    pb::PreparePaymentResponse {
+                        state: prepared.state().to_owned(),
+                        invoice: Some(prepared.invoice.into()),
+                        stablecoin: None,
+                    },
+                )
+            })?;
+        // The stablecoin rail: the order's payment request, renewed when it expired unpaid
+        // (idempotent per order by itself: the same open request is answered every time).
+        let (stablecoin_invoice, answer) = response.get_mut();
+        if let Some(invoice_id) = *stablecoin_invoice {
+            answer.stablecoin =
+                Some(crate::stablecoin::grpc::prepare(self.stablecoin.as_ref(), customer, invoice_id).await?);
+        }
+        let (metadata, (_, answer), extensions) = response.into_parts();
+        Ok(Response::from_parts(metadata, answer, extensions))
     }
 
     async fn commit_spend(
@@ -317,6 +390,19 @@ impl PaymentsApi for PaymentsGrpc {
             .await?;
         Ok(Response::new(pb::SpendEnvelopeResponse {
             envelope: Some(view.into()),
+        }))
+    }
+
+    async fn open_pickup_checkout(
+        &self,
+        request: Request<pb::OpenPickupCheckoutRequest>,
+    ) -> Result<Response<pb::OpenPickupCheckoutResponse>, Status> {
+        let caller = principal(&request)?;
+        let customer_id = caller.customer()?;
+        let new = convert::new_pickup_checkout(request.into_inner())?;
+        let session = self.service.open_pickup_checkout(customer_id, new).await?;
+        Ok(Response::new(pb::OpenPickupCheckoutResponse {
+            session: Some(session.into()),
         }))
     }
 

@@ -26,6 +26,7 @@ pub fn to_json(data: &Data) -> serde_json::Value {
         Data::PaymentConfirmed(d) => serde_json::to_value(d),
         Data::PaymentReorged(d) => serde_json::to_value(d),
         Data::PaymentExpired(d) => serde_json::to_value(d),
+        Data::PickupPaymentUpdated(d) => serde_json::to_value(d),
         Data::ShipmentLabelCreated(d) => serde_json::to_value(d),
         Data::ShipmentUpdated(d) => serde_json::to_value(d),
         Data::CoaPublished(d) => serde_json::to_value(d),

@@ -27,6 +27,8 @@ pub fn coa_published(coa: &Coa, published_at: DateTime<Utc>) -> NewEvent {
             order_id: coa.order_id.to_string(),
             order_number: coa.order_number.clone(),
             published_at: platform::time::rfc3339(published_at),
+            version: coa.version,
+            amends_coa_id: coa.amends.map(|id| id.to_string()),
         }),
     }
 }

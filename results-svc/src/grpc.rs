@@ -1,11 +1,13 @@
 //! gRPC adapter of `lab.results.v1.ResultsService`: who may call each rpc ([`ACCESS`], enforced
 //! by the platform's access layer), then per rpc: principal, proto to domain, the use case,
-//! domain back to proto. No business rule lives here.
+//! domain back to proto (every staff step through the one [`answer`]). No business rule lives
+//! here.
 
 use crate::convert::{customer_coa, results_filter};
 use crate::domain::analyte::UncheckedRow;
 use crate::service::{ResultsService, Step};
 use platform::access::{self, AccessTable};
+use platform::error::ApiError;
 use platform::grpc::principal;
 use platform::pagination::PageRequest;
 use platform::principal::roles;
@@ -58,11 +60,14 @@ impl ResultsGrpc {
     }
 }
 
-fn answer(step: Step) -> Response<pb::CoaResponse> {
-    Response::new(pb::CoaResponse {
+/// The answer of a workflow step: the COA as staff see it and whether the step had already
+/// happened; a refused step is its error's status.
+fn answer(step: Result<Step, ApiError>) -> Result<Response<pb::CoaResponse>, Status> {
+    let step = step?;
+    Ok(Response::new(pb::CoaResponse {
         coa: Some((&step.coa).into()),
         unchanged: step.unchanged,
-    })
+    }))
 }
 
 #[tonic::async_trait]
@@ -72,16 +77,13 @@ impl ResultsApi for ResultsGrpc {
         request: Request<pb::RecordResultsRequest>,
     ) -> Result<Response<pb::CoaResponse>, Status> {
         let analyst = principal(&request)?.subject;
-        let pb::RecordResultsRequest {
-            accession_number,
-            results,
-        } = request.into_inner();
-        let rows: Vec<UncheckedRow> = results.into_iter().map(Into::into).collect();
-        let step = self
-            .results
-            .record_results(&analyst, &accession_number, rows)
-            .await?;
-        Ok(answer(step))
+        let message = request.into_inner();
+        let rows: Vec<UncheckedRow> = message.results.into_iter().map(Into::into).collect();
+        answer(
+            self.results
+                .record_results(&analyst, &message.accession_number, rows)
+                .await,
+        )
     }
 
     async fn submit_results(
@@ -89,11 +91,8 @@ impl ResultsApi for ResultsGrpc {
         request: Request<pb::AccessionRequest>,
     ) -> Result<Response<pb::CoaResponse>, Status> {
         let analyst = principal(&request)?.subject;
-        let step = self
-            .results
-            .submit_results(&analyst, &request.get_ref().accession_number)
-            .await?;
-        Ok(answer(step))
+        let accession = &request.get_ref().accession_number;
+        answer(self.results.submit_results(&analyst, accession).await)
     }
 
     async fn approve_results(
@@ -101,11 +100,8 @@ impl ResultsApi for ResultsGrpc {
         request: Request<pb::AccessionRequest>,
     ) -> Result<Response<pb::CoaResponse>, Status> {
         let approver = principal(&request)?.subject;
-        let step = self
-            .results
-            .approve_results(&approver, &request.get_ref().accession_number)
-            .await?;
-        Ok(answer(step))
+        let accession = &request.get_ref().accession_number;
+        answer(self.results.approve_results(&approver, accession).await)
     }
 
     async fn send_back(
@@ -113,22 +109,18 @@ impl ResultsApi for ResultsGrpc {
         request: Request<pb::ReasonRequest>,
     ) -> Result<Response<pb::CoaResponse>, Status> {
         let message = request.get_ref();
-        let step = self
-            .results
-            .send_back(&message.reference, &message.reason)
-            .await?;
-        Ok(answer(step))
+        answer(self.results.send_back(&message.reference, &message.reason).await)
     }
 
     async fn publish_coa(
         &self,
         request: Request<pb::AccessionRequest>,
     ) -> Result<Response<pb::CoaResponse>, Status> {
-        let step = self
-            .results
-            .publish_coa(&request.get_ref().accession_number)
-            .await?;
-        Ok(answer(step))
+        answer(
+            self.results
+                .publish_coa(&request.get_ref().accession_number)
+                .await,
+        )
     }
 
     async fn retract_coa(
@@ -136,11 +128,11 @@ impl ResultsApi for ResultsGrpc {
         request: Request<pb::ReasonRequest>,
     ) -> Result<Response<pb::CoaResponse>, Status> {
         let message = request.get_ref();
-        let step = self
-            .results
-            .retract_coa(&message.reference, &message.reason)
-            .await?;
-        Ok(answer(step))
+        answer(
+            self.results
+                .retract_coa(&message.reference, &message.reason)
+                .await,
+        )
     }
 
     async fn amend_coa(
@@ -148,22 +140,15 @@ impl ResultsApi for ResultsGrpc {
         request: Request<pb::ReasonRequest>,
     ) -> Result<Response<pb::CoaResponse>, Status> {
         let message = request.get_ref();
-        let step = self
-            .results
-            .amend_coa(&message.reference, &message.reason)
-            .await?;
-        Ok(answer(step))
+        answer(self.results.amend_coa(&message.reference, &message.reason).await)
     }
 
     async fn get_lab_coa(
         &self,
         request: Request<pb::AccessionRequest>,
     ) -> Result<Response<pb::CoaResponse>, Status> {
-        let coa = self.results.lab_coa(&request.get_ref().accession_number).await?;
-        Ok(Response::new(pb::CoaResponse {
-            coa: Some((&coa).into()),
-            unchanged: true,
-        }))
+        let coa = self.results.lab_coa(&request.get_ref().accession_number).await;
+        answer(coa.map(|coa| Step { coa, unchanged: true }))
     }
 
     async fn list_results(

@@ -320,6 +320,27 @@ pub async fn held_coas(conn: &mut PgConnection, order_id: Uuid) -> Result<Vec<Uu
     .await
 }
 
+/// The page of a customer's published COAs: $1 customer, $2 order, $3 compound, $4 lot,
+/// $5 published from, $6 published before, $7/$8 the cursor (published_at, id), $9 limit
+/// (public so that the results benchmark can EXPLAIN the statement the service runs).
+pub const LIST_PUBLISHED_SQL: &str = select_coas!(
+    "WHERE c.customer_id = $1 AND c.published_at IS NOT NULL \
+       AND ($2::uuid IS NULL OR c.order_id = $2) \
+       AND ($3::text IS NULL OR s.compound = $3) \
+       AND ($4::text IS NULL OR s.lot_number = $4) \
+       AND ($5::timestamptz IS NULL OR c.published_at >= $5) \
+       AND ($6::timestamptz IS NULL OR c.published_at < $6) \
+       AND ($7::timestamptz IS NULL OR (c.published_at, c.id) < ($7, $8)) \
+     ORDER BY c.published_at DESC, c.id DESC LIMIT $9"
+);
+
+/// The newest published COA of an accession of a customer: $1 customer, $2 accession (the COA
+/// behind `GET /results/{accession}` and its analytes).
+pub const PUBLISHED_BY_ACCESSION_SQL: &str = select_coas!(
+    "WHERE c.customer_id = $1 AND c.accession_number = $2 AND c.published_at IS NOT NULL \
+     ORDER BY c.version DESC LIMIT 1"
+);
+
 /// Filters of the customer's published COAs.
 #[derive(Clone, Debug, Default)]
 pub struct ResultsFilter {
@@ -340,27 +361,18 @@ pub async fn list_published(
     filter: &ResultsFilter,
 ) -> Result<Vec<Coa>, sqlx::Error> {
     let (after_time, after_id) = filter.after.unzip();
-    let rows: Vec<CoaRow> = sqlx::query_as(select_coas!(
-        "WHERE c.customer_id = $1 AND c.published_at IS NOT NULL \
-           AND ($2::uuid IS NULL OR c.order_id = $2) \
-           AND ($3::text IS NULL OR s.compound = $3) \
-           AND ($4::text IS NULL OR s.lot_number = $4) \
-           AND ($5::timestamptz IS NULL OR c.published_at >= $5) \
-           AND ($6::timestamptz IS NULL OR c.published_at < $6) \
-           AND ($7::timestamptz IS NULL OR (c.published_at, c.id) < ($7, $8)) \
-         ORDER BY c.published_at DESC, c.id DESC LIMIT $9"
-    ))
-    .bind(customer_id)
-    .bind(filter.order_id)
-    .bind(&filter.compound)
-    .bind(&filter.lot_number)
-    .bind(filter.published_from)
-    .bind(filter.published_to)
-    .bind(after_time)
-    .bind(after_id)
-    .bind(filter.limit)
-    .fetch_all(conn)
-    .await?;
+    let rows: Vec<CoaRow> = sqlx::query_as(LIST_PUBLISHED_SQL)
+        .bind(customer_id)
+        .bind(filter.order_id)
+        .bind(&filter.compound)
+        .bind(&filter.lot_number)
+        .bind(filter.published_from)
+        .bind(filter.published_to)
+        .bind(after_time)
+        .bind(after_id)
+        .bind(filter.limit)
+        .fetch_all(conn)
+        .await?;
     rows.into_iter().map(CoaRow::into_coa).collect()
 }
 
@@ -381,14 +393,11 @@ pub async fn find_published(
             .await?
         }
         Err(_) => {
-            sqlx::query_as(select_coas!(
-                "WHERE c.customer_id = $1 AND c.accession_number = $2 AND c.published_at IS NOT NULL \
-                 ORDER BY c.version DESC LIMIT 1"
-            ))
-            .bind(customer_id)
-            .bind(reference)
-            .fetch_optional(conn)
-            .await?
+            sqlx::query_as(PUBLISHED_BY_ACCESSION_SQL)
+                .bind(customer_id)
+                .bind(reference)
+                .fetch_optional(conn)
+                .await?
         }
     };
     row.map(CoaRow::into_coa).transpose()

@@ -39,6 +39,8 @@ pub struct Settings {
     pub common: CommonSettings,
     /// catalog-svc (sample requirements of the order's quote).
     pub catalog_addr: String,
+    /// payments-svc (the hosted payment of a door pickup).
+    pub payments_addr: String,
     /// The gateway's identity API (the customer's name and email).
     pub identity_addr: String,
     /// The lab's receiving address: ship-to of every label.
@@ -81,6 +83,7 @@ impl Settings {
         Self {
             common,
             catalog_addr: "http://127.0.0.1:50051".to_owned(),
+            payments_addr: "http://127.0.0.1:50053".to_owned(),
             identity_addr: "http://127.0.0.1:50050".to_owned(),
             lab_address: default_lab_address(),
             carrier: CarrierSettings::Sandbox,
@@ -102,6 +105,7 @@ impl Settings {
         let mut settings = Self::local(CommonSettings::from_env(ENV_PREFIX, DEFAULT_GRPC_ADDR)?);
         let var = |name: &str| env_var(&format!("{ENV_PREFIX}_{name}"));
         settings.catalog_addr = prefixed_or_common(ENV_PREFIX, "CATALOG_SVC_ADDR", &settings.catalog_addr);
+        settings.payments_addr = prefixed_or_common(ENV_PREFIX, "PAYMENTS_SVC_ADDR", &settings.payments_addr);
         settings.identity_addr = prefixed_or_common(ENV_PREFIX, "IDENTITY_ADDR", &settings.identity_addr);
         let address = &mut settings.lab_address;
         for (name, field) in [

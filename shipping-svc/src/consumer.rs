@@ -4,7 +4,10 @@
 //! * `payment.confirmed` on the stablecoin rail: buy the label (label after settlement);
 //! * `payment.confirmed` on the bank rail: record the order paid and email the label;
 //! * `payment.confirmed` on any rail (and `invoice.updated` to `paid`): record the order paid
-//!   (door pickups need it).
+//!   (door pickups need it);
+//! * `pickup_payment.paid` (payments-svc settled a door pickup's hosted payment): book the
+//!   pickup with the carrier (a booked pickup answers as it stands);
+//! * `pickup_payment.expired`: the pickup ends `payment_expired` (a booked one is unchanged).
 //!
 //! Every effect is idempotent by itself (one shipment per order, one email per shipment, one
 //! paid record per order), so a redelivered event changes nothing; other events are
@@ -25,6 +28,10 @@ const SHIP_FIRST_RAILS: [&str; 2] = ["bank_invoice", "card_checkout"];
 const STABLECOIN_RAIL: &str = "chain_stablecoin";
 /// The bank rail.
 const BANK_RAIL: &str = "bank_invoice";
+/// `status` of `pickup_payment.paid`.
+const PICKUP_PAID: &str = "paid";
+/// `status` of `pickup_payment.expired`.
+const PICKUP_EXPIRED: &str = "expired";
 
 /// Applies order and payment events to shipments.
 pub struct ShippingEventsHandler {
@@ -104,6 +111,37 @@ impl EventHandler for ShippingEventsHandler {
                         .map_err(handler_error)?;
                 }
                 Ok(())
+            }
+            Some(Data::PickupPaymentUpdated(update)) => {
+                let customer_id = uuid(&event.customer_id, "customer id")?;
+                let pickup_id = uuid(&update.pickup_id, "pickup id")?;
+                match update.status.as_str() {
+                    PICKUP_PAID => self
+                        .service
+                        .confirm_pickup_payment(
+                            Some(customer_id),
+                            &pickup_id.to_string(),
+                            &update.payment_reference,
+                        )
+                        .await
+                        .map(|_| ())
+                        .map_err(|error| {
+                            tracing::error!(
+                                pickup = %pickup_id,
+                                code = error.code.as_str(),
+                                message = %error.message,
+                                "a paid pickup could not be booked"
+                            );
+                            handler_error(error)
+                        }),
+                    PICKUP_EXPIRED => self
+                        .service
+                        .expire_pickup_payment(customer_id, pickup_id)
+                        .await
+                        .map(|_| ())
+                        .map_err(handler_error),
+                    _ => Ok(()),
+                }
             }
             Some(Data::InvoiceUpdated(invoice)) if invoice.status == "paid" => {
                 let customer_id = uuid(&event.customer_id, "customer id")?;

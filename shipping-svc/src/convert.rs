@@ -44,6 +44,7 @@ pub fn pickup(pickup: &Pickup) -> pb::Pickup {
         confirmation_number: pickup.confirmation_number.clone(),
         created_at: Some(to_timestamp(pickup.created_at)),
         booked_at: to_timestamp_opt(pickup.booked_at),
+        pay_expires_at: to_timestamp_opt(pickup.pay_expires_at),
     }
 }
 

@@ -17,7 +17,8 @@ use tonic::{Request, Response, Status};
 
 /// Who may call each rpc: API keys read with `shipments:read` (the order's shipping block with
 /// `orders:read`) and request pickups with `orders:write`; operators with `shipping.admin`
-/// record scans; `payments.admin` (and later the pay page's service) confirm pickup payments;
+/// record scans; `payments.admin` confirm pickup payments by hand (a bank transfer; the hosted
+/// payment page's settlement reaches shipping-svc as the `pickup_payment.paid` event);
 /// the signed download and the carrier's webhook verify their own signatures.
 pub const ACCESS: AccessTable = &[
     ("ListShipments", access::customer(&[SHIPMENTS_READ])),
@@ -30,10 +31,7 @@ pub const ACCESS: AccessTable = &[
     ("ReceiveCarrierWebhook", access::PUBLIC),
     ("GetPickupOptions", access::customer(&[SHIPMENTS_READ])),
     ("RequestPickup", access::customer(&[ORDERS_WRITE])),
-    (
-        "ConfirmPickupPayment",
-        access::staff(roles::PAYMENTS_ADMIN).or_services(&["payments-svc"]),
-    ),
+    ("ConfirmPickupPayment", access::staff(roles::PAYMENTS_ADMIN)),
 ];
 
 /// Serves the shipping API over the use cases.
@@ -217,7 +215,13 @@ impl ShippingApi for ShippingGrpc {
             confirm: message.confirm,
         };
         self.service
-            .request_pickup(caller.customer()?, caller.spend_limit_cents, key, pickup_request)
+            .request_pickup(
+                caller.customer()?,
+                &caller.subject,
+                caller.spend_limit_cents,
+                key,
+                pickup_request,
+            )
             .await
             .into_response(|pickup| pb::RequestPickupResponse {
                 order_id: pickup.order_id.to_string(),
@@ -233,7 +237,7 @@ impl ShippingApi for ShippingGrpc {
         let message = request.get_ref();
         let pickup = self
             .service
-            .confirm_pickup_payment(&message.pickup_id, &message.payment_reference)
+            .confirm_pickup_payment(None, &message.pickup_id, &message.payment_reference)
             .await?;
         Ok(Response::new(pb::ConfirmPickupPaymentResponse {
             pickup: Some(convert::pickup(&pickup)),

@@ -1,8 +1,10 @@
 //! `GET /shipments/{reference}` throughput through the whole mesh: starts a sandbox, places a bank
 //! order, waits for its label, records three scans, then reads the shipment by tracking number
 //! from C concurrent clients for S seconds and prints requests per second and latency
-//! percentiles. `cargo run -p tests --example shipment_read_bench [-- C S]` (needs
-//! TEST_DATABASE_URL and TEST_REDIS_URL, as the tests).
+//! percentiles; then, as the side-by-side reference of the same run, reads the same order with
+//! `GET /orders/{id}` (gateway auth, gRPC to orders-svc, which also asks shipping-svc for the
+//! `shipping` block) the same way. `cargo run --release -p tests --example shipment_read_bench
+//! [-- C S]` (needs TEST_DATABASE_URL and TEST_REDIS_URL, as the tests).
 
 use serde_json::json;
 use std::sync::Arc;
@@ -62,12 +64,32 @@ async fn main() {
             .await
             .unwrap();
     }
-    let url = Arc::new(format!("{}/api/v1/agent/shipments/{tracking}", sandbox.base_url));
-    let key = Arc::new(agent.key.clone());
+    let shipment_url = format!("{}/api/v1/agent/shipments/{tracking}", sandbox.base_url);
+    let order_url = format!("{}/api/v1/agent/orders/{order_id}", sandbox.base_url);
+    for (route, url) in [
+        ("GET /shipments/{reference}", shipment_url),
+        ("GET /orders/{id} (reference)", order_url),
+    ] {
+        let timings = drive(&sandbox.http, &url, &agent.key, clients, seconds).await;
+        let at = |quantile: f64| timings[((timings.len() as f64 * quantile) as usize).min(timings.len() - 1)];
+        println!(
+            "{route}: {clients} clients, {seconds} s: {} requests, {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms",
+            timings.len(),
+            timings.len() as f64 / seconds as f64,
+            at(0.50).as_secs_f64() * 1000.0,
+            at(0.99).as_secs_f64() * 1000.0,
+        );
+    }
+    sandbox.stop().await;
+}
+
+/// Reads `url` with `key` from `clients` concurrent clients for `seconds`; the sorted latencies.
+async fn drive(http: &reqwest::Client, url: &str, key: &str, clients: usize, seconds: u64) -> Vec<Duration> {
+    let (url, key) = (Arc::new(url.to_owned()), Arc::new(key.to_owned()));
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let mut workers = Vec::new();
     for _ in 0..clients {
-        let (http, url, key) = (sandbox.http.clone(), url.clone(), key.clone());
+        let (http, url, key) = (http.clone(), url.clone(), key.clone());
         workers.push(tokio::spawn(async move {
             let mut timings = Vec::new();
             while Instant::now() < deadline {
@@ -90,13 +112,5 @@ async fn main() {
         timings.extend(worker.await.unwrap());
     }
     timings.sort();
-    let at = |quantile: f64| timings[((timings.len() as f64 * quantile) as usize).min(timings.len() - 1)];
-    println!(
-        "GET /shipments/{{reference}}: {clients} clients, {seconds} s: {} requests, {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms",
-        timings.len(),
-        timings.len() as f64 / seconds as f64,
-        at(0.50).as_secs_f64() * 1000.0,
-        at(0.99).as_secs_f64() * 1000.0,
-    );
-    sandbox.stop().await;
+    timings
 }

@@ -1,12 +1,14 @@
 //! A local double of the EasyPost API, speaking its documented requests and responses for what
-//! the adapter uses: `POST /v2/shipments` (rates), `POST /v2/shipments/{id}/buy` (tracking code,
-//! label, tracker), `POST /v2/pickups` and `POST /v2/pickups/{id}/buy` (confirmation), all with
+//! the adapter uses: `POST /v2/shipments` (rates), `GET /v2/shipments/{id}` (the shipment, with
+//! its tracking code and selected rate once bought), `POST /v2/shipments/{id}/buy` (tracking
+//! code, label, tracker; a bought shipment is refused as EasyPost does), `POST /v2/pickups` and
+//! `POST /v2/pickups/{id}/buy` (confirmation), all with
 //! HTTP basic authentication by API key; and the tracker webhooks it would send, signed
 //! `X-Hmac-Signature: hmac-sha256-hex=…` with the webhook secret.
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -19,9 +21,16 @@ pub const WEBHOOK_SECRET: &str = "double-webhook-secret";
 
 #[derive(Default)]
 struct Book {
-    /// Every request the double received: (path, body).
+    /// Every request the double received: (path, body); a GET's path starts with `GET `.
     requests: Vec<(String, Value)>,
     shipments: u32,
+    /// Each created shipment as GET answers it (bought ones with their tracking code).
+    created: std::collections::BTreeMap<String, Value>,
+    /// Labels bought (billed).
+    labels_bought: u32,
+    /// Purchases still to perform whose answer is then lost (500), as if our side crashed
+    /// between the carrier's purchase and its own commit.
+    lose_buy_answers: u32,
 }
 
 /// A running double.
@@ -77,19 +86,40 @@ async fn create_shipment(
     let id = format!("shp_{:06}", book.shipments);
     book.requests.push(("/v2/shipments".to_owned(), body.clone()));
     let shipment = &body["shipment"];
-    (
-        StatusCode::CREATED,
-        Json(json!({
-            "object": "Shipment", "id": id, "mode": "test",
-            "to_address": shipment["to_address"], "from_address": shipment["from_address"],
-            "parcel": shipment["parcel"], "reference": shipment["reference"],
-            "rates": [
-                { "object": "Rate", "id": format!("rate_{id}_1"), "carrier": "USPS", "service": "Priority", "rate": "9.10", "shipment_id": id },
-                { "object": "Rate", "id": format!("rate_{id}_2"), "carrier": "UPS", "service": "Ground", "rate": "11.45", "shipment_id": id }
-            ],
-            "tracking_code": null, "postage_label": null
-        })),
-    )
+    let created = json!({
+        "object": "Shipment", "id": id, "mode": "test",
+        "to_address": shipment["to_address"], "from_address": shipment["from_address"],
+        "parcel": shipment["parcel"], "reference": shipment["reference"],
+        "rates": [
+            { "object": "Rate", "id": format!("rate_{id}_1"), "carrier": "USPS", "service": "Priority", "rate": "9.10", "shipment_id": id },
+            { "object": "Rate", "id": format!("rate_{id}_2"), "carrier": "UPS", "service": "Ground", "rate": "11.45", "shipment_id": id }
+        ],
+        "tracking_code": null, "selected_rate": null, "postage_label": null, "tracker": null
+    });
+    book.created.insert(id, created.clone());
+    (StatusCode::CREATED, Json(created))
+}
+
+async fn retrieve_shipment(
+    State(book): State<Arc<Mutex<Book>>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> (StatusCode, Json<Value>) {
+    if !authorized(&headers) {
+        return refused();
+    }
+    let mut book = book.lock().unwrap();
+    book.requests
+        .push((format!("GET /v2/shipments/{id}"), Value::Null));
+    match book.created.get(&id) {
+        Some(shipment) => (StatusCode::OK, Json(shipment.clone())),
+        None => (
+            StatusCode::NOT_FOUND,
+            Json(
+                json!({ "error": { "code": "NOT_FOUND", "message": "The requested resource could not be found." } }),
+            ),
+        ),
+    }
 }
 
 async fn buy_shipment(
@@ -104,6 +134,22 @@ async fn buy_shipment(
     let mut book = book.lock().unwrap();
     book.requests
         .push((format!("/v2/shipments/{id}/buy"), body.clone()));
+    let Some(created) = book.created.get(&id).cloned() else {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(
+                json!({ "error": { "code": "NOT_FOUND", "message": "The requested resource could not be found." } }),
+            ),
+        );
+    };
+    if !created["tracking_code"].is_null() {
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(
+                json!({ "error": { "code": "SHIPMENT.POSTAGE.EXISTS", "message": "This shipment already has postage." } }),
+            ),
+        );
+    }
     let number = id.trim_start_matches("shp_").parse::<u32>().unwrap_or(0);
     let tracking = ups_number(number);
     let rate_id = body["rate"]["id"].as_str().unwrap_or_default().to_owned();
@@ -112,17 +158,23 @@ async fn buy_shipment(
     } else {
         ("USPS", "Priority")
     };
-    (
-        StatusCode::OK,
-        Json(json!({
-            "object": "Shipment", "id": id, "mode": "test",
-            "tracking_code": tracking,
-            "selected_rate": { "object": "Rate", "id": rate_id, "carrier": carrier, "service": service, "rate": "11.45" },
-            "postage_label": { "object": "PostageLabel", "label_url": format!("https://easypost-files.example/{id}.pdf"), "label_file_type": "application/pdf" },
-            "tracker": { "object": "Tracker", "id": format!("trk_{id}"), "tracking_code": tracking, "status": "pre_transit",
-                         "public_url": format!("https://track.easypost.example/{tracking}") }
-        })),
-    )
+    let mut bought = created;
+    bought["tracking_code"] = json!(tracking);
+    bought["selected_rate"] =
+        json!({ "object": "Rate", "id": rate_id, "carrier": carrier, "service": service, "rate": "11.45" });
+    bought["postage_label"] = json!({ "object": "PostageLabel", "label_url": format!("https://easypost-files.example/{id}.pdf"), "label_file_type": "application/pdf" });
+    bought["tracker"] = json!({ "object": "Tracker", "id": format!("trk_{id}"), "tracking_code": tracking, "status": "pre_transit",
+                                "public_url": format!("https://track.easypost.example/{tracking}") });
+    book.created.insert(id, bought.clone());
+    book.labels_bought += 1;
+    if book.lose_buy_answers > 0 {
+        book.lose_buy_answers -= 1;
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({ "error": { "code": "INTERNAL_SERVER_ERROR", "message": "the answer was lost" } })),
+        );
+    }
+    (StatusCode::OK, Json(bought))
 }
 
 async fn create_pickup(
@@ -171,6 +223,7 @@ impl EasyPostDouble {
         let book = Arc::new(Mutex::new(Book::default()));
         let app = Router::new()
             .route("/v2/shipments", post(create_shipment))
+            .route("/v2/shipments/{id}", get(retrieve_shipment))
             .route("/v2/shipments/{id}/buy", post(buy_shipment))
             .route("/v2/pickups", post(create_pickup))
             .route("/v2/pickups/{id}/buy", post(buy_pickup))
@@ -186,6 +239,17 @@ impl EasyPostDouble {
     /// The API root to configure.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Labels bought (billed) so far.
+    pub fn labels_bought(&self) -> u32 {
+        self.book.lock().unwrap().labels_bought
+    }
+
+    /// The next `count` purchases are performed but their answer is lost (500), as when our
+    /// side crashes between the carrier's purchase and its own commit.
+    pub fn lose_next_buy_answers(&self, count: u32) {
+        self.book.lock().unwrap().lose_buy_answers = count;
     }
 
     /// Every request received: (path, JSON body).

@@ -206,6 +206,9 @@ pub struct PreparedPayment {
     pub checkout: Option<Checkout>,
     /// Bank rail: remittance instructions, else `null`.
     pub bank_instructions: Option<BankInstructions>,
+    /// Stablecoin rail: the payment request (token, target, exact six-decimal amount, permanent
+    /// sub-cent reference, expiry, state), renewed when it had expired unpaid; else `null`.
+    pub stablecoin: Option<super::stablecoin::StablecoinPayment>,
     /// The order's invoice as it stands.
     pub invoice: Invoice,
 }
@@ -214,8 +217,15 @@ single_envelope!(PreparedPaymentEnvelope, PreparedPaymentData, payment: Prepared
 
 impl PreparedPayment {
     /// Builds the answer from payments-svc's state and invoice.
-    pub fn from_proto(state: String, invoice: pb::Invoice) -> Result<Self, ApiError> {
+    pub fn from_proto(
+        state: String,
+        invoice: pb::Invoice,
+        stablecoin: Option<pb::StablecoinPayment>,
+    ) -> Result<Self, ApiError> {
         let invoice = Invoice::try_from(invoice)?;
+        let stablecoin = stablecoin
+            .map(super::stablecoin::StablecoinPayment::try_from)
+            .transpose()?;
         let unpaid = state == "awaiting_payment";
         Ok(Self {
             state,
@@ -245,6 +255,7 @@ impl PreparedPayment {
                     reference: bank.reference.clone(),
                 }
             }),
+            stablecoin,
             invoice,
         })
     }

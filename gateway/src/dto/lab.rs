@@ -29,6 +29,9 @@ pub struct Sample {
     /// When the retained portion may be discarded.
     #[serde(serialize_with = "rfc3339")]
     pub retain_until: DateTime<Utc>,
+    /// When the lab disposed of the retained portion (after `retainUntil`); null while retained.
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub disposed_at: Option<DateTime<Utc>>,
     /// Catalog test ids and test or bundle names of the line.
     pub test_ids: Vec<String>,
     pub tests: Vec<String>,
@@ -44,6 +47,7 @@ impl TryFrom<pb::Sample> for Sample {
             received_at: required_time(sample.received_at.as_ref(), "sample receivedAt")?,
             retain_until: required_time(sample.retain_until.as_ref(), "sample retainUntil")?,
             testing_started_at: optional_time(sample.testing_started_at.as_ref()),
+            disposed_at: optional_time(sample.disposed_at.as_ref()),
             accession_number: sample.accession_number,
             line_number: sample.line_number,
             compound_name: sample.compound_name,

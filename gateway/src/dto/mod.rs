@@ -15,4 +15,5 @@ pub mod orders;
 pub mod quotes;
 pub mod results;
 pub mod shipping;
+pub mod stablecoin;
 pub mod webhooks;

@@ -156,6 +156,11 @@ pub struct Order {
     pub accession_numbers: Vec<String>,
     /// The order's related resources, as paths relative to `/api/v1/agent`.
     pub related: OrderRelated,
+    /// Stablecoin rail: the exact amount to send (`atomic`, `decimal` with exactly six decimals,
+    /// `referenceAtomic`), the no-rounding notice, token, target, payer and expiry, as issued with
+    /// the order; `null` on the other rails. The live state of the request:
+    /// `GET /payments/stablecoin/{reference}`.
+    pub amount: Option<super::stablecoin::StablecoinAmount>,
 }
 
 /// Paths of an order's related resources.
@@ -199,6 +204,7 @@ impl TryFrom<pb::Order> for Order {
             payment_state: order.payment_state,
             accession_numbers: order.accession_numbers,
             payment: order.payment.map(OrderPayment::from),
+            amount: order.amount.map(super::stablecoin::StablecoinAmount::from),
             shipping: None,
             id: order.id,
             order_number: order.order_number,

@@ -83,15 +83,19 @@ pub struct PackingStep {
 #[serde(rename_all = "camelCase")]
 pub struct Pickup {
     pub id: String,
-    /// `awaiting_payment` (pay at `payUrl`) or `booked`.
+    /// `awaiting_payment` (pay at `payUrl`), `booked`, or `payment_expired` (the link expired
+    /// unpaid; a new pickup may be requested).
     pub status: String,
     /// `YYYY-MM-DD`.
     pub date: String,
     /// Window id, e.g. `09:00-12:00` (UTC).
     pub window: String,
     pub price_cents: i64,
-    /// Single-use, amount-locked hosted payment of the pickup.
+    /// Single-use, amount-locked hosted payment of the pickup (the site's checkout page).
     pub pay_url: String,
+    /// When `payUrl` stops taking payments (the checkout lifetime, at the latest the window's end).
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub pay_expires_at: Option<DateTime<Utc>>,
     /// The carrier's confirmation number once booked.
     pub confirmation_number: Option<String>,
     #[serde(serialize_with = "rfc3339_opt")]
@@ -105,6 +109,7 @@ impl From<pb::Pickup> for Pickup {
         Self {
             created_at: optional_time(pickup.created_at.as_ref()),
             booked_at: optional_time(pickup.booked_at.as_ref()),
+            pay_expires_at: optional_time(pickup.pay_expires_at.as_ref()),
             id: pickup.id,
             status: pickup.status,
             date: pickup.date,

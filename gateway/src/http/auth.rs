@@ -47,6 +47,7 @@ pub const PUBLIC_PATHS: &[&str] = &[
     COA_DOCUMENT_PATH,
     crate::http::pay::PAY_PAGE,
     crate::http::pay::PAY_CONFIRM,
+    crate::http::pay_stablecoin::PAY_STABLECOIN,
     crate::http::pay::PROCESSOR_WEBHOOK,
 ];
 /// Where a COA's PDF is downloaded through the signed link of its result (the link authorizes).
@@ -61,6 +62,9 @@ pub struct FrontDoor {
     pub per_address: LocalLimiter<IpAddr>,
     /// Every authenticated request, per key (all replicas).
     pub per_key: SharedLimiter,
+    /// Every accession looked up by public verification, all clients (all replicas); charged by
+    /// the verify operations, which know how many accessions a request names.
+    pub verify_lookups: crate::limits::ceiling::LookupCeiling,
 }
 
 /// What a request asks for, as far as the front door is concerned.

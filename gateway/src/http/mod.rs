@@ -15,6 +15,7 @@ pub mod openapi;
 pub mod orders;
 pub mod pay;
 pub mod pay_html;
+pub mod pay_stablecoin;
 pub mod payments;
 pub mod rate_limit;
 pub mod ready;
@@ -101,6 +102,8 @@ pub fn agent_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(shipping::get_label))
         .routes(routes!(shipping::pickup_options, shipping::request_pickup))
         .routes(routes!(payments::prepare_payment))
+        .routes(routes!(payments::get_stablecoin_payment))
+        .routes(routes!(payments::submit_stablecoin_transaction))
         .routes(routes!(payments::spend_envelope))
         .routes(routes!(webhooks::list_endpoints, webhooks::create_endpoint))
         .routes(routes!(webhooks::delete_endpoint))
@@ -172,6 +175,10 @@ fn assemble(state: AppState, front_door: FrontDoorLayer) -> Router {
         .route(pay::PAY_PAGE, get(pay::show).post(pay::pay))
         .route(pay::PAY_CONFIRM, axum::routing::post(pay::confirm))
         .route(
+            pay_stablecoin::PAY_STABLECOIN,
+            axum::routing::post(pay_stablecoin::submit),
+        )
+        .route(
             pay::PROCESSOR_WEBHOOK,
             axum::routing::post(pay::processor_webhook),
         )
@@ -228,7 +235,7 @@ mod tests {
                 count += 1;
             }
         }
-        assert_eq!((count, public), (28, 4));
+        assert_eq!((count, public), (30, 4));
         let create_order = &json["paths"]["/orders"]["post"];
         assert_eq!(create_order["parameters"][0]["name"], "Idempotency-Key");
         assert_eq!(create_order["parameters"][0]["in"], "header");

@@ -114,7 +114,7 @@ fn complete(operation: &mut Operation, entry: &scopes::Operation, has_path_param
         }
         Access::Public => {
             operation.security = Some(vec![SecurityRequirement::default()]);
-            "Public: no API key; rate-limited per client address.".to_owned()
+            "Public: no API key; rate-limited per client address and by the global `verify-lookups` ceiling (one token per accession looked up, shared by every client).".to_owned()
         }
     };
     operation.description = Some(match operation.description.take() {
@@ -138,7 +138,7 @@ fn complete(operation: &mut Operation, entry: &scopes::Operation, has_path_param
         ("409", "conflict or idempotency collision"),
         (
             "429",
-            "rate limited (per-key, per-address or key-lookups policy); retry after Retry-After seconds",
+            "rate limited (per-key, per-address, key-lookups or verify-lookups policy); retry after Retry-After seconds",
         ),
         ("500", "unexpected error, logged with the request id"),
         (

@@ -120,7 +120,7 @@ pub async fn processor_webhook(
     }
 }
 
-fn parse_form<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, ApiError> {
+pub(super) fn parse_form<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, ApiError> {
     if body.len() > MAX_BODY {
         return Err(ApiError::new(ErrorCode::InvalidBody, "the form is too large"));
     }
@@ -208,7 +208,7 @@ fn outcome_page(answer: pb::PayCheckoutResponse) -> Response {
     html(status, pay_html::render(&page, Some(banner)))
 }
 
-fn error_page(error: &ApiError) -> Response {
+pub(super) fn error_page(error: &ApiError) -> Response {
     let status = StatusCode::from_u16(error.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let message = match error.code {
         ErrorCode::NotFound => "This checkout link does not exist.",
@@ -220,7 +220,7 @@ fn error_page(error: &ApiError) -> Response {
     html(status, pay_html::message_page(message))
 }
 
-fn html(status: StatusCode, body: String) -> Response {
+pub(super) fn html(status: StatusCode, body: String) -> Response {
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
     headers.insert(

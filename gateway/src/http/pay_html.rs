@@ -98,12 +98,13 @@ pub fn render(page: &pb::CheckoutPage, banner: Option<Banner>) -> String {
         return message_page("This checkout link does not exist.");
     };
     let path = format!("/pay/{}", escape(&session.id));
+    let pickup = is_pickup(page);
     let mut body = format!(
-        "<main data-status=\"{}\" data-outcome=\"{}\"><h1>Pay order {}</h1><p>Invoice {}</p>",
+        "<main data-status=\"{}\" data-outcome=\"{}\" data-purpose=\"{}\">{}",
         escape(&session.status),
         escape(banner.as_ref().map_or("", |banner| banner.outcome.as_str())),
-        escape(&page.order_number),
-        escape(&page.invoice_number),
+        if pickup { "pickup" } else { "invoice" },
+        heading(page),
     );
     if let Some(banner) = &banner {
         body.push_str(&format!(
@@ -132,6 +133,7 @@ pub fn render(page: &pb::CheckoutPage, banner: Option<Banner>) -> String {
         dollars(session.amount_cents)
     ));
     match session.status.as_str() {
+        "completed" | "expired" if pickup => body.push_str(pickup_state(&session.status)),
         "completed" => body.push_str("<p id=\"state\">This order is paid. Thank you.</p>"),
         "expired" => body.push_str(
             "<p id=\"state\">This checkout link has expired and can no longer be paid. \
@@ -155,6 +157,9 @@ pub fn render(page: &pb::CheckoutPage, banner: Option<Banner>) -> String {
         },
         _ => body.push_str(&card_forms(&path, page)),
     }
+    if session.status == "open" && !page.awaiting_confirmation {
+        body.push_str(&super::pay_stablecoin::section(&path, page));
+    }
     if let Some(expires) = session
         .expires_at
         .as_ref()
@@ -166,7 +171,44 @@ pub fn render(page: &pb::CheckoutPage, banner: Option<Banner>) -> String {
         ));
     }
     body.push_str("</main>");
-    document(&format!("Pay order {}", page.order_number), &body)
+    let title = if pickup {
+        format!("Pay the door pickup of order {}", page.order_number)
+    } else {
+        format!("Pay order {}", page.order_number)
+    };
+    document(&title, &body)
+}
+
+/// True when the page pays a door pickup (a session bound to the pickup, not to an invoice).
+fn is_pickup(page: &pb::CheckoutPage) -> bool {
+    page.purpose == "pickup"
+}
+
+/// The page's heading: the order and its invoice, or the order whose door pickup is paid.
+fn heading(page: &pb::CheckoutPage) -> String {
+    if is_pickup(page) {
+        format!(
+            "<h1>Pay the door pickup of order {}</h1><p>A separate charge; the order's invoice is not affected.</p>",
+            escape(&page.order_number)
+        )
+    } else {
+        format!(
+            "<h1>Pay order {}</h1><p>Invoice {}</p>",
+            escape(&page.order_number),
+            escape(&page.invoice_number)
+        )
+    }
+}
+
+/// What a paid or expired door-pickup payment says.
+fn pickup_state(status: &str) -> &'static str {
+    if status == "completed" {
+        "<p id=\"state\">This door pickup is paid. Thank you. The carrier booking and its \
+         confirmation number follow (GET /shipments/{reference}, webhook shipment.updated).</p>"
+    } else {
+        "<p id=\"state\">This pickup payment link has expired and can no longer be paid. \
+         Request a new pickup (GET then POST /orders/{reference}/pickup).</p>"
+    }
 }
 
 fn card_forms(path: &str, page: &pb::CheckoutPage) -> String {
@@ -253,5 +295,42 @@ mod tests {
         let paid = render(&page, Some(Banner::success("paid", "Payment received.")));
         assert!(!paid.contains("id=\"card-number\""));
         assert!(paid.contains("data-outcome=\"paid\""));
+    }
+
+    #[test]
+    fn a_pickup_session_shows_the_pickup_line_and_its_own_paid_and_expired_states() {
+        let mut page = pb::CheckoutPage {
+            session: Some(pb::CheckoutSession {
+                id: "cs_p".into(),
+                status: "open".into(),
+                amount_cents: 1500,
+                currency: "USD".into(),
+                processor: "sandbox".into(),
+                ..Default::default()
+            }),
+            order_number: "ORD-7".into(),
+            purpose: "pickup".into(),
+            lines: vec![pb::InvoiceLine {
+                description: "Door pickup of order ORD-7 on 2026-11-25".into(),
+                quantity: 1,
+                unit_price_cents: 1500,
+                amount_cents: 1500,
+            }],
+            ..Default::default()
+        };
+        let open = render(&page, None);
+        assert!(open.contains("data-purpose=\"pickup\""));
+        assert!(open.contains("Pay the door pickup of order ORD-7"));
+        assert!(!open.contains("Invoice"));
+        assert!(open.contains("id=\"card-number\""));
+        assert!(open.contains("$15.00"));
+        page.session.as_mut().unwrap().status = "completed".into();
+        let paid = render(&page, None);
+        assert!(paid.contains("This door pickup is paid"));
+        assert!(!paid.contains("id=\"card-number\""));
+        page.session.as_mut().unwrap().status = "expired".into();
+        let expired = render(&page, None);
+        assert!(expired.contains("Request a new pickup"));
+        assert!(!expired.contains("id=\"card-number\""));
     }
 }

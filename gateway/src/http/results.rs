@@ -132,7 +132,13 @@ pub async fn verify_get(
     ApiQuery(query): ApiQuery<VerifyQuery>,
 ) -> Result<Json<VerificationEnvelope>, ErrorResponse> {
     Ok(Json(
-        operations::verify(&state.peers, query.accession, query.code).await?,
+        operations::verify(
+            &state.peers,
+            &state.front_door.verify_lookups,
+            query.accession,
+            query.code,
+        )
+        .await?,
     ))
 }
 
@@ -144,7 +150,13 @@ pub async fn verify_post(
     ApiJson(body): ApiJson<VerifyRequest>,
 ) -> Result<Json<VerificationEnvelope>, ErrorResponse> {
     Ok(Json(
-        operations::verify(&state.peers, Some(body.accession), body.code).await?,
+        operations::verify(
+            &state.peers,
+            &state.front_door.verify_lookups,
+            Some(body.accession),
+            body.code,
+        )
+        .await?,
     ))
 }
 
@@ -156,7 +168,9 @@ pub async fn verify_batch_get(
     ApiQuery(query): ApiQuery<VerifyBatchQuery>,
 ) -> Result<Json<VerificationList>, ErrorResponse> {
     let accessions = query.split();
-    Ok(Json(operations::verify_batch(&state.peers, accessions).await?))
+    Ok(Json(
+        operations::verify_batch(&state.peers, &state.front_door.verify_lookups, accessions).await?,
+    ))
 }
 
 /// Public authenticity check of 1 to 100 accessions; authenticity only.
@@ -168,7 +182,7 @@ pub async fn verify_batch_post(
     ApiJson(body): ApiJson<VerifyBatchRequest>,
 ) -> Result<Json<VerificationList>, ErrorResponse> {
     Ok(Json(
-        operations::verify_batch(&state.peers, body.accessions).await?,
+        operations::verify_batch(&state.peers, &state.front_door.verify_lookups, body.accessions).await?,
     ))
 }
 

@@ -85,12 +85,13 @@ pub async fn pickup_options(
 
 /// Requests a door pickup (`confirm: true`, `Idempotency-Key` required) on one of the offered
 /// dates and windows with the options' `quoteToken`. The price must fit the key's spending
-/// envelope (403 `spend_limit_exceeded`). The answer's `payUrl` is a single-use, amount-locked
-/// hosted payment; once paid the pickup is booked with the carrier and `shipment.updated`
-/// (status `pickup_booked`) carries the confirmation number. Refusals: 400
-/// `pickup_quote_invalid` (tampered or foreign token), 409 `pickup_quote_expired`, 400
-/// `pickup_date_unavailable` (past or not offered), 409 `order_not_paid`, 409
-/// `pickup_already_requested`.
+/// envelope (403 `spend_limit_exceeded`). The answer's `payUrl` is the site's hosted checkout
+/// page for the pickup (single use, amount-locked, valid until `payExpiresAt`); once paid the
+/// pickup is booked with the carrier and `shipment.updated` (status `pickup_booked`) carries the
+/// confirmation number. A link that expires unpaid ends the pickup (`payment_expired`) and a new
+/// one may be requested. Refusals: 400 `pickup_quote_invalid` (tampered or foreign token), 409
+/// `pickup_quote_expired`, 400 `pickup_date_unavailable` (past, over or not offered), 409
+/// `order_not_paid`, 409 `pickup_already_requested`.
 #[utoipa::path(post, path = "/orders/{reference}/pickup", tag = "shipping", operation_id = "requestPickup",
     params(("reference" = String, Path, description = "order UUID, order number or tracking number")),
     request_body = PickupRequest,

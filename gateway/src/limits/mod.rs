@@ -4,11 +4,14 @@
 //! * [`local::LocalLimiter`]: in this process, keyed by client address (every request, and
 //!   key-store lookups) before authentication, bounded in memory (least recently used out);
 //! * [`shared::SharedLimiter`]: per API key, shared by every gateway replica through Redis with
-//!   leased token batches, so the request path rarely waits on Redis (see its module).
+//!   leased token batches, so the request path rarely waits on Redis (see its module);
+//! * [`ceiling::LookupCeiling`]: one shared bucket for every public verification lookup, from
+//!   any client (a global ceiling on reading the register).
 //!
 //! A [`Decision`] becomes the IETF `RateLimit-Policy` / `RateLimit` headers
 //! (draft-ietf-httpapi-ratelimit-headers) in `http::rate_limit`.
 
+pub mod ceiling;
 pub mod local;
 pub mod shared;
 

@@ -8,6 +8,7 @@ use crate::caller::Caller;
 use crate::dto::results::{VerifyBatchQuery, VerifyBatchRequest, VerifyQuery, VerifyRequest};
 use crate::dto::webhooks::EmptyBody;
 use crate::http::extract::{from_value, query_from_value};
+use crate::limits::ceiling::LookupCeiling;
 use crate::operations::{self, Replayable, results, shipping, webhooks};
 use crate::peers::Peers;
 use platform::error::{ApiError, ErrorCode};
@@ -18,7 +19,7 @@ use uuid::Uuid;
 /// A tool's answer: the REST body as JSON text, and whether it is the stored replay of an earlier
 /// call with the same idempotency key.
 pub struct Output {
-    pub json: String,
+    pub json: Vec<u8>,
     pub replayed: bool,
 }
 
@@ -26,6 +27,7 @@ pub struct Output {
 pub async fn call(
     tool: &Tool,
     peers: &Peers,
+    verify_lookups: &LookupCeiling,
     caller: &Caller,
     arguments: Map<String, Value>,
 ) -> Result<Output, ApiError> {
@@ -105,6 +107,16 @@ pub async fn call(
             let body = arguments.body()?;
             replayable(operations::checkout::prepare_payment(peers, caller, &key, body).await?)
         }
+        "svc.payment.stablecoin.request" => {
+            let reference = arguments.reference()?;
+            arguments.nothing_else()?;
+            read(operations::checkout::get_stablecoin_payment(peers, caller, reference).await?)
+        }
+        "svc.payment.stablecoin.submit" => {
+            let key = arguments.idempotency_key()?;
+            let body = arguments.body()?;
+            replayable(operations::checkout::submit_stablecoin_transaction(peers, caller, &key, body).await?)
+        }
         "svc.spend.envelope.get" => {
             arguments.nothing_else()?;
             read(operations::checkout::spend_envelope(peers, caller).await?)
@@ -168,19 +180,19 @@ pub async fn call(
         }
         "svc.coa.verify" => {
             let query: VerifyQuery = arguments.query()?;
-            read(results::verify(peers, query.accession, query.code).await?)
+            read(results::verify(peers, verify_lookups, query.accession, query.code).await?)
         }
         "svc.coa.verify.post" => {
             let body: VerifyRequest = arguments.body()?;
-            read(results::verify(peers, Some(body.accession), body.code).await?)
+            read(results::verify(peers, verify_lookups, Some(body.accession), body.code).await?)
         }
         "svc.coa.verify.batch" => {
             let query: VerifyBatchQuery = arguments.query()?;
-            read(results::verify_batch(peers, query.split()).await?)
+            read(results::verify_batch(peers, verify_lookups, query.split()).await?)
         }
         "svc.coa.verify.batch.post" => {
             let body: VerifyBatchRequest = arguments.body()?;
-            read(results::verify_batch(peers, body.accessions).await?)
+            read(results::verify_batch(peers, verify_lookups, body.accessions).await?)
         }
         other => Err(ApiError::internal(format!(
             "the tool {other} has no call in gateway/src/mcp/call.rs"
@@ -202,9 +214,13 @@ fn replayable<T: Serialize>(outcome: Replayable<T>) -> Result<Output, ApiError> 
     })
 }
 
-fn serialize(body: &impl Serialize) -> Result<String, ApiError> {
-    serde_json::to_string(body)
-        .map_err(|error| ApiError::internal(format!("serializing a tool result: {error}")))
+/// The REST body as JSON bytes, written once into a buffer sized for a typical answer (an order
+/// is a few KiB) so that it seldom grows.
+fn serialize(body: &impl Serialize) -> Result<Vec<u8>, ApiError> {
+    let mut json = Vec::with_capacity(4096);
+    serde_json::to_writer(&mut json, body)
+        .map_err(|error| ApiError::internal(format!("serializing a tool result: {error}")))?;
+    Ok(json)
 }
 
 /// The arguments of one call, taken apart like a REST request.

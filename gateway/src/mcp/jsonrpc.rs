@@ -3,8 +3,10 @@
 //! one, and the answers written straight into bytes (a tool result embeds the already serialized
 //! REST body instead of building a second JSON tree).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 /// Invalid JSON was received.
 pub const PARSE_ERROR: i64 = -32700;
@@ -17,17 +19,18 @@ pub const INVALID_PARAMS: i64 = -32602;
 /// An internal error of the server.
 pub const INTERNAL_ERROR: i64 = -32603;
 
-/// One incoming message.
+/// One incoming message, borrowed from the request body.
 #[derive(Debug)]
-pub enum Message {
-    /// A request: it gets exactly one answer.
+pub enum Message<'a> {
+    /// A request: it gets exactly one answer. `params` is kept as raw JSON text and parsed by
+    /// the method that reads it.
     Request {
         id: Value,
-        method: String,
-        params: Option<Value>,
+        method: Cow<'a, str>,
+        params: Option<Cow<'a, RawValue>>,
     },
     /// A notification (no id): accepted with 202 and no body.
-    Notification { method: String },
+    Notification { method: Cow<'a, str> },
     /// A response or error from the client (we never ask the client anything): accepted, ignored.
     Response,
 }
@@ -58,11 +61,118 @@ impl Refusal {
     }
 }
 
+/// The members of a message object that matter, borrowed: raw JSON text of each, nothing else
+/// parsed or copied.
+#[derive(Deserialize)]
+struct RawMessage<'a> {
+    #[serde(borrow)]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    method: Option<&'a RawValue>,
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+    #[serde(borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+}
+
 /// Parses one message: -32700 when the body is not JSON, -32600 for a batch, a value that is not
 /// an object, a `jsonrpc` other than `"2.0"`, a missing or non-string `method`, an id that is not
 /// a string or an integer, and a request method sent without an id (only `notifications/…`
 /// methods are notifications in MCP).
-pub fn parse(body: &[u8]) -> Result<Message, Refusal> {
+///
+/// An object is read borrowed ([`RawMessage`]): the method name is borrowed unless escaped, and
+/// `params` stays raw JSON text. Anything else (and an object that does not read that way, such
+/// as one with a duplicate member) goes through a full parse, which finds the precise refusal.
+pub fn parse(body: &[u8]) -> Result<Message<'_>, Refusal> {
+    let starts_an_object = body
+        .iter()
+        .find(|byte| !byte.is_ascii_whitespace())
+        .is_some_and(|byte| *byte == b'{');
+    if starts_an_object && let Ok(raw) = serde_json::from_slice::<RawMessage<'_>>(body) {
+        return borrowed(raw);
+    }
+    parse_value(body)
+}
+
+/// A JSON string's value: borrowed from the raw text unless it has escapes; `None` when the
+/// raw value is not a string.
+pub fn string(raw: &RawValue) -> Option<Cow<'_, str>> {
+    match serde_json::from_str::<&str>(raw.get()) {
+        Ok(text) => Some(Cow::Borrowed(text)),
+        Err(_) => serde_json::from_str::<String>(raw.get()).ok().map(Cow::Owned),
+    }
+}
+
+/// The rules of [`parse`] on the borrowed members.
+fn borrowed(raw: RawMessage<'_>) -> Result<Message<'_>, Refusal> {
+    let id = raw
+        .id
+        .map(|id| serde_json::from_str::<Value>(id.get()).unwrap_or(Value::Null));
+    let echo = id.clone().filter(valid_id).unwrap_or(Value::Null);
+    let version_ok = raw
+        .jsonrpc
+        .and_then(string)
+        .is_some_and(|version| version == "2.0");
+    if !version_ok {
+        return Err(Refusal::bad_request(
+            echo,
+            INVALID_REQUEST,
+            "invalid request: jsonrpc must be \"2.0\"",
+        ));
+    }
+    let method = match raw.method {
+        Some(method) => match string(method) {
+            Some(method) => method,
+            None => {
+                return Err(Refusal::bad_request(
+                    echo,
+                    INVALID_REQUEST,
+                    "invalid request: method must be a string",
+                ));
+            }
+        },
+        None if id.is_some() && (raw.result.is_some() || raw.error.is_some()) => {
+            return Ok(Message::Response);
+        }
+        None => {
+            return Err(Refusal::bad_request(
+                echo,
+                INVALID_REQUEST,
+                "invalid request: method is required",
+            ));
+        }
+    };
+    classify(id, method, raw.params.map(Cow::Borrowed))
+}
+
+/// Tells requests and notifications apart once `jsonrpc` and `method` passed.
+fn classify<'a>(
+    id: Option<Value>,
+    method: Cow<'a, str>,
+    params: Option<Cow<'a, RawValue>>,
+) -> Result<Message<'a>, Refusal> {
+    match id {
+        None if method.starts_with("notifications/") => Ok(Message::Notification { method }),
+        None => Err(Refusal::bad_request(
+            Value::Null,
+            INVALID_REQUEST,
+            format!("invalid request: {method} is a request and needs an id (a string or an integer)"),
+        )),
+        Some(id) if !valid_id(&id) => Err(Refusal::bad_request(
+            Value::Null,
+            INVALID_REQUEST,
+            "invalid request: id must be a string or an integer",
+        )),
+        Some(id) => Ok(Message::Request { id, method, params }),
+    }
+}
+
+/// [`parse`] by a full parse into a JSON tree (what is not a plain message object).
+fn parse_value(body: &[u8]) -> Result<Message<'_>, Refusal> {
     let value: Value = serde_json::from_slice(body).map_err(|error| {
         Refusal::bad_request(
             Value::Null,
@@ -116,24 +226,15 @@ pub fn parse(body: &[u8]) -> Result<Message, Refusal> {
             ));
         }
     };
-    match id {
-        None if method.starts_with("notifications/") => Ok(Message::Notification { method }),
-        None => Err(Refusal::bad_request(
-            Value::Null,
-            INVALID_REQUEST,
-            format!("invalid request: {method} is a request and needs an id (a string or an integer)"),
-        )),
-        Some(id) if !valid_id(&id) => Err(Refusal::bad_request(
-            Value::Null,
-            INVALID_REQUEST,
-            "invalid request: id must be a string or an integer",
-        )),
-        Some(id) => Ok(Message::Request {
-            id,
-            method,
-            params: object.remove("params"),
-        }),
-    }
+    // A message that only a full parse reads (say, with a duplicate member) is rare: its params
+    // are handed on as JSON text like the borrowed path's.
+    let params = match object.remove("params") {
+        None => None,
+        Some(params) => Some(Cow::Owned(serde_json::value::to_raw_value(&params).map_err(
+            |_| Refusal::bad_request(echo.clone(), INVALID_REQUEST, "invalid request: params"),
+        )?)),
+    };
+    classify(id, Cow::Owned(method), params)
 }
 
 /// MCP request ids are strings or integers, never null.
@@ -176,23 +277,54 @@ pub fn error(id: &Value, code: i64, message: &str) -> Vec<u8> {
 }
 
 /// The result of `tools/call` around an already serialized JSON object `structured` (the REST
-/// body or the REST error envelope): the same JSON as text content (for clients without
-/// structured content), as `structuredContent`, `isError`, and `_meta` when given.
-pub fn tool_result(id: &Value, structured: &str, is_error: bool, meta: Option<&Value>) -> Vec<u8> {
-    let mut body = head(id);
-    body.reserve(structured.len() * 2 + 96);
-    body.extend_from_slice(b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
-    let _ = serde_json::to_writer(&mut body, structured);
-    body.extend_from_slice(b"}],\"structuredContent\":");
-    body.extend_from_slice(structured.as_bytes());
+/// body or the REST error envelope): `structuredContent`, the same JSON as one text content
+/// block (MCP 2025-11-25: a tool that returns structured content SHOULD also return the
+/// serialized JSON in a TextContent block, for clients that do not read structured content),
+/// `isError`, and `_meta` with `lab/idempotentReplayed` for a replay. The answer is written once
+/// into one buffer: the structured bytes are copied in, and the text block is escaped from that
+/// copy (compact JSON only needs `"` and `\` escaped inside a string: serde_json writes control
+/// characters escaped already).
+pub fn tool_result(id: &Value, structured: &[u8], is_error: bool, replayed: bool) -> Vec<u8> {
+    let quotes = structured
+        .iter()
+        .filter(|byte| matches!(byte, b'"' | b'\\'))
+        .count();
+    let mut body = Vec::with_capacity(2 * structured.len() + quotes + 160);
+    body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    let _ = serde_json::to_writer(&mut body, id);
+    body.extend_from_slice(b",\"result\":{\"structuredContent\":");
+    let start = body.len();
+    body.extend_from_slice(structured);
+    let end = body.len();
+    body.extend_from_slice(b",\"content\":[{\"type\":\"text\",\"text\":\"");
+    let mut from = start;
+    while from < end {
+        match body[from..end]
+            .iter()
+            .position(|byte| matches!(byte, b'"' | b'\\'))
+        {
+            Some(offset) => {
+                let at = from + offset;
+                body.extend_from_within(from..at);
+                let escaped = body[at];
+                body.push(b'\\');
+                body.push(escaped);
+                from = at + 1;
+            }
+            None => {
+                body.extend_from_within(from..end);
+                from = end;
+            }
+        }
+    }
+    body.extend_from_slice(b"\"}]");
     body.extend_from_slice(if is_error {
         b",\"isError\":true"
     } else {
         b",\"isError\":false"
     });
-    if let Some(meta) = meta {
-        body.extend_from_slice(b",\"_meta\":");
-        let _ = serde_json::to_writer(&mut body, meta);
+    if replayed {
+        body.extend_from_slice(b",\"_meta\":{\"lab/idempotentReplayed\":true}");
     }
     body.extend_from_slice(b"}}");
     body
@@ -254,21 +386,76 @@ mod tests {
     }
 
     #[test]
+    fn a_message_read_borrowed_follows_the_same_rules_as_one_read_whole() {
+        let escaped =
+            parse(br#" {"jsonrpc":"2\u002e0","id":1,"method":"tools\/call","params":{"name":"x"}}"#).unwrap();
+        let Message::Request { id, method, params } = escaped else {
+            panic!("a request");
+        };
+        assert_eq!((id, &*method), (json!(1), "tools/call"));
+        assert_eq!(params.unwrap().get(), r#"{"name":"x"}"#);
+        let plain = parse(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#).unwrap();
+        assert!(matches!(
+            plain,
+            Message::Request {
+                method: Cow::Borrowed("tools/call"),
+                params: None,
+                ..
+            }
+        ));
+        // A duplicate member is read whole: the last one wins, as before.
+        let duplicate =
+            parse(br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping","params":{"a":1}}"#).unwrap();
+        assert!(
+            matches!(duplicate, Message::Request { id, params: Some(params), .. } if id == 2 && params.get() == r#"{"a":1}"#)
+        );
+        let version = refused(r#"{"jsonrpc":2,"id":"v","method":"ping"}"#);
+        assert_eq!((version.code, version.id), (INVALID_REQUEST, json!("v")));
+        let method = refused(r#"{"jsonrpc":"2.0","id":3,"method":5}"#);
+        assert_eq!((method.code, method.id), (INVALID_REQUEST, json!(3)));
+        let bad_id = refused(r#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#);
+        assert_eq!((bad_id.code, bad_id.id), (INVALID_REQUEST, Value::Null));
+        assert_eq!(
+            refused(r#"{"jsonrpc":"2.0","id":1,"method":"ping""#).code,
+            PARSE_ERROR
+        );
+        assert!(matches!(
+            parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized","params":null}"#).unwrap(),
+            Message::Notification { .. }
+        ));
+    }
+
+    #[test]
     fn answers_are_well_formed_json_rpc() {
         let answer: Value = serde_json::from_slice(&result(&json!(1), &json!({}))).unwrap();
         assert_eq!(answer, json!({ "jsonrpc": "2.0", "id": 1, "result": {} }));
         let answer: Value = serde_json::from_slice(&error(&json!("a"), METHOD_NOT_FOUND, "no")).unwrap();
         assert_eq!(answer["error"]["code"], METHOD_NOT_FOUND);
-        let structured = r#"{"data":{"order":{"id":"o\"1"}}}"#;
-        let meta = json!({ "lab/idempotentReplayed": true });
+        let order = json!({ "data": { "order": {
+            "id": "o\"1", "note": "a\\b\nc\u{1}d é \u{2028}", "lines": [1, 2.5, null, true], "empty": ""
+        } } });
+        let structured = serde_json::to_vec(&order).unwrap();
         let answer: Value =
-            serde_json::from_slice(&tool_result(&json!(2), structured, false, Some(&meta))).unwrap();
+            serde_json::from_slice(&tool_result(&json!(2), &structured, false, true)).unwrap();
+        assert_eq!(answer["result"]["structuredContent"], order);
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
         assert_eq!(
-            answer["result"]["structuredContent"]["data"]["order"]["id"],
-            "o\"1"
+            text.as_bytes(),
+            structured.as_slice(),
+            "the text block is the same JSON"
         );
-        assert_eq!(answer["result"]["content"][0]["text"], structured);
+        assert_eq!(answer["result"]["content"][0]["type"], "text");
         assert_eq!(answer["result"]["isError"], false);
-        assert_eq!(answer["result"]["_meta"], meta);
+        assert_eq!(
+            answer["result"]["_meta"],
+            json!({ "lab/idempotentReplayed": true })
+        );
+        let answer: Value = serde_json::from_slice(&tool_result(&json!("x"), b"{}", true, false)).unwrap();
+        assert_eq!(
+            answer,
+            json!({ "jsonrpc": "2.0", "id": "x", "result": {
+                "structuredContent": {}, "content": [{ "type": "text", "text": "{}" }], "isError": true
+            } })
+        );
     }
 }

@@ -30,12 +30,15 @@ use crate::caller::Caller;
 use crate::dto::common::ErrorEnvelope;
 use crate::http::AppState;
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{FromRequest, Request, State};
 use axum::response::{IntoResponse, Response};
-use http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use http::{HeaderValue, StatusCode, header};
 use jsonrpc::{INVALID_PARAMS, METHOD_NOT_FOUND, Message, Refusal};
 use platform::error::ApiError;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 /// Path of the endpoint (`{site_url}/api/mcp`).
 pub const PATH: &str = "/api/mcp";
@@ -56,52 +59,57 @@ and statusHistory (or register a webhook with svc.webhook.create). A failed call
 structuredContent {error: {code, message, details}}, the same codes as the REST API; fix the arguments \
 named in details.field or details.path and retry.";
 
-/// The handler of `POST /api/mcp`.
-pub async fn endpoint(
-    State(state): State<AppState>,
-    caller: Caller,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let authority = uri.authority().map(|authority| authority.as_str());
-    if let Err(refusal) = transport::check_headers(&state.mcp, &headers, authority) {
+/// The handler of `POST /api/mcp`. It takes the request whole (no copy of its headers) and
+/// reads the body once the transport checks passed.
+pub async fn endpoint(State(state): State<AppState>, caller: Caller, request: Request) -> Response {
+    let authority = request.uri().authority().map(|authority| authority.as_str());
+    if let Err(refusal) = transport::check_headers(&state.mcp, request.headers(), authority) {
         return refused(&refusal);
     }
+    // The one header read after the body (a cheap, shared copy of its bytes).
+    let protocol_version = request.headers().get(transport::PROTOCOL_VERSION_HEADER).cloned();
+    let body = match Bytes::from_request(request, &state).await {
+        Ok(body) => body,
+        Err(rejection) => return rejection.into_response(),
+    };
     let (id, method, params) = match jsonrpc::parse(&body) {
         Err(refusal) => return refused(&refusal),
         Ok(Message::Notification { .. } | Message::Response) => {
-            if let Err(refusal) = transport::check_protocol_version(&headers) {
+            if let Err(refusal) = transport::check_protocol_version(protocol_version.as_ref()) {
                 return refused(&refusal);
             }
             return StatusCode::ACCEPTED.into_response();
         }
         Ok(Message::Request { id, method, params }) => (id, method, params),
     };
-    let served = matches!(
-        method.as_str(),
-        "initialize" | "ping" | "tools/list" | "tools/call"
-    );
+    let served = matches!(&*method, "initialize" | "ping" | "tools/list" | "tools/call");
     if !served {
         let message = format!("method not found: {method}");
         return answer(jsonrpc::error(&id, METHOD_NOT_FOUND, &message));
     }
     if method != "initialize"
-        && let Err(refusal) = transport::check_protocol_version(&headers)
+        && let Err(refusal) = transport::check_protocol_version(protocol_version.as_ref())
     {
         return refused(&Refusal { id, ..refusal });
     }
-    let body = match method.as_str() {
-        "initialize" => initialize(&id, params),
+    let body = match &*method {
+        "initialize" => initialize(&id, params.as_deref()),
         "ping" => jsonrpc::result(&id, &json!({})),
-        "tools/list" => list_tools(&id, &caller, params),
-        _ => call_tool(&state, &caller, &id, params).await,
+        "tools/list" => list_tools(&id, &caller, params.as_deref()),
+        _ => call_tool(&state, &caller, &id, params.as_deref()).await,
     };
     answer(body)
 }
 
+/// `params` parsed into a JSON tree (the rarely called methods; `tools/call` reads its own
+/// borrowed).
+fn tree(params: Option<&RawValue>) -> Option<Value> {
+    params.map(|params| serde_json::from_str(params.get()).unwrap_or(Value::Null))
+}
+
 /// `initialize`: the negotiated version, the `tools` capability, who we are and how to use us.
-fn initialize(id: &Value, params: Option<Value>) -> Vec<u8> {
+fn initialize(id: &Value, params: Option<&RawValue>) -> Vec<u8> {
+    let params = tree(params);
     let requested = params
         .as_ref()
         .and_then(|params| params.get("protocolVersion"))
@@ -129,7 +137,8 @@ fn initialize(id: &Value, params: Option<Value>) -> Vec<u8> {
 }
 
 /// `tools/list`: one page with every tool the key may call.
-fn list_tools(id: &Value, caller: &Caller, params: Option<Value>) -> Vec<u8> {
+fn list_tools(id: &Value, caller: &Caller, params: Option<&RawValue>) -> Vec<u8> {
+    let params = tree(params);
     let cursor = match &params {
         None | Some(Value::Null) => None,
         Some(Value::Object(params)) => params.get("cursor").filter(|cursor| !cursor.is_null()),
@@ -154,29 +163,56 @@ fn list_tools(id: &Value, caller: &Caller, params: Option<Value>) -> Vec<u8> {
     body
 }
 
+/// The members of `tools/call` params, borrowed.
+#[derive(Deserialize)]
+struct CallParams<'a> {
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+/// The tool's name and arguments of `tools/call` params; the error message of -32602 otherwise.
+fn call_params(params: Option<&RawValue>) -> Result<(Cow<'_, str>, Map<String, Value>), &'static str> {
+    const NO_NAME: &str = "invalid params: tools/call needs params.name";
+    const NOT_AN_OBJECT: &str = "invalid params: params.arguments must be an object";
+    let params = params.ok_or(NO_NAME)?;
+    if !params.get().starts_with('{') {
+        return Err(NO_NAME);
+    }
+    let Ok(members) = serde_json::from_str::<CallParams<'_>>(params.get()) else {
+        // Not readable borrowed (a duplicate member, say): the tree's rules, last member wins.
+        let Ok(Value::Object(mut params)) = serde_json::from_str::<Value>(params.get()) else {
+            return Err(NO_NAME);
+        };
+        let Some(Value::String(name)) = params.remove("name") else {
+            return Err(NO_NAME);
+        };
+        return match params.remove("arguments") {
+            None | Some(Value::Null) => Ok((Cow::Owned(name), Map::new())),
+            Some(Value::Object(arguments)) => Ok((Cow::Owned(name), arguments)),
+            Some(_) => Err(NOT_AN_OBJECT),
+        };
+    };
+    let name = members.name.and_then(jsonrpc::string).ok_or(NO_NAME)?;
+    let arguments = match members.arguments {
+        None => Map::new(),
+        Some(raw) if raw.get() == "null" => Map::new(),
+        Some(raw) => serde_json::from_str(raw.get()).map_err(|_| NOT_AN_OBJECT)?,
+    };
+    Ok((name, arguments))
+}
+
 /// `tools/call`: an unknown tool and a tool outside the key's scopes are the same -32602; input
 /// rules and business errors are tool results with `isError: true`.
-async fn call_tool(state: &AppState, caller: &Caller, id: &Value, params: Option<Value>) -> Vec<u8> {
-    let Some(Value::Object(mut params)) = params else {
-        return jsonrpc::error(id, INVALID_PARAMS, "invalid params: tools/call needs params.name");
-    };
-    let Some(Value::String(name)) = params.remove("name") else {
-        return jsonrpc::error(id, INVALID_PARAMS, "invalid params: tools/call needs params.name");
+async fn call_tool(state: &AppState, caller: &Caller, id: &Value, params: Option<&RawValue>) -> Vec<u8> {
+    let (name, arguments) = match call_params(params) {
+        Ok(call) => call,
+        Err(message) => return jsonrpc::error(id, INVALID_PARAMS, message),
     };
     let tool = tools::find(&name).filter(|tool| tool.allowed(&caller.principal.scopes));
     let Some(tool) = tool else {
         return jsonrpc::error(id, INVALID_PARAMS, &format!("unknown tool: {name}"));
-    };
-    let arguments = match params.remove("arguments") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(arguments)) => arguments,
-        Some(_) => {
-            return jsonrpc::error(
-                id,
-                INVALID_PARAMS,
-                "invalid params: params.arguments must be an object",
-            );
-        }
     };
     let arguments = Value::Object(arguments);
     if let Err(error) = platform::input::check_json("arguments", &arguments) {
@@ -185,20 +221,24 @@ async fn call_tool(state: &AppState, caller: &Caller, id: &Value, params: Option
     let Value::Object(arguments) = arguments else {
         return jsonrpc::error(id, jsonrpc::INTERNAL_ERROR, "internal error");
     };
-    match call::call(tool, &state.peers, caller, arguments).await {
-        Ok(output) => {
-            let replayed = json!({ "lab/idempotentReplayed": true });
-            let meta = output.replayed.then_some(&replayed);
-            jsonrpc::tool_result(id, &output.json, false, meta)
-        }
+    match call::call(
+        tool,
+        &state.peers,
+        &state.front_door.verify_lookups,
+        caller,
+        arguments,
+    )
+    .await
+    {
+        Ok(output) => jsonrpc::tool_result(id, &output.json, false, output.replayed),
         Err(error) => tool_error(id, &error),
     }
 }
 
 /// A business error as a tool result: the REST error envelope, as text and structured content.
 fn tool_error(id: &Value, error: &ApiError) -> Vec<u8> {
-    let envelope = serde_json::to_string(&ErrorEnvelope::from(error)).unwrap_or_default();
-    jsonrpc::tool_result(id, &envelope, true, None)
+    let envelope = serde_json::to_vec(&ErrorEnvelope::from(error)).unwrap_or_default();
+    jsonrpc::tool_result(id, &envelope, true, false)
 }
 
 /// A JSON-RPC answer with 200.
@@ -215,4 +255,46 @@ fn refused(refusal: &Refusal) -> Response {
     let mut response = answer(refusal.body());
     *response.status_mut() = refusal.status;
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn tools_call_params_are_read_borrowed_with_the_protocol_errors_of_a_tree() {
+        let params = raw(r#"{"name":"svc.order.get","arguments":{"reference":"ORD-1"},"_meta":{}}"#);
+        let (name, arguments) = call_params(Some(&params)).unwrap();
+        assert!(matches!(name, Cow::Borrowed("svc.order.get")));
+        assert_eq!(arguments["reference"], "ORD-1");
+        for empty in [
+            r#"{"name":"svc.order.list"}"#,
+            r#"{"name":"svc.order.list","arguments":null}"#,
+        ] {
+            assert!(call_params(Some(&raw(empty))).unwrap().1.is_empty(), "{empty}");
+        }
+        let duplicate = raw(r#"{"name":"a","name":"svc.order.get","arguments":{}}"#);
+        assert_eq!(call_params(Some(&duplicate)).unwrap().0, "svc.order.get");
+        for no_name in ["[]", "{}", r#"{"name":5}"#, r#"{"arguments":{}}"#, "null"] {
+            assert_eq!(
+                call_params(Some(&raw(no_name))).unwrap_err(),
+                "invalid params: tools/call needs params.name",
+                "{no_name}"
+            );
+        }
+        assert!(call_params(None).is_err());
+        for not_an_object in [
+            r#"{"name":"x","arguments":[]}"#,
+            r#"{"name":"x","arguments":"a"}"#,
+        ] {
+            assert_eq!(
+                call_params(Some(&raw(not_an_object))).unwrap_err(),
+                "invalid params: params.arguments must be an object"
+            );
+        }
+    }
 }

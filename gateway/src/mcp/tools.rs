@@ -262,9 +262,9 @@ pub const TOOLS: &[Tool] = &[
         path: "/orders/{reference}/pickup",
         description: "Requests a door pickup of a paid order's samples on one of the dates and windows that \
             svc.pickup.options offered, with its `quoteToken` and `confirm: true`. The price must fit the key's \
-            spending envelope. The answer's `payUrl` is a single-use, amount-locked payment for the pickup: \
-            the account owner pays there, then the pickup is booked with the carrier and a confirmation \
-            number appears on the shipment. Retry with the same `idempotencyKey`; expired or edited tokens, \
+            spending envelope. The answer's `payUrl` is a single-use, amount-locked hosted payment page for the \
+            pickup, valid until `payExpiresAt`: the account owner pays there, then the pickup is booked with the \
+            carrier and a confirmation number appears on the shipment. Retry with the same `idempotencyKey`; expired or edited tokens, \
             past or unoffered dates and a second pickup are refused.",
         guard: "`confirm: true`, signed unexpired `quoteToken`, paid order, spend limit, one pickup per shipment, `idempotencyKey`",
         annotations: GUARDED_WRITE,
@@ -282,6 +282,42 @@ pub const TOOLS: &[Tool] = &[
             fits). A paid order answers `state: paid`; a bank order its remittance details. Never \
             charges a card. Needs `idempotencyKey`; retry with the same key to get the same answer.",
         guard: "`idempotencyKey`, spend limit for a fresh link",
+        annotations: GUARDED_WRITE,
+    },
+    Tool {
+        name: "svc.payment.stablecoin.request",
+        title: "Read an order's stablecoin payment request",
+        method: "GET",
+        path: "/payments/stablecoin/{reference}",
+        description: "Returns how to pay a chain_stablecoin order (`reference`: order UUID, order number \
+            ORD-… or invoice number INV-…): the transfer target (`amount.targetAddress`, the lab's treasury), \
+            the token contract (`amount.tokenAddress`, USDC by default), the exact amount as \
+            `amount.decimal` (exactly six decimals) and `amount.atomic` (integer atomic units), the permanent \
+            sub-cent reference `amount.referenceAtomic`, the expected payer, the expiry, the state \
+            (awaiting_transfer, confirming, confirmed, expired) and, once confirmed, the settlement proof. The \
+            payer must send exactly this amount from their own self-custodied wallet (never round; no exchange \
+            withdrawal), then submit the hash with svc.payment.stablecoin.submit. The service never asks for a \
+            key and never signs. An expired request is renewed by svc.payment.card.checkout \
+            (POST /payments/prepare). Read-only.",
+        guard: "",
+        annotations: READ,
+    },
+    Tool {
+        name: "svc.payment.stablecoin.submit",
+        title: "Submit a stablecoin transaction hash",
+        method: "POST",
+        path: "/payments/stablecoin/submit",
+        description: "Submits the hash of the transfer the payer broadcast (`transactionHash`: 0x and 64 hex \
+            digits) for the order named by `reference` (order UUID, ORD-… or INV-…). Verification is read-only \
+            against two independent chain providers that must agree: the receipt must succeed and carry a \
+            Transfer of the requested token from the expected payer to the treasury of exactly `amount.atomic`. \
+            A match answers `status: confirming`; the request becomes `confirmed` (invoice and order paid, \
+            `payment.confirmed`, the shipping label bought) once the transfer is finalized - poll \
+            svc.payment.stablecoin.request. Refusals name the problem: transfer_amount_mismatch (under or \
+            over), transfer_wrong_sender, transfer_wrong_token, transfer_not_found, transaction_reverted, \
+            transaction_not_found, payment_request_expired; chain_unavailable (retry later). Never asks for or \
+            accepts a private key. Needs `idempotencyKey`.",
+        guard: "`idempotencyKey`; read-only chain verification (never signs or broadcasts)",
         annotations: GUARDED_WRITE,
     },
     Tool {

@@ -12,7 +12,7 @@
 
 use super::jsonrpc::{INVALID_REQUEST, Refusal};
 use crate::http::extract::is_json;
-use http::{HeaderMap, StatusCode, header};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
 use platform::config::prefixed_or_common;
 use serde_json::Value;
 
@@ -149,8 +149,8 @@ fn accepts_json(accept: &str) -> bool {
 /// Checks `MCP-Protocol-Version` on a message other than `initialize`: absent is accepted (the
 /// specification has servers assume an older version, which we serve alike); an unsupported
 /// value is 400.
-pub fn check_protocol_version(headers: &HeaderMap) -> Result<(), Refusal> {
-    let Some(value) = headers.get(PROTOCOL_VERSION_HEADER) else {
+pub fn check_protocol_version(value: Option<&HeaderValue>) -> Result<(), Refusal> {
+    let Some(value) = value else {
         return Ok(());
     };
     let supported = value
@@ -253,10 +253,10 @@ mod tests {
             )
             .is_ok()
         );
-        assert!(check_protocol_version(&headers(&[])).is_ok());
-        assert!(check_protocol_version(&headers(&[("mcp-protocol-version", "2025-11-25")])).is_ok());
-        let refused =
-            check_protocol_version(&headers(&[("mcp-protocol-version", "2024-01-01")])).unwrap_err();
+        let version = |headers: &HeaderMap| check_protocol_version(headers.get(PROTOCOL_VERSION_HEADER));
+        assert!(version(&headers(&[])).is_ok());
+        assert!(version(&headers(&[("mcp-protocol-version", "2025-11-25")])).is_ok());
+        let refused = version(&headers(&[("mcp-protocol-version", "2024-01-01")])).unwrap_err();
         assert_eq!(refused.status, StatusCode::BAD_REQUEST);
         assert_eq!(negotiate("2025-06-18"), "2025-06-18");
         assert_eq!(negotiate("2026-07-28"), PROTOCOL_VERSION);

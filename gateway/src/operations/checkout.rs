@@ -8,6 +8,7 @@ use crate::caller::Caller;
 use crate::dto::billing::{
     PreparePaymentRequest, PreparedPayment, PreparedPaymentEnvelope, SpendEnvelope, SpendEnvelopeEnvelope,
 };
+use crate::dto::stablecoin::{StablecoinPayment, StablecoinPaymentEnvelope, SubmitStablecoinRequest};
 use crate::peers::Peers;
 use platform::error::ApiError;
 use platform::grpc::{outgoing, outgoing_idempotent};
@@ -39,7 +40,53 @@ pub async fn prepare_payment(
     let prepared = response.into_inner();
     let invoice = prepared.invoice.ok_or_else(|| missing("invoice"))?;
     Ok(Replayable {
-        body: PreparedPayment::from_proto(prepared.state, invoice)?.into(),
+        body: PreparedPayment::from_proto(prepared.state, invoice, prepared.stablecoin)?.into(),
+        replayed,
+    })
+}
+
+/// `GET /payments/stablecoin/{reference}`: the order's stablecoin payment request (token, target,
+/// exact amount, reference, expiry), its state and, once confirmed, its settlement proof.
+pub async fn get_stablecoin_payment(
+    peers: &Peers,
+    caller: &Caller,
+    reference: String,
+) -> Result<StablecoinPaymentEnvelope, ApiError> {
+    let request = pb::GetStablecoinPaymentRequest { reference };
+    let response = peers
+        .payments()
+        .get_stablecoin_payment(outgoing(request, &caller.token(PAYMENTS_SVC)))
+        .await
+        .map_err(service_error)?;
+    let payment = response.into_inner().payment.ok_or_else(|| missing("payment"))?;
+    Ok(StablecoinPayment::try_from(payment)?.into())
+}
+
+/// `POST /payments/stablecoin/submit`: read-only verification of a payer-submitted transaction
+/// hash, idempotent under the caller's key (503 answers are not stored: a retry verifies again).
+pub async fn submit_stablecoin_transaction(
+    peers: &Peers,
+    caller: &Caller,
+    idempotency_key: &str,
+    body: SubmitStablecoinRequest,
+) -> Result<Replayable<StablecoinPaymentEnvelope>, ApiError> {
+    let request = pb::SubmitStablecoinTransactionRequest {
+        reference: body.reference,
+        transaction_hash: body.transaction_hash,
+    };
+    let response = peers
+        .payments()
+        .submit_stablecoin_transaction(outgoing_idempotent(
+            request,
+            &caller.token(PAYMENTS_SVC),
+            idempotency_key,
+        ))
+        .await
+        .map_err(service_error)?;
+    let replayed = is_replay(&response);
+    let payment = response.into_inner().payment.ok_or_else(|| missing("payment"))?;
+    Ok(Replayable {
+        body: StablecoinPayment::try_from(payment)?.into(),
         replayed,
     })
 }
@@ -105,6 +152,22 @@ pub async fn confirm_checkout(
         .await
         .map_err(service_error)?;
     Ok(response.into_inner())
+}
+
+/// The pay page's "settled stablecoin" option: issue the request for the payer's address, or
+/// verify a transaction hash; answers the page as it then stands.
+pub async fn checkout_stablecoin(
+    peers: &Peers,
+    tokens: &TokenIssuer,
+    request: pb::CheckoutStablecoinRequest,
+) -> Result<pb::CheckoutPage, ApiError> {
+    let token = tokens.service_token(PAYMENTS_SVC, None);
+    let response = peers
+        .payments()
+        .checkout_stablecoin(outgoing(request, &token))
+        .await
+        .map_err(service_error)?;
+    response.into_inner().page.ok_or_else(|| missing("checkout page"))
 }
 
 /// A processor webhook, passed through with its exact raw body and signature header.

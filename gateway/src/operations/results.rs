@@ -14,6 +14,7 @@ use crate::dto::results::{
     Analyte, AnalyteList, Coa, CoaEnvelope, CoaList, ResultsQuery, Verification, VerificationEnvelope,
     VerificationList,
 };
+use crate::limits::ceiling::LookupCeiling;
 use crate::peers::Peers;
 use platform::error::{ApiError, ErrorCode};
 use platform::grpc::outgoing;
@@ -188,6 +189,9 @@ pub async fn get_eta(peers: &Peers, caller: &Caller, reference: String) -> Resul
     })
 }
 
+/// Most accessions of one batch verification (results-svc refuses more).
+pub const MAX_VERIFY_BATCH: usize = 100;
+
 async fn verify_all(
     peers: &Peers,
     accessions: Vec<String>,
@@ -209,23 +213,33 @@ async fn verify_all(
         .collect())
 }
 
-/// `GET`/`POST /verify`: the public check of one accession (with the code: compound and lot).
+/// `GET`/`POST /verify`: the public check of one accession (with the code: compound and lot),
+/// charged to the global lookup ceiling.
 pub async fn verify(
     peers: &Peers,
+    ceiling: &LookupCeiling,
     accession: Option<String>,
     code: Option<String>,
 ) -> Result<VerificationEnvelope, ApiError> {
     let accession = accession
         .filter(|accession| !accession.trim().is_empty())
         .ok_or_else(|| ApiError::field(ErrorCode::InvalidRequest, "accession", "accession is required"))?;
+    ceiling.charge(1).await?;
     let mut verifications = verify_all(peers, vec![accession], code).await?;
     let verification = verifications.pop().ok_or_else(|| missing("verification"))?;
     Ok(verification.into())
 }
 
 /// `GET`/`POST /verify/batch`: the public check of 1 to 100 accessions (no codes: authenticity
-/// only).
-pub async fn verify_batch(peers: &Peers, accessions: Vec<String>) -> Result<VerificationList, ApiError> {
+/// only), each charged to the global lookup ceiling (a list results-svc refuses is not charged).
+pub async fn verify_batch(
+    peers: &Peers,
+    ceiling: &LookupCeiling,
+    accessions: Vec<String>,
+) -> Result<VerificationList, ApiError> {
+    if (1..=MAX_VERIFY_BATCH).contains(&accessions.len()) {
+        ceiling.charge(accessions.len()).await?;
+    }
     Ok(VerificationList {
         data: verify_all(peers, accessions, None).await?,
     })

@@ -350,6 +350,13 @@ impl OrdersService for Fake {
     ) -> Result<Response<orders::GetCustodyResponse>, Status> {
         Err(Status::unimplemented("not faked in the gateway tests"))
     }
+
+    async fn dispose_sample(
+        &self,
+        _: Request<orders::DisposeSampleRequest>,
+    ) -> Result<Response<orders::DisposeSampleResponse>, Status> {
+        Err(Status::unimplemented("not faked in the gateway tests"))
+    }
 }
 
 #[tonic::async_trait]
@@ -462,6 +469,20 @@ impl PaymentsService for Fake {
         Err(Status::unimplemented("not faked"))
     }
 
+    async fn checkout_stablecoin(
+        &self,
+        _: Request<payments::CheckoutStablecoinRequest>,
+    ) -> Result<Response<payments::CheckoutStablecoinResponse>, Status> {
+        Err(Status::unimplemented("not faked"))
+    }
+
+    async fn check_stablecoin_rail(
+        &self,
+        _: Request<payments::CheckStablecoinRailRequest>,
+    ) -> Result<Response<payments::CheckStablecoinRailResponse>, Status> {
+        Err(Status::unimplemented("not faked"))
+    }
+
     async fn get_checkout(
         &self,
         _: Request<payments::GetCheckoutRequest>,
@@ -507,6 +528,13 @@ impl PaymentsService for Fake {
         &self,
         _: Request<payments::ReleaseSpendRequest>,
     ) -> Result<Response<payments::ReleaseSpendResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn open_pickup_checkout(
+        &self,
+        _: Request<payments::OpenPickupCheckoutRequest>,
+    ) -> Result<Response<payments::OpenPickupCheckoutResponse>, Status> {
         Err(Status::unimplemented("not in this double"))
     }
 

@@ -107,3 +107,55 @@ async fn without_redis_each_replica_limits_a_key_on_its_own_and_keeps_serving() 
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn public_verification_has_one_global_lookup_ceiling_across_replicas_and_addresses() {
+    let ceiling = RateLimitSettings {
+        per_second: 1,
+        burst: 4,
+    };
+    let first = spawn_app_with(|settings| settings.front_door.verify_lookups = ceiling).await;
+    let second = first
+        .replica(|settings| settings.front_door.verify_lookups = ceiling)
+        .await;
+    // A batch of 5 accessions needs 5 lookups: more than the whole ceiling, refused before
+    // results-svc is asked.
+    let batch = serde_json::json!({ "accessions": ["ACC-2026-000001", "ACC-2026-000002",
+        "ACC-2026-000003", "ACC-2026-000004", "ACC-2026-000005"] });
+    let refused = first
+        .http
+        .post(first.agent("/verify/batch"))
+        .json(&batch)
+        .send()
+        .await
+        .unwrap();
+    let retry_after: u64 = refused.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&retry_after), "{retry_after}");
+    let body = error_envelope(refused, 429, "rate_limited").await;
+    assert_eq!(body["error"]["details"]["policy"], "verify-lookups");
+    // The other replica, from "another address", finds the same bucket empty.
+    let single = second
+        .http
+        .get(second.agent("/verify?accession=ACC-2026-000006"))
+        .header("X-Forwarded-For", "198.51.100.7")
+        .send()
+        .await
+        .unwrap();
+    assert!(single.headers().contains_key("retry-after"));
+    let body = error_envelope(single, 429, "rate_limited").await;
+    assert_eq!(body["error"]["details"]["policy"], "verify-lookups");
+    // Once a token has refilled, a single lookup goes through the ceiling again (to results-svc,
+    // which these tests do not run: any answer but 429).
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let later = first
+        .http
+        .get(first.agent("/verify?accession=ACC-2026-000006"))
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(later.status(), 429);
+}

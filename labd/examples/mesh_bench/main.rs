@@ -18,7 +18,8 @@
 //!
 //! The bench key has a spend envelope (`--spend-envelope on`, the default), so every order runs
 //! the whole enforcement; `--spend-envelope off` runs the same load with a key without one (the
-//! sandbox allows those: the commitment is written, no cap is checked) for the A/B figure.
+//! sandbox allows those: the commitment is written, no cap is checked) for the A/B figure, and
+//! `--spend-envelope both` runs the write load with both keys in turn in the same run.
 //!
 //! Every row also says how much CPU each party used (this process = the mesh, the load generator,
 //! PostgreSQL, Redis, everything else) so that a busy machine shows in the figures. The output
@@ -29,6 +30,7 @@
 mod checkout;
 mod machine;
 mod mcp;
+mod pgbench;
 mod report;
 mod seed;
 mod statement;
@@ -85,7 +87,8 @@ struct Args {
     /// Sequential orders placed to count commits per order.
     #[arg(long, default_value_t = 50)]
     counted_orders: u32,
-    /// `on`: the bench key has a spend envelope (caps far above the load); `off`: it has none.
+    /// `on`: the bench key has a spend envelope (caps far above the load); `off`: it has none;
+    /// `both`: the write load runs with each (on, off, off, on) in the same mesh.
     #[arg(long, default_value = "on")]
     spend_envelope: String,
     /// Card payments settled (sequentially) for the checkout settlement row.
@@ -146,25 +149,39 @@ async fn run(args: Args) -> anyhow::Result<()> {
             }
         }
         rows.push(statement::statement_row(&bench, args.connections, run_seconds).await?);
-        let database = seed::pgbench_database(&args.admin_url, &bench.pg_sslmode).await?;
+        let database = pgbench::scratch_database(&args.admin_url, &bench.pg_sslmode).await?;
         rows.push(tools::pgbench_row("pgbench -S -c16 -j2", &database, &["-S"], run_seconds).await?);
     }
     let mut commits = None;
     if args.only == "all" || args.only == "writes" {
-        let database_before = bench.database_cpu().await;
-        let mut row = writes::load_row(&args, &bench, run_seconds).await?;
-        row.database_cpu_seconds = Some(bench.database_cpu().await - database_before);
-        rows.push(row);
-        let database = seed::pgbench_database(&args.admin_url, &bench.pg_sslmode).await?;
-        rows.push(
-            tools::pgbench_row(
-                "pgbench -b simple-update -c16 -j2",
-                &database,
-                &["-b", "simple-update"],
-                run_seconds,
-            )
-            .await?,
-        );
+        // `--spend-envelope both`: the enveloped key and the key without one take turns
+        // (on, off, off, on), each run next to its own pgbench, so that the database growing
+        // under the load weighs on both alike.
+        let runs: Vec<(&str, Option<&str>)> = match &bench.open_key {
+            Some(open) => vec![
+                (bench.key.as_str(), Some("envelope enforced")),
+                (open.as_str(), Some("no envelope")),
+                (open.as_str(), Some("no envelope")),
+                (bench.key.as_str(), Some("envelope enforced")),
+            ],
+            None => vec![(bench.key.as_str(), None)],
+        };
+        for (key, note) in runs {
+            let database_before = bench.database_cpu().await;
+            let mut row = writes::load_row(&args, &bench, key, note, run_seconds).await?;
+            row.database_cpu_seconds = Some(bench.database_cpu().await - database_before);
+            rows.push(row);
+            let database = pgbench::scratch_database(&args.admin_url, &bench.pg_sslmode).await?;
+            rows.push(
+                tools::pgbench_row(
+                    "pgbench -b simple-update -c16 -j2",
+                    &database,
+                    &["-b", "simple-update"],
+                    run_seconds,
+                )
+                .await?,
+            );
+        }
         commits = Some(writes::count_commits(&bench, args.counted_orders).await?);
     }
     if args.only == "all" || args.only == "checkout" {

@@ -175,6 +175,36 @@ pub fn render(
             update.rate
         );
     }
+    // `--spend-envelope both`: the mean of each key's runs, and the cost of enforcement.
+    let mean_rate = |note: &str| {
+        let rates: Vec<f64> = rows
+            .iter()
+            .filter(|row| row.label.starts_with("POST /quotes") && row.label.ends_with(note))
+            .map(|row| row.rate)
+            .collect();
+        (!rates.is_empty()).then(|| (rates.iter().sum::<f64>() / rates.len() as f64, rates))
+    };
+    if let (Some((on, on_runs)), Some((off, off_runs))) =
+        (mean_rate("envelope enforced"), mean_rate("no envelope"))
+    {
+        let cost = 1.0 - on / off;
+        let verdict = if cost <= 0.10 { "✔" } else { "✘" };
+        let runs = |rates: &[f64]| {
+            rates
+                .iter()
+                .map(|rate| format!("{rate:.0}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "* spend-envelope enforcement: {on:.1} orders/s enforced ({}) against {off:.1} without an envelope ({}): \
+             **{:+.1} %** (target: costs ≤ 10 % {verdict})",
+            runs(&on_runs),
+            runs(&off_runs),
+            -cost * 100.0
+        );
+    }
     if let Some(commits) = commits {
         let _ = writeln!(
             out,

@@ -1,6 +1,6 @@
 //! The benchmark's fixtures: a fresh database for the mesh, the mesh itself (sandbox settings
 //! with rate limits out of the way), the shipped catalog, one customer with a key, one quote
-//! body and one placed order; and the scratch database pgbench works on.
+//! body and one placed order (pgbench's scratch database: `crate::pgbench`).
 
 use crate::Args;
 use clap::Parser;
@@ -11,12 +11,6 @@ use std::time::Duration;
 /// Name prefix of the databases the benchmark creates (dropped at its end, or by the next run
 /// after a crash).
 const DATABASE_PREFIX: &str = "mesh_bench_";
-/// The scratch database of pgbench: one per benchmark process, so that two benchmarks on one
-/// server (a shared machine) never initialise each other's tables mid-run; left-over ones are
-/// dropped with the other old benchmark databases.
-fn pgbench_scratch_name() -> String {
-    format!("{DATABASE_PREFIX}pgbench_{}", std::process::id())
-}
 
 /// A running, seeded mesh.
 pub struct Bench {
@@ -24,6 +18,8 @@ pub struct Bench {
     pub base_url: String,
     pub http: reqwest::Client,
     pub key: String,
+    /// `--spend-envelope both`: a second key of the customer, without an envelope.
+    pub open_key: Option<String>,
     pub customer_id: String,
     pub order_id: String,
     /// The body of `POST /quotes` for two tests of the peptides category.
@@ -56,6 +52,7 @@ impl Bench {
             base_url,
             http,
             key: String::new(),
+            open_key: None,
             customer_id: String::new(),
             order_id: String::new(),
             quote_body: Value::Null,
@@ -91,7 +88,22 @@ impl Bench {
             ])
             .await?;
         bench.key = key["key"].as_str().unwrap_or_default().to_owned();
-        if args.spend_envelope == "on" {
+        if args.spend_envelope == "both" {
+            let open = bench
+                .labctl(&[
+                    "keys",
+                    "create",
+                    "--customer",
+                    &customer_id,
+                    "--name",
+                    "bench-no-envelope",
+                    "--scopes",
+                    "all",
+                ])
+                .await?;
+            bench.open_key = Some(open["key"].as_str().unwrap_or_default().to_owned());
+        }
+        if args.spend_envelope != "off" {
             // Caps far above the load: every order runs the whole enforcement (the key's envelope
             // row locked, the day's and month's commitments summed, the caps checked).
             let key_id = key["id"].as_str().unwrap_or_default().to_owned();
@@ -251,7 +263,10 @@ async fn fresh_database(admin_url: &str) -> anyhow::Result<String> {
         .bind(&pattern)
         .fetch_all(&mut admin)
         .await?;
-    for name in old.iter().filter(|name| **name != pgbench_scratch_name()) {
+    for name in old
+        .iter()
+        .filter(|name| name.as_str() != crate::pgbench::PGBENCH_DATABASE)
+    {
         // A database still in use (another bench running) is left alone.
         let _ = sqlx::raw_sql(AssertSqlSafe(format!("DROP DATABASE IF EXISTS \"{name}\"")))
             .execute(&mut admin)
@@ -262,54 +277,7 @@ async fn fresh_database(admin_url: &str) -> anyhow::Result<String> {
     sqlx::raw_sql(AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
         .execute(&mut admin)
         .await?;
-    Ok(with_database(admin_url, &name))
-}
-
-/// Initialises pgbench's scratch database afresh (scale 1; `pgbench -i` recreates its tables)
-/// and returns its URL with `sslmode`. The database itself is kept between runs: dropping a
-/// database forces a checkpoint, which takes tens of seconds on a busy disk.
-pub async fn pgbench_database(admin_url: &str, sslmode: &str) -> anyhow::Result<String> {
-    let mut admin = PgConnection::connect(admin_url).await?;
-    let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = $1")
-        .bind(pgbench_scratch_name())
-        .fetch_optional(&mut admin)
-        .await?;
-    if exists.is_none() {
-        let statement = format!("CREATE DATABASE \"{}\"", pgbench_scratch_name());
-        sqlx::raw_sql(AssertSqlSafe(statement))
-            .execute(&mut admin)
-            .await?;
-    }
-    let base = with_database(admin_url, &pgbench_scratch_name());
-    let separator = if base.contains('?') { '&' } else { '?' };
-    let url = format!("{base}{separator}sslmode={sslmode}");
-    let status = tokio::task::spawn_blocking({
-        let url = url.clone();
-        move || {
-            std::process::Command::new("pgbench")
-                .args(["-i", "-q", "-s", "1"])
-                .arg(&url)
-                .output()
-        }
-    })
-    .await??;
-    anyhow::ensure!(
-        status.status.success(),
-        "pgbench -i failed: {}",
-        String::from_utf8_lossy(&status.stderr)
-    );
-    Ok(url)
-}
-
-/// `url` with its database name replaced by `name` (query kept).
-fn with_database(url: &str, name: &str) -> String {
-    let (address, query) = url.split_once('?').unwrap_or((url, ""));
-    let base = address.rsplit_once('/').map(|(base, _)| base).unwrap_or(address);
-    if query.is_empty() {
-        format!("{base}/{name}")
-    } else {
-        format!("{base}/{name}?{query}")
-    }
+    Ok(crate::pgbench::with_database(admin_url, &name))
 }
 
 /// The `sslmode` (libpq spelling) the mesh's pools use for `url`.

@@ -1,6 +1,6 @@
 //! The external load generators: `wrk` on a route of the gateway and `pgbench` on a scratch
-//! database, each run as a child process off the mesh's runtime threads, with their output
-//! parsed into a table row.
+//! database (`crate::pgbench`), each run as a child process off the mesh's runtime threads, with
+//! their output parsed into a table row.
 
 use crate::machine;
 use crate::report::Row;
@@ -121,17 +121,9 @@ pub async fn pgbench_row(
     options: &[&str],
     duration: Duration,
 ) -> anyhow::Result<Row> {
-    let mut command = Command::new("pgbench");
-    command
-        .args(options)
-        .args(["-c16", "-j2", "-n"])
-        .arg(format!("-T{}", duration.as_secs().max(1)))
-        .arg(database_url);
     let before = machine::sample();
-    let text = output(command).await?;
-    wait_for_backends_to_exit(database_url).await;
+    let parsed = crate::pgbench::run(database_url, options, duration).await?;
     let usage = machine::sample().usage_since(&before);
-    let parsed = parse_pgbench(&text).ok_or_else(|| anyhow::anyhow!("unreadable pgbench output:\n{text}"))?;
     Ok(Row {
         label: label.to_owned(),
         unit: "TPS",
@@ -144,28 +136,6 @@ pub async fn pgbench_row(
         usage,
         database_cpu_seconds: None,
     })
-}
-
-/// Waits (at most 2 s) until pgbench's server processes have exited, so that the CPU they used
-/// has been added to the postmaster's and shows in PostgreSQL's column.
-async fn wait_for_backends_to_exit(database_url: &str) {
-    use sqlx::Connection;
-    let Ok(mut connection) = sqlx::PgConnection::connect(database_url).await else {
-        return;
-    };
-    for _ in 0..40 {
-        let others: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
-        )
-        .fetch_one(&mut connection)
-        .await
-        .unwrap_or_default();
-        if others == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let _ = connection.close().await;
 }
 
 #[derive(Debug, PartialEq)]
@@ -219,31 +189,6 @@ fn milliseconds(value: &str) -> Option<f64> {
     })
 }
 
-#[derive(Debug, PartialEq)]
-struct PgbenchResult {
-    tps: f64,
-    transactions: f64,
-    latency_ms: f64,
-}
-
-fn parse_pgbench(text: &str) -> Option<PgbenchResult> {
-    let mut result = PgbenchResult {
-        tps: 0.0,
-        transactions: 0.0,
-        latency_ms: 0.0,
-    };
-    for line in text.lines().map(str::trim) {
-        if let Some(rest) = line.strip_prefix("tps = ") {
-            result.tps = rest.split_whitespace().next()?.parse().ok()?;
-        } else if let Some(rest) = line.strip_prefix("latency average = ") {
-            result.latency_ms = rest.split_whitespace().next()?.parse().ok()?;
-        } else if let Some(rest) = line.strip_prefix("number of transactions actually processed: ") {
-            result.transactions = rest.split('/').next()?.parse().ok()?;
-        }
-    }
-    (result.tps > 0.0).then_some(result)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,16 +205,5 @@ mod tests {
         assert_eq!(parsed.rate, 699.9);
         assert_eq!(parsed.requests, 6999.0);
         assert_eq!(parsed.errors, 3);
-    }
-
-    #[test]
-    fn pgbench_reports_parse() {
-        let text = "number of transactions actually processed: 123456\n\
-                    latency average = 1.296 ms\n\
-                    tps = 12345.678901 (without initial connection time)\n";
-        let parsed = parse_pgbench(text).unwrap();
-        assert_eq!(parsed.tps, 12345.678901);
-        assert_eq!(parsed.transactions, 123456.0);
-        assert_eq!(parsed.latency_ms, 1.296);
     }
 }

@@ -9,13 +9,20 @@ use serde_json::{Value, json};
 use sqlx::{Connection, PgConnection};
 use std::time::{Duration, Instant};
 
-/// Runs the write load as a child process and returns its row.
-pub async fn load_row(args: &Args, bench: &Bench, duration: Duration) -> anyhow::Result<Row> {
+/// Runs the write load as a child process with the API key `key` and returns its row, labelled
+/// with `note` (what the key is) when given.
+pub async fn load_row(
+    args: &Args,
+    bench: &Bench,
+    key: &str,
+    note: Option<&str>,
+    duration: Duration,
+) -> anyhow::Result<Row> {
     let mut command = std::process::Command::new(std::env::current_exe()?);
     command
         .arg("--drive-writes")
         .arg(format!("--url={}", bench.base_url))
-        .arg(format!("--key={}", bench.key))
+        .arg(format!("--key={key}"))
         .arg(format!("--quote-body={}", bench.quote_body))
         .arg(format!("--connections={}", args.connections))
         .arg(format!("--seconds={}", duration.as_secs()))
@@ -31,7 +38,10 @@ pub async fn load_row(args: &Args, bench: &Bench, duration: Duration) -> anyhow:
     let result: Value = serde_json::from_slice(&output.stdout)?;
     let number = |name: &str| result[name].as_f64().unwrap_or_default();
     Ok(Row {
-        label: format!("POST /quotes + POST /orders ×{}", args.connections),
+        label: match note {
+            Some(note) => format!("POST /quotes + POST /orders ×{}, {note}", args.connections),
+            None => format!("POST /quotes + POST /orders ×{}", args.connections),
+        },
         unit: "orders/s",
         rate: number("orders") / number("seconds").max(1e-9),
         count: number("orders"),

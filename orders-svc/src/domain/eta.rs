@@ -52,7 +52,16 @@ pub fn eta(order: &Order, now: DateTime<Utc>) -> Eta {
     let received = entered(order, OrderStatus::SampleReceived);
     let testing = entered(order, OrderStatus::InLab);
     let reporting = entered(order, OrderStatus::Reporting);
-    let completed = entered(order, OrderStatus::Completed);
+    // A completed order whose COA was retracted is back in `reporting`: not completed.
+    let completed = if order.status == OrderStatus::Completed {
+        order
+            .status_history
+            .iter()
+            .rfind(|change| change.to == OrderStatus::Completed)
+            .map(|change| change.changed_at)
+    } else {
+        None
+    };
     let paid = order.payment_state() == super::order::PAYMENT_PAID;
     let estimated_completion = match (completed, testing.or(received)) {
         (Some(done), _) => Some(done),

@@ -129,6 +129,30 @@ pub struct Order {
     /// Accession numbers of the received samples, by line (empty before receipt).
     #[serde(default)]
     pub accession_numbers: Vec<String>,
+    /// The stablecoin payment request issued with the order (chain_stablecoin rail only), as
+    /// payments-svc answered `RequestStablecoinPayment`; the live state is payments-svc's.
+    #[serde(default)]
+    pub stablecoin: Option<StablecoinRequest>,
+}
+
+/// The stablecoin payment request of an order (SPEC Order: `amount.atomic`, `amount.decimal`,
+/// `amount.referenceAtomic`, no-rounding notice), copied from payments-svc at order time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StablecoinRequest {
+    pub request_id: String,
+    /// cents × 10^4 + reference, atomic units of the six-decimal token.
+    pub atomic: i64,
+    /// Exactly six decimals, never rounded.
+    pub decimal: String,
+    /// The permanent sub-cent reference (1..9999).
+    pub reference_atomic: i64,
+    pub notice: String,
+    pub chain_id: u64,
+    pub token_address: String,
+    pub target_address: String,
+    pub payer_address: String,
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// Payment state shown apart from the physical progress: `paid` once the invoice is paid.

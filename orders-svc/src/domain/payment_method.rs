@@ -2,7 +2,9 @@
 //!
 //! Accepted spellings: `bank_invoice`, `card_checkout`, `chain_stablecoin`, and the alias
 //! `stablecoin_erc20` (canonical `chain_stablecoin`). The bank invoice and card checkout rails
-//! are offered by this deployment today; the stablecoin rail answers `payment_method_unavailable`.
+//! are always offered; the stablecoin rail only when payments-svc is configured with it (orders-svc
+//! asks payments-svc's `CheckStablecoinRail` before placing the order, and answers
+//! `payment_method_unavailable` when it is not).
 
 use platform::error::{ApiError, ErrorCode};
 
@@ -15,7 +17,8 @@ pub enum PaymentMethod {
     ChainStablecoin,
 }
 
-/// Rails this deployment completes an order on.
+/// Rails every deployment completes an order on (the stablecoin rail depends on payments-svc's
+/// configuration).
 pub const AVAILABLE_METHODS: [PaymentMethod; 2] = [PaymentMethod::BankInvoice, PaymentMethod::CardCheckout];
 
 impl PaymentMethod {
@@ -52,19 +55,24 @@ impl PaymentMethod {
         }
     }
 
-    /// Refuses a rail this deployment does not offer yet with `payment_method_unavailable`,
+    /// True for the rail whose availability payments-svc decides (the stablecoin rail).
+    pub fn depends_on_configuration(self) -> bool {
+        !AVAILABLE_METHODS.contains(&self)
+    }
+
+    /// The `payment_method_unavailable` refusal of a rail this deployment does not offer,
     /// listing the available rails in `details.availableMethods`.
-    pub fn require_available(self) -> Result<PaymentMethod, ApiError> {
-        if AVAILABLE_METHODS.contains(&self) {
-            return Ok(self);
-        }
+    pub fn unavailable(self) -> ApiError {
         let available: Vec<&str> = AVAILABLE_METHODS.iter().map(|method| method.as_str()).collect();
-        Err(ApiError::field(
+        ApiError::field(
             ErrorCode::PaymentMethodUnavailable,
             "paymentMethod",
-            format!("the {} payment method is not available yet", self.as_str()),
+            format!(
+                "the {} payment method is not offered by this deployment",
+                self.as_str()
+            ),
         )
-        .with_details(serde_json::json!({ "availableMethods": available })))
+        .with_details(serde_json::json!({ "availableMethods": available }))
     }
 }
 
@@ -109,10 +117,11 @@ mod tests {
     }
 
     #[test]
-    fn the_bank_and_card_rails_are_available_and_the_stablecoin_rail_is_not_yet() {
-        assert!(PaymentMethod::BankInvoice.require_available().is_ok());
-        assert!(PaymentMethod::CardCheckout.require_available().is_ok());
-        let error = PaymentMethod::ChainStablecoin.require_available().unwrap_err();
+    fn the_bank_and_card_rails_are_always_available_and_the_stablecoin_rail_depends_on_configuration() {
+        assert!(!PaymentMethod::BankInvoice.depends_on_configuration());
+        assert!(!PaymentMethod::CardCheckout.depends_on_configuration());
+        assert!(PaymentMethod::ChainStablecoin.depends_on_configuration());
+        let error = PaymentMethod::ChainStablecoin.unavailable();
         assert_eq!(error.code, ErrorCode::PaymentMethodUnavailable);
         assert_eq!(
             error.details.unwrap()["availableMethods"],

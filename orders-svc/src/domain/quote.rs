@@ -166,6 +166,7 @@ pub fn plan_order(
         created_at: placement.now,
         updated_at: placement.now,
         accession_numbers: Vec::new(),
+        stablecoin: None,
     }))
 }
 

@@ -3,7 +3,9 @@
 //! Checks run in this order, the first failure answering: `quoteId` is a UUID, the
 //! `paymentMethod` spelling is known, the length limits and UUID fields, the `sampleMetadata`
 //! items (size, lengths, lot number or matrix notes, unique compound names), then `confirm` is
-//! true, then the rail is available. What needs the quote (expiry, compound names on the quote,
+//! true. Whether the stablecoin rail is offered, and its `expectedPayerAddress` (required there,
+//! EIP-55), are checked next by payments-svc (`CheckStablecoinRail`, see
+//! `crate::service::create`) before anything is written. What needs the quote (expiry, compound names on the quote,
 //! spend envelope) is checked by [`crate::domain::quote::plan_order`].
 
 use crate::domain::fields::{check_length, parse_uuid};
@@ -87,7 +89,6 @@ impl UncheckedOrderRequest {
                 "confirm must be true to place an order",
             ));
         }
-        let payment_method = payment_method.require_available()?;
         Ok(OrderRequest {
             quote_id,
             payment_method,
@@ -259,7 +260,7 @@ mod tests {
     }
 
     #[test]
-    fn payment_method_spelling_is_checked_first_and_availability_last() {
+    fn payment_method_spelling_is_checked_first_and_the_stablecoin_rail_is_left_to_payments_svc() {
         let unknown = UncheckedOrderRequest {
             payment_method: "wire".into(),
             notes: Some("n".repeat(4001)),
@@ -273,7 +274,10 @@ mod tests {
             payment_method: "chain_stablecoin".into(),
             ..valid()
         };
-        assert_eq!(refused(stablecoin).0, ErrorCode::PaymentMethodUnavailable);
+        assert_eq!(
+            stablecoin.validate().unwrap().payment_method,
+            PaymentMethod::ChainStablecoin
+        );
         let card_bad = UncheckedOrderRequest {
             payment_method: "stablecoin_erc20".into(),
             notes: Some("n".repeat(4001)),

@@ -52,6 +52,8 @@ pub struct Sample {
     pub received_by: String,
     pub testing_started_at: Option<DateTime<Utc>>,
     pub retain_until: DateTime<Utc>,
+    /// When the retained portion was disposed of (after `retain_until`).
+    pub disposed_at: Option<DateTime<Utc>>,
     pub test_ids: Vec<String>,
     pub test_names: Vec<String>,
 }

@@ -15,7 +15,8 @@
 //! | sample_received | in_lab |
 //! | in_lab | reporting |
 //! | reporting | completed |
-//! | completed, cancelled | (terminal) |
+//! | completed | reporting |
+//! | cancelled | (terminal) |
 //!
 //! Card and invoice orders are ship-first (SPEC "Shipping rules"): their label, transit and lab
 //! work may all happen before the money lands, so `paid` is only reached from the unpaid states
@@ -44,6 +45,8 @@ pub const TRANSITIONS: &[(OrderStatus, &[OrderStatus])] = {
         (SampleReceived, &[InLab]),
         (InLab, &[Reporting]),
         (Reporting, &[Completed]),
+        // A retraction that leaves a sample without a COA in force reopens the reporting.
+        (Completed, &[Reporting]),
     ]
 };
 
@@ -126,9 +129,10 @@ impl OrderStatus {
         self.can_transition_to(OrderStatus::SampleReceived)
     }
 
-    /// True for statuses that never change again.
+    /// True for statuses that never change again (`completed` may go back to `reporting` when
+    /// a COA is retracted).
     pub fn is_terminal(self) -> bool {
-        matches!(self, OrderStatus::Completed | OrderStatus::Cancelled)
+        matches!(self, OrderStatus::Cancelled)
     }
 }
 
@@ -227,16 +231,24 @@ mod tests {
     }
 
     #[test]
-    fn cancellation_is_possible_only_before_the_label_and_terminal_states_stay_put() {
+    fn cancellation_is_possible_only_before_the_label_and_cancelled_orders_stay_put() {
         assert!(InvoiceSent.can_transition_to(Cancelled));
         assert!(Overdue.can_transition_to(Cancelled));
         assert!(Paid.can_transition_to(Cancelled));
         assert!(!LabelGenerated.can_transition_to(Cancelled));
         for next in OrderStatus::ALL {
-            assert!(!Completed.can_transition_to(next));
             assert!(!Cancelled.can_transition_to(next));
             assert!(!next.can_transition_to(next), "{next} -> itself");
         }
-        assert!(Completed.is_terminal() && Cancelled.is_terminal() && !Paid.is_terminal());
+        assert!(Cancelled.is_terminal() && !Completed.is_terminal() && !Paid.is_terminal());
+    }
+
+    #[test]
+    fn a_completed_order_can_only_go_back_to_reporting() {
+        let allowed: Vec<OrderStatus> = OrderStatus::ALL
+            .into_iter()
+            .filter(|next| Completed.can_transition_to(*next))
+            .collect();
+        assert_eq!(allowed, vec![Reporting]);
     }
 }

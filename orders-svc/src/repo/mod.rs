@@ -10,7 +10,7 @@ mod write;
 pub use read::{ListFilter, find_order, list_orders};
 pub use write::{
     InvoiceMerge, insert_order, insert_status_change, lock_order, next_order_sequence, quote_consumed,
-    set_invoice_status, set_status, store_invoice_summary,
+    set_invoice_status, set_status, store_invoice_summary, store_stablecoin_request,
 };
 
 /// Name of the unique constraint that makes one quote yield at most one order.

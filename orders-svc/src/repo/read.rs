@@ -4,7 +4,8 @@
 
 use super::corrupt;
 use crate::domain::order::{
-    BankInstructions, Charge, LineItem, Order, OrderLine, PaymentSummary, SampleRequirement, StatusChange,
+    BankInstructions, Charge, LineItem, Order, OrderLine, PaymentSummary, SampleRequirement,
+    StablecoinRequest, StatusChange,
 };
 use crate::domain::payment_method::PaymentMethod;
 use crate::domain::reference::OrderReference;
@@ -26,7 +27,7 @@ macro_rules! select_orders {
                o.expected_payer_address, o.billing_address_id, o.shipping_address_id, o.total_cents, \
                o.currency, o.invoice_id, o.invoice_number, o.invoice_status, o.amount_due_cents, \
                o.invoice_due_at, o.bank_instructions, o.created_at, o.updated_at, \
-               o.quote_expires_at, o.hosted_url, o.checkout_expires_at, \
+               o.quote_expires_at, o.hosted_url, o.checkout_expires_at, o.stablecoin_request, \
                (SELECT json_agg(l ORDER BY l.line_number) FROM ( \
                   SELECT line_number, compound_name, lot_number, matrix_notes, items, sample_requirements, \
                          subtotal_cents \
@@ -146,6 +147,7 @@ struct OrderRow {
     quote_expires_at: Option<DateTime<Utc>>,
     hosted_url: Option<String>,
     checkout_expires_at: Option<DateTime<Utc>>,
+    stablecoin_request: Option<Json<StablecoinRequest>>,
     /// `NULL` when the order has none.
     lines: Option<Json<Vec<LineRow>>>,
     charges: Option<Json<Vec<ChargeRow>>>,
@@ -268,6 +270,7 @@ impl OrderRow {
             created_at: self.created_at,
             updated_at: self.updated_at,
             accession_numbers: self.accession_numbers.unwrap_or_default(),
+            stablecoin: self.stablecoin_request.map(|json| json.0),
         })
     }
 }

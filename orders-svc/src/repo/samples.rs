@@ -92,6 +92,7 @@ struct SampleRow {
     received_by: String,
     testing_started_at: Option<DateTime<Utc>>,
     retain_until: DateTime<Utc>,
+    disposed_at: Option<DateTime<Utc>>,
     items: Json<Vec<LineItem>>,
 }
 
@@ -104,7 +105,7 @@ pub async fn list_samples(
     let rows: Vec<SampleRow> = sqlx::query_as(
         "SELECT s.accession_number, s.line_number, l.compound_name, l.lot_number, s.units, s.containers, \
            s.condition, s.storage_location, s.received_at, s.received_by, s.testing_started_at, s.retain_until, \
-           l.items \
+           s.disposed_at, l.items \
          FROM orders.samples s JOIN orders.order_lines l \
            ON l.customer_id = s.customer_id AND l.order_id = s.order_id AND l.line_number = s.line_number \
          WHERE s.customer_id = $1 AND s.order_id = $2 ORDER BY s.line_number",
@@ -137,6 +138,7 @@ pub async fn list_samples(
                 received_by: row.received_by,
                 testing_started_at: row.testing_started_at,
                 retain_until: row.retain_until,
+                disposed_at: row.disposed_at,
                 test_ids,
                 test_names: row.items.0.iter().map(|item| item.name.clone()).collect(),
             }
@@ -257,23 +259,17 @@ pub async fn list_custody(
         .collect())
 }
 
-/// Records that a sample's COA was published; returns the sample's order when the sample is the
-/// customer's and the COA is new here.
+/// Records that a sample's COA was published (and that the COA it amends, if any, is superseded);
+/// returns the sample's order when the sample is the customer's.
 pub async fn record_published_coa(
     conn: &mut PgConnection,
     customer_id: Uuid,
     accession_number: &str,
-    coa_id: Uuid,
+    coa: (Uuid, Option<Uuid>),
     published_at: DateTime<Utc>,
 ) -> Result<Option<Uuid>, sqlx::Error> {
-    let order_id: Option<Uuid> = sqlx::query_scalar(
-        "SELECT order_id FROM orders.samples WHERE customer_id = $1 AND accession_number = $2",
-    )
-    .bind(customer_id)
-    .bind(accession_number)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let Some(order_id) = order_id else {
+    let (coa_id, amends) = coa;
+    let Some(order_id) = sample_order(conn, customer_id, accession_number).await? else {
         return Ok(None);
     };
     sqlx::query(
@@ -286,11 +282,61 @@ pub async fn record_published_coa(
     .bind(published_at)
     .execute(&mut *conn)
     .await?;
+    if let Some(amends) = amends {
+        sqlx::query(
+            "UPDATE orders.published_coas SET superseded_by = $3 \
+             WHERE customer_id = $1 AND accession_number = $2 AND coa_id = $4",
+        )
+        .bind(customer_id)
+        .bind(accession_number)
+        .bind(coa_id)
+        .bind(amends)
+        .execute(&mut *conn)
+        .await?;
+    }
     Ok(Some(order_id))
 }
 
-/// How many samples of a customer's order have no published COA yet.
-pub async fn samples_without_published_coa(
+/// Records that a sample's published COA was retracted; returns the sample's order when the
+/// sample is the customer's.
+pub async fn record_retracted_coa(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    accession_number: &str,
+    coa_id: Uuid,
+    retracted_at: DateTime<Utc>,
+) -> Result<Option<Uuid>, sqlx::Error> {
+    let Some(order_id) = sample_order(conn, customer_id, accession_number).await? else {
+        return Ok(None);
+    };
+    sqlx::query(
+        "UPDATE orders.published_coas SET retracted_at = COALESCE(retracted_at, $4) \
+         WHERE customer_id = $1 AND accession_number = $2 AND coa_id = $3",
+    )
+    .bind(customer_id)
+    .bind(accession_number)
+    .bind(coa_id)
+    .bind(retracted_at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(Some(order_id))
+}
+
+async fn sample_order(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    accession_number: &str,
+) -> Result<Option<Uuid>, sqlx::Error> {
+    sqlx::query_scalar("SELECT order_id FROM orders.samples WHERE customer_id = $1 AND accession_number = $2")
+        .bind(customer_id)
+        .bind(accession_number)
+        .fetch_optional(conn)
+        .await
+}
+
+/// How many samples of a customer's order have no COA in force (published, neither retracted
+/// nor superseded by a published amendment).
+pub async fn samples_without_coa_in_force(
     conn: &mut PgConnection,
     customer_id: Uuid,
     order_id: Uuid,
@@ -298,10 +344,32 @@ pub async fn samples_without_published_coa(
     sqlx::query_scalar(
         "SELECT count(*) FROM orders.samples s WHERE s.customer_id = $1 AND s.order_id = $2 \
            AND NOT EXISTS (SELECT 1 FROM orders.published_coas p \
-                           WHERE p.customer_id = s.customer_id AND p.accession_number = s.accession_number)",
+                           WHERE p.customer_id = s.customer_id AND p.accession_number = s.accession_number \
+                             AND p.retracted_at IS NULL AND p.superseded_by IS NULL)",
     )
     .bind(customer_id)
     .bind(order_id)
     .fetch_one(conn)
     .await
+}
+
+/// Stamps the disposal of a sample's retained portion (once).
+pub async fn mark_disposed(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    accession_number: &str,
+    at: DateTime<Utc>,
+    by: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE orders.samples SET disposed_at = $3, disposed_by = $4 \
+         WHERE customer_id = $1 AND accession_number = $2 AND disposed_at IS NULL",
+    )
+    .bind(customer_id)
+    .bind(accession_number)
+    .bind(at)
+    .bind(by)
+    .execute(conn)
+    .await?;
+    Ok(())
 }

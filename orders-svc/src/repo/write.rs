@@ -227,6 +227,25 @@ pub async fn store_invoice_summary(
     Ok(result.rows_affected() == 1)
 }
 
+/// Stores the stablecoin payment request issued with a customer's order (chain_stablecoin rail).
+pub async fn store_stablecoin_request(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    order_id: Uuid,
+    request: &crate::domain::order::StablecoinRequest,
+) -> Result<bool, sqlx::Error> {
+    let result = sqlx::query(
+        "UPDATE orders.orders SET stablecoin_request = $3, updated_at = now() \
+         WHERE customer_id = $1 AND id = $2",
+    )
+    .bind(customer_id)
+    .bind(order_id)
+    .bind(Json(request))
+    .execute(conn)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
 /// Sets the invoice status and amount due of a customer's order's payment block. When the block
 /// is still missing (the synchronous answer has not been stored yet), the invoice id and number
 /// given here start it.

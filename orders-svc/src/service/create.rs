@@ -1,16 +1,20 @@
 //! Placing an order from a quote, idempotently (`platform::idempotency`).
 //!
-//! Claim the key → validate → read the quote (catalog-svc) → commit the total against the key's
+//! Claim the key → validate → on the stablecoin rail, ask payments-svc whether it offers the rail
+//! and accepts the `expectedPayerAddress` (`CheckStablecoinRail`; nothing is written before this
+//! answers) → read the quote (catalog-svc) → commit the total against the key's
 //! spend envelope (payments-svc, atomic per key; released again if the order is not stored) →
 //! transaction A: the order, its first
 //! history entry, `order.created` and the recovery point `{"orderId"}` → CreateInvoice
-//! (payments-svc, idempotent per order) → transaction B: the payment block and the stored
-//! answer. Client errors are stored as the key's outcome so that replays answer identically;
+//! (payments-svc, idempotent per order) → on the stablecoin rail, RequestStablecoinPayment
+//! (idempotent per order: the same request is answered again) → transaction B: the payment
+//! block, the stablecoin request and the stored answer. Client errors are stored as the key's outcome so that replays answer identically;
 //! transient failures release the claim, and a retry with the same key resumes from the
 //! recovery point instead of placing a second order.
 
 use super::OrdersService;
-use crate::domain::order::{Order, PaymentSummary, order_number};
+use crate::domain::order::{Order, PaymentSummary, StablecoinRequest, order_number};
+use crate::domain::payment_method::PaymentMethod;
 use crate::domain::quote::{Placement, Quote, plan_order};
 use crate::domain::reference::OrderReference;
 use crate::domain::request::UncheckedOrderRequest;
@@ -67,6 +71,10 @@ impl OrdersService {
         request: UncheckedOrderRequest,
     ) -> Result<Uuid, ApiError> {
         let request = request.validate()?;
+        if request.payment_method.depends_on_configuration() {
+            self.check_stablecoin_rail(customer_id, request.expected_payer_address.as_deref())
+                .await?;
+        }
         let quote = self.fetch_quote(customer_id, request.quote_id).await?;
         let mut conn = self.pool.acquire().await?;
         if repo::quote_consumed(&mut conn, customer_id, request.quote_id).await? {
@@ -225,9 +233,16 @@ impl OrdersService {
     ) -> Result<Order, ApiError> {
         let order = self.load(customer_id, order_id).await?;
         let summary = self.issue_invoice(&order).await?;
+        let stablecoin = match order.payment_method {
+            PaymentMethod::ChainStablecoin => Some(self.request_stablecoin_payment(&order).await?),
+            PaymentMethod::BankInvoice | PaymentMethod::CardCheckout => None,
+        };
         let mut tx = self.pool.begin().await?;
         repo::store_invoice_summary(&mut tx, customer_id, order_id, &summary, InvoiceMerge::Overwrite)
             .await?;
+        if let Some(request) = &stablecoin {
+            repo::store_stablecoin_request(&mut tx, customer_id, order_id, request).await?;
+        }
         let order = repo::find_order(&mut tx, customer_id, &OrderReference::Id(order_id))
             .await?
             .ok_or_else(|| ApiError::internal(format!("order {order_id} vanished")))?;
@@ -268,6 +283,72 @@ impl OrdersService {
             .invoice
             .ok_or_else(|| ApiError::unavailable("payments-svc", "no invoice answered"))?;
         Ok(PaymentSummary::from(&invoice))
+    }
+}
+
+impl OrdersService {
+    /// Asks payments-svc whether it offers the stablecoin rail and accepts `payer` (EIP-55, not
+    /// the treasury). Rail off: 400 `payment_method_unavailable` (field `paymentMethod`); a
+    /// missing or bad address: 400 `invalid_request` (field `expectedPayerAddress`); payments-svc
+    /// unreachable: a retryable 503. Writes nothing.
+    async fn check_stablecoin_rail(&self, customer_id: Uuid, payer: Option<&str>) -> Result<(), ApiError> {
+        let token = self
+            .tokens
+            .service_token(platform::mesh::PAYMENTS_SVC, Some(customer_id));
+        let request = proto::payments::CheckStablecoinRailRequest {
+            expected_payer_address: payer.unwrap_or_default().to_owned(),
+        };
+        match self
+            .payments
+            .clone()
+            .check_stablecoin_rail(platform::grpc::outgoing(request, &token))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(status) => {
+                let error = ApiError::from_status(&status);
+                match error.code {
+                    ErrorCode::PaymentMethodUnavailable => Err(PaymentMethod::ChainStablecoin.unavailable()),
+                    ErrorCode::InvalidRequest => Err(error),
+                    _ => Err(ApiError::unavailable(
+                        "payments-svc",
+                        format!("CheckStablecoinRail {:?}: {}", status.code(), status.message()),
+                    )),
+                }
+            }
+        }
+    }
+
+    /// Issues the order's stablecoin payment request (RequestStablecoinPayment, idempotent per
+    /// order); any failure is a retryable 503 (the retry resumes from the recovery point).
+    async fn request_stablecoin_payment(&self, order: &Order) -> Result<StablecoinRequest, ApiError> {
+        let token = self
+            .tokens
+            .service_token(platform::mesh::PAYMENTS_SVC, Some(order.customer_id));
+        let request = proto::payments::RequestStablecoinPaymentRequest {
+            reference: order.id.to_string(),
+            expected_payer_address: order.expected_payer_address.clone(),
+        };
+        let response = self
+            .payments
+            .clone()
+            .request_stablecoin_payment(platform::grpc::outgoing(request, &token))
+            .await
+            .map_err(|status| {
+                ApiError::unavailable(
+                    "payments-svc",
+                    format!(
+                        "RequestStablecoinPayment {:?}: {}",
+                        status.code(),
+                        status.message()
+                    ),
+                )
+            })?;
+        let payment = response
+            .into_inner()
+            .payment
+            .ok_or_else(|| ApiError::unavailable("payments-svc", "no stablecoin payment request answered"))?;
+        Ok(StablecoinRequest::from(&payment))
     }
 }
 

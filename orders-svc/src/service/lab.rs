@@ -6,8 +6,13 @@
 //!   `sample.received` in one transaction.
 //! * Start testing: `sample_received` → `in_lab` with custody entries and `testing.started`;
 //!   an order already in the lab answers again unchanged.
-//! * A published COA (results-svc's `coa.published`): `in_lab → reporting`, and `completed` once
-//!   every sample has one.
+//! * Dispose of a sample's retained portion once its retention period ended: a custody entry
+//!   `disposed`; a sample already disposed answers again unchanged.
+//! * A published COA (results-svc's `coa.published`): a custody entry `coa_published`,
+//!   `in_lab → reporting`, and `completed` once every sample has a COA in force.
+//! * A retracted COA (results-svc's `coa.retracted`): a custody entry `coa_retracted`, and a
+//!   `completed` order that no longer has a COA in force for every sample goes back to
+//!   `reporting` (an amendment's publication completes it again).
 
 use super::OrdersService;
 use super::transition::transition;
@@ -30,6 +35,12 @@ pub const REASON_SAMPLE_RECEIVED: &str = "sample.received";
 pub const REASON_TESTING_STARTED: &str = "testing.started";
 /// Reason recorded when a COA publication moves the order.
 pub const REASON_COA_PUBLISHED: &str = "coa.published";
+/// Reason recorded when a COA retraction moves the order back.
+pub const REASON_COA_RETRACTED: &str = "coa.retracted";
+/// Actor of the custody entries of COA publication and retraction.
+pub const RESULTS_ACTOR: &str = "results-svc";
+/// Location of the custody entries of COA publication and retraction.
+pub const QA_LOCATION: &str = "Quality assurance";
 
 /// What a customer reads about the samples of an order.
 pub struct SampleView {
@@ -43,6 +54,31 @@ pub struct CustodyView {
     pub entries: Vec<sample_repo::CustodyRow>,
     pub chain_intact: bool,
     pub retain_until: Option<DateTime<Utc>>,
+}
+
+/// A published COA as orders-svc learns it from `coa.published`.
+pub struct PublishedCoa<'a> {
+    pub accession_number: &'a str,
+    pub coa_id: Uuid,
+    pub version: i32,
+    /// The COA it amends (and supersedes).
+    pub amends: Option<Uuid>,
+    pub published_at: DateTime<Utc>,
+}
+
+/// A retracted COA as orders-svc learns it from `coa.retracted`.
+pub struct RetractedCoa<'a> {
+    pub accession_number: &'a str,
+    pub coa_id: Uuid,
+    pub retracted_at: DateTime<Utc>,
+    pub reason: &'a str,
+}
+
+/// The outcome of a disposal: the order, the sample after it and whether it had already happened.
+pub struct Disposal {
+    pub order: Order,
+    pub sample: Sample,
+    pub unchanged: bool,
 }
 
 /// The outcome of a staff step: the order after it and whether it had already happened.
@@ -198,6 +234,7 @@ impl OrdersService {
                 received_by: operator.to_owned(),
                 testing_started_at: None,
                 retain_until: sample::retain_until(now),
+                disposed_at: None,
                 test_ids,
                 test_names: line.items.iter().map(|item| item.name.clone()).collect(),
             });
@@ -327,26 +364,109 @@ impl OrdersService {
         })
     }
 
+    /// Records the disposal of a sample's retained portion as `operator`, once its retention
+    /// period has ended (before that: `conflict` with `details.retainUntil`).
+    pub async fn dispose_sample(
+        &self,
+        operator: &str,
+        accession_number: &str,
+        method: &str,
+    ) -> Result<Disposal, ApiError> {
+        let method = method.trim();
+        if method.is_empty() || method.chars().count() > 200 {
+            return Err(ApiError::field(
+                ErrorCode::InvalidRequest,
+                "method",
+                "method must be 1 to 200 characters",
+            ));
+        }
+        let accession_number = accession_number.trim();
+        let not_found = || ApiError::new(ErrorCode::NotFound, "sample not found");
+        if !accession_number.starts_with("ACC-") {
+            return Err(not_found());
+        }
+        let mut tx = self.pool.begin().await?;
+        let (customer_id, order_id, _, _) =
+            lock_for_staff(&mut tx, accession_number)
+                .await
+                .map_err(|error| match error.code {
+                    ErrorCode::NotFound => not_found(),
+                    _ => error,
+                })?;
+        let find = |samples: Vec<Sample>| {
+            samples
+                .into_iter()
+                .find(|sample| sample.accession_number == accession_number)
+                .ok_or_else(not_found)
+        };
+        let sample = find(sample_repo::list_samples(&mut tx, customer_id, order_id).await?)?;
+        if sample.disposed_at.is_some() {
+            let order = read_order(&mut tx, customer_id, order_id).await?;
+            tx.commit().await?;
+            return Ok(Disposal {
+                order,
+                sample,
+                unchanged: true,
+            });
+        }
+        let now = platform::time::now();
+        if now < sample.retain_until {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "sample {accession_number} is retained until {}; it cannot be disposed of before",
+                    platform::time::rfc3339(sample.retain_until)
+                ),
+            )
+            .with_details(serde_json::json!({
+                "retainUntil": platform::time::rfc3339(sample.retain_until),
+            })));
+        }
+        sample_repo::mark_disposed(&mut tx, customer_id, accession_number, now, operator).await?;
+        let entry = CustodyFacts {
+            sequence: 0,
+            occurred_at: now,
+            action: "disposed".into(),
+            accession_number: accession_number.to_owned(),
+            actor: operator.to_owned(),
+            location: sample.storage_location.clone(),
+            details: format!("retained portion disposed of after its retention period ({method})"),
+        };
+        sample_repo::append_custody(&mut tx, customer_id, order_id, vec![entry]).await?;
+        let sample = find(sample_repo::list_samples(&mut tx, customer_id, order_id).await?)?;
+        let order = read_order(&mut tx, customer_id, order_id).await?;
+        tx.commit().await?;
+        Ok(Disposal {
+            order,
+            sample,
+            unchanged: false,
+        })
+    }
+
     /// Applies results-svc's `coa.published` once per event: the sample gains its published COA
-    /// and the order moves to `reporting`, then `completed` when no sample lacks one.
+    /// (superseding the one it amends) with a custody entry, and the order moves to `reporting`,
+    /// then `completed` when every sample has a COA in force.
     pub async fn apply_coa_published(
         &self,
         event_id: &str,
         customer_id: Uuid,
-        accession_number: &str,
-        coa_id: Uuid,
-        published_at: DateTime<Utc>,
+        coa: PublishedCoa<'_>,
     ) -> Result<(), sqlx::Error> {
         let mut tx = self.pool.begin().await?;
         if !first_delivery(&mut tx, SCHEMA, GROUP_ORDERS, event_id).await? {
             return tx.commit().await;
         }
-        let Some(order_id) =
-            sample_repo::record_published_coa(&mut tx, customer_id, accession_number, coa_id, published_at)
-                .await?
+        let Some(order_id) = sample_repo::record_published_coa(
+            &mut tx,
+            customer_id,
+            coa.accession_number,
+            (coa.coa_id, coa.amends),
+            coa.published_at,
+        )
+        .await?
         else {
             tracing::warn!(
-                accession = accession_number,
+                accession = coa.accession_number,
                 "coa.published for an unknown sample, ignored"
             );
             return tx.commit().await;
@@ -354,6 +474,23 @@ impl OrdersService {
         let Some((mut status, number)) = repo::lock_order(&mut tx, customer_id, order_id).await? else {
             return tx.commit().await;
         };
+        let details = match coa.amends {
+            Some(amends) => format!(
+                "COA {} version {} published; amends and supersedes COA {amends}",
+                coa.coa_id, coa.version
+            ),
+            None => format!("COA {} version {} published", coa.coa_id, coa.version),
+        };
+        let entry = CustodyFacts {
+            sequence: 0,
+            occurred_at: coa.published_at,
+            action: "coa_published".into(),
+            accession_number: coa.accession_number.to_owned(),
+            actor: RESULTS_ACTOR.into(),
+            location: QA_LOCATION.into(),
+            details,
+        };
+        sample_repo::append_custody(&mut tx, customer_id, order_id, vec![entry]).await?;
         let order = (customer_id, order_id);
         if status == OrderStatus::InLab
             && transition(
@@ -369,7 +506,7 @@ impl OrdersService {
             status = OrderStatus::Reporting;
         }
         if status == OrderStatus::Reporting
-            && sample_repo::samples_without_published_coa(&mut tx, customer_id, order_id).await? == 0
+            && sample_repo::samples_without_coa_in_force(&mut tx, customer_id, order_id).await? == 0
         {
             transition(
                 &mut tx,
@@ -382,6 +519,63 @@ impl OrdersService {
             .await?;
         }
         repo::view::refresh(&mut tx, customer_id, order_id).await?;
+        tx.commit().await
+    }
+
+    /// Applies results-svc's `coa.retracted` once per event: a custody entry, and a `completed`
+    /// order with a sample left without a COA in force goes back to `reporting`.
+    pub async fn apply_coa_retracted(
+        &self,
+        event_id: &str,
+        customer_id: Uuid,
+        coa: RetractedCoa<'_>,
+    ) -> Result<(), sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        if !first_delivery(&mut tx, SCHEMA, GROUP_ORDERS, event_id).await? {
+            return tx.commit().await;
+        }
+        let Some(order_id) = sample_repo::record_retracted_coa(
+            &mut tx,
+            customer_id,
+            coa.accession_number,
+            coa.coa_id,
+            coa.retracted_at,
+        )
+        .await?
+        else {
+            tracing::warn!(
+                accession = coa.accession_number,
+                "coa.retracted for an unknown sample, ignored"
+            );
+            return tx.commit().await;
+        };
+        let Some((status, number)) = repo::lock_order(&mut tx, customer_id, order_id).await? else {
+            return tx.commit().await;
+        };
+        let entry = CustodyFacts {
+            sequence: 0,
+            occurred_at: coa.retracted_at,
+            action: "coa_retracted".into(),
+            accession_number: coa.accession_number.to_owned(),
+            actor: RESULTS_ACTOR.into(),
+            location: QA_LOCATION.into(),
+            details: format!("COA {} retracted: {}", coa.coa_id, coa.reason),
+        };
+        sample_repo::append_custody(&mut tx, customer_id, order_id, vec![entry]).await?;
+        if status == OrderStatus::Completed
+            && sample_repo::samples_without_coa_in_force(&mut tx, customer_id, order_id).await? > 0
+        {
+            transition(
+                &mut tx,
+                (customer_id, order_id),
+                &number,
+                status,
+                OrderStatus::Reporting,
+                REASON_COA_RETRACTED,
+            )
+            .await?;
+            repo::view::refresh(&mut tx, customer_id, order_id).await?;
+        }
         tx.commit().await
     }
 }

@@ -10,7 +10,7 @@ mod shipment_events;
 mod transition;
 
 pub use create::OPERATION_CREATE;
-pub use lab::{CustodyView, LabStep, SampleView};
+pub use lab::{CustodyView, Disposal, LabStep, PublishedCoa, RetractedCoa, SampleView};
 pub use payment_events::EventTarget;
 pub use read::{ORDERS, OrderView};
 pub use shipment_events::ShipmentNews;

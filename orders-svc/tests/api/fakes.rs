@@ -223,6 +223,25 @@ impl PaymentsService for FakePayments {
         Err(Status::unimplemented("not in this double"))
     }
 
+    /// A deployment without the stablecoin rail.
+    async fn check_stablecoin_rail(
+        &self,
+        _: Request<CheckStablecoinRailRequest>,
+    ) -> Result<Response<CheckStablecoinRailResponse>, Status> {
+        Err(ApiError::new(
+            ErrorCode::PaymentMethodUnavailable,
+            "the stablecoin rail is not offered",
+        )
+        .into())
+    }
+
+    async fn checkout_stablecoin(
+        &self,
+        _: Request<CheckoutStablecoinRequest>,
+    ) -> Result<Response<CheckoutStablecoinResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
     async fn get_checkout(
         &self,
         _: Request<proto::payments::GetCheckoutRequest>,
@@ -273,6 +292,13 @@ impl PaymentsService for FakePayments {
         Ok(Response::new(proto::payments::ReleaseSpendResponse {
             released: true,
         }))
+    }
+
+    async fn open_pickup_checkout(
+        &self,
+        _: Request<proto::payments::OpenPickupCheckoutRequest>,
+    ) -> Result<Response<proto::payments::OpenPickupCheckoutResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
     }
 
     async fn set_spend_envelope(

@@ -1,8 +1,9 @@
-//! Hosted card checkout: the session bound to one invoice (single use, amount-locked, expiring),
-//! its public id, and the sandbox processor's well-known test cards.
+//! Hosted card checkout: the session bound to one invoice or one door pickup (single use,
+//! amount-locked, expiring), its public id, and the sandbox processor's well-known test cards.
 //!
 //! A session is `open` until it is paid (`completed`) or its time runs out (`expired`); a
-//! declined card leaves it `open`. At most one session of an invoice is open at a time.
+//! declined card leaves it `open`. At most one session of an invoice is open at a time; a door
+//! pickup has exactly one session, ever.
 
 use chrono::{DateTime, Datelike, Utc};
 use platform::error::{ApiError, ErrorCode};
@@ -95,12 +96,48 @@ impl ProcessorKind {
     }
 }
 
+/// A door pickup a session pays (shipping-svc owns the pickup; it has no invoice).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PickupCharge {
+    pub pickup_id: Uuid,
+    pub order_id: Uuid,
+    pub order_number: String,
+    /// The one line the pay page shows ("Door pickup 2026-11-25 09:00-12:00").
+    pub description: String,
+}
+
+/// What a session pays.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SessionSubject {
+    /// An order's invoice (the card rail): settling it pays the invoice.
+    Invoice(Uuid),
+    /// A door pickup: settling it records a pickup payment and tells shipping-svc
+    /// (`pickup_payment.paid`), which books the pickup.
+    Pickup(PickupCharge),
+}
+
+impl SessionSubject {
+    /// `invoice` or `pickup` (the `purpose` column and the page's `purpose`).
+    pub fn purpose(&self) -> &'static str {
+        match self {
+            SessionSubject::Invoice(_) => PURPOSE_INVOICE,
+            SessionSubject::Pickup(_) => PURPOSE_PICKUP,
+        }
+    }
+}
+
+/// `purpose` of a session that pays an invoice.
+pub const PURPOSE_INVOICE: &str = "invoice";
+/// `purpose` of a session that pays a door pickup.
+pub const PURPOSE_PICKUP: &str = "pickup";
+
 /// A hosted checkout session.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckoutSession {
     pub id: String,
     pub customer_id: Uuid,
-    pub invoice_id: Uuid,
+    /// The invoice or the door pickup it pays.
+    pub subject: SessionSubject,
     pub amount: Cents,
     pub currency: String,
     pub status: CheckoutStatus,
@@ -117,6 +154,22 @@ pub struct CheckoutSession {
 }
 
 impl CheckoutSession {
+    /// The invoice the session pays (`None` for a door pickup).
+    pub fn invoice_id(&self) -> Option<Uuid> {
+        match &self.subject {
+            SessionSubject::Invoice(id) => Some(*id),
+            SessionSubject::Pickup(_) => None,
+        }
+    }
+
+    /// The door pickup the session pays, if it pays one.
+    pub fn pickup(&self) -> Option<&PickupCharge> {
+        match &self.subject {
+            SessionSubject::Pickup(charge) => Some(charge),
+            SessionSubject::Invoice(_) => None,
+        }
+    }
+
     /// True when the session can take a payment attempt at `now`.
     pub fn is_payable(&self, now: DateTime<Utc>) -> bool {
         self.status == CheckoutStatus::Open && now < self.expires_at
@@ -259,6 +312,7 @@ pub struct SavedCard {
 pub struct CheckoutPage {
     pub session: CheckoutSession,
     pub order_number: String,
+    /// Empty for a door pickup (it has no invoice).
     pub invoice_number: String,
     pub lines: Vec<crate::domain::InvoiceLine>,
     pub total: Cents,
@@ -356,7 +410,7 @@ mod tests {
         let session = CheckoutSession {
             id: new_session_id(),
             customer_id: Uuid::nil(),
-            invoice_id: Uuid::nil(),
+            subject: SessionSubject::Invoice(Uuid::nil()),
             amount: Cents(100),
             currency: "USD".into(),
             status: CheckoutStatus::Open,

@@ -109,7 +109,65 @@ fn midnight(date: NaiveDate) -> DateTime<Utc> {
     Utc.from_utc_datetime(&date.and_hms_opt(0, 0, 0).unwrap_or_default())
 }
 
+/// An envelope's running totals: what its key committed (and did not release) in the UTC day
+/// `day` and the UTC month starting on `month` (the latest period written; an earlier period's
+/// totals are zero from the first write in a later one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Totals {
+    pub day: NaiveDate,
+    pub today: Cents,
+    pub month: NaiveDate,
+    pub this_month: Cents,
+}
+
+impl Totals {
+    /// What the totals say the key committed in `windows`' day and month (zero for a period the
+    /// totals have not reached yet).
+    pub fn committed_in(&self, windows: &Windows) -> Committed {
+        Committed {
+            today: if self.day >= windows.day() {
+                self.today
+            } else {
+                Cents::ZERO
+            },
+            this_month: if self.month >= windows.month() {
+                self.this_month
+            } else {
+                Cents::ZERO
+            },
+        }
+    }
+
+    /// What was committed before a commitment of `amount` made in `windows` that these totals
+    /// already include (the amount counts only in the period it was made in).
+    pub fn before(&self, windows: &Windows, amount: Cents) -> Committed {
+        let after = self.committed_in(windows);
+        Committed {
+            today: if self.day == windows.day() {
+                Cents(after.today.0 - amount.0)
+            } else {
+                after.today
+            },
+            this_month: if self.month == windows.month() {
+                Cents(after.this_month.0 - amount.0)
+            } else {
+                after.this_month
+            },
+        }
+    }
+}
+
 impl Windows {
+    /// The UTC date of the day.
+    pub fn day(&self) -> NaiveDate {
+        self.day_start.date_naive()
+    }
+
+    /// The first UTC date of the month.
+    pub fn month(&self) -> NaiveDate {
+        self.month_start.date_naive()
+    }
+
     /// The UTC calendar windows around `now`.
     pub fn at(now: DateTime<Utc>) -> Self {
         let today = now.date_naive();
@@ -261,6 +319,36 @@ mod tests {
         assert_eq!(windows.day_end.to_rfc3339(), "2027-01-01T00:00:00+00:00");
         assert_eq!(windows.month_start.to_rfc3339(), "2026-12-01T00:00:00+00:00");
         assert_eq!(windows.month_end.to_rfc3339(), "2027-01-01T00:00:00+00:00");
+    }
+
+    #[test]
+    fn totals_of_an_earlier_period_count_as_nothing_and_a_commitment_counts_in_its_own_period() {
+        let windows = Windows::at(
+            DateTime::parse_from_rfc3339("2026-12-01T00:00:01Z")
+                .unwrap()
+                .to_utc(),
+        );
+        let date = |text: &str| NaiveDate::parse_from_str(text, "%Y-%m-%d").unwrap();
+        let stale = Totals {
+            day: date("2026-11-30"),
+            today: Cents(700),
+            month: date("2026-11-01"),
+            this_month: Cents(9_000),
+        };
+        assert_eq!(stale.committed_in(&windows), Committed::default());
+        let current = Totals {
+            day: date("2026-12-01"),
+            today: Cents(700),
+            month: date("2026-12-01"),
+            this_month: Cents(900),
+        };
+        assert_eq!(
+            current.before(&windows, Cents(200)),
+            Committed {
+                today: Cents(500),
+                this_month: Cents(700)
+            }
+        );
     }
 
     #[test]

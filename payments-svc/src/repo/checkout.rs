@@ -4,7 +4,10 @@
 //! capability the pay page holds); every other lookup filters by customer.
 
 use super::bad_value;
-use crate::domain::checkout::{CardBehaviour, CheckoutSession, CheckoutStatus, ProcessorKind, SavedCard};
+use crate::domain::checkout::{
+    CardBehaviour, CheckoutSession, CheckoutStatus, PURPOSE_PICKUP, PickupCharge, ProcessorKind, SavedCard,
+    SessionSubject,
+};
 use chrono::{DateTime, Utc};
 use platform::money::Cents;
 use sqlx::postgres::PgRow;
@@ -13,15 +16,19 @@ use uuid::Uuid;
 
 macro_rules! select_sessions {
     () => {
-        "SELECT id, customer_id, invoice_id, amount_cents, currency, hosted_url, status, processor, \
+        "SELECT id, customer_id, invoice_id, purpose, pickup_id, order_id, order_number, description, \
+         amount_cents, currency, hosted_url, status, processor, \
          processor_session_id, processor_url, pending_token, last_error, expires_at, created_at, completed_at \
          FROM payments.checkout_sessions "
     };
 }
 
 /// Inserts a new open session; false when the invoice already has an open one
-/// (`checkout_sessions_one_open`).
+/// (`checkout_sessions_one_open`) or the pickup a session (`checkout_sessions_one_per_pickup`).
 pub async fn insert_session(conn: &mut PgConnection, session: &CheckoutSession) -> Result<bool, sqlx::Error> {
+    if let SessionSubject::Pickup(charge) = &session.subject {
+        return insert_pickup_session(conn, session, charge).await;
+    }
     let inserted = sqlx::query(
         "INSERT INTO payments.checkout_sessions (id, customer_id, invoice_id, amount_cents, currency, hosted_url, \
            status, processor, processor_session_id, processor_url, expires_at, created_at) \
@@ -30,7 +37,7 @@ pub async fn insert_session(conn: &mut PgConnection, session: &CheckoutSession) 
     )
     .bind(&session.id)
     .bind(session.customer_id)
-    .bind(session.invoice_id)
+    .bind(session.invoice_id())
     .bind(session.amount.0)
     .bind(&session.currency)
     .bind(&session.hosted_url)
@@ -40,6 +47,95 @@ pub async fn insert_session(conn: &mut PgConnection, session: &CheckoutSession) 
     .bind(&session.processor_url)
     .bind(session.expires_at)
     .bind(session.created_at)
+    .execute(conn)
+    .await?;
+    Ok(inserted.rows_affected() == 1)
+}
+
+async fn insert_pickup_session(
+    conn: &mut PgConnection,
+    session: &CheckoutSession,
+    charge: &PickupCharge,
+) -> Result<bool, sqlx::Error> {
+    let inserted = sqlx::query(
+        "INSERT INTO payments.checkout_sessions (id, customer_id, purpose, pickup_id, order_id, order_number, \
+           description, amount_cents, currency, hosted_url, status, processor, expires_at, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+         ON CONFLICT (pickup_id) WHERE pickup_id IS NOT NULL DO NOTHING",
+    )
+    .bind(&session.id)
+    .bind(session.customer_id)
+    .bind(PURPOSE_PICKUP)
+    .bind(charge.pickup_id)
+    .bind(charge.order_id)
+    .bind(&charge.order_number)
+    .bind(&charge.description)
+    .bind(session.amount.0)
+    .bind(&session.currency)
+    .bind(&session.hosted_url)
+    .bind(session.status.as_str())
+    .bind(session.processor.as_str())
+    .bind(session.expires_at)
+    .bind(session.created_at)
+    .execute(conn)
+    .await?;
+    Ok(inserted.rows_affected() == 1)
+}
+
+/// The customer's session of door pickup `pickup_id` (it has one at most).
+pub async fn session_of_pickup(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    pickup_id: Uuid,
+) -> Result<Option<CheckoutSession>, sqlx::Error> {
+    let row = sqlx::query(concat!(
+        select_sessions!(),
+        "WHERE customer_id = $1 AND pickup_id = $2"
+    ))
+    .bind(customer_id)
+    .bind(pickup_id)
+    .fetch_optional(conn)
+    .await?;
+    row.map(|row| session_from_row(&row)).transpose()
+}
+
+/// A payment captured by a pickup session.
+#[derive(Clone, Debug)]
+pub struct PickupPayment {
+    pub id: Uuid,
+    pub customer_id: Uuid,
+    pub pickup_id: Uuid,
+    pub session_id: String,
+    pub order_id: Uuid,
+    /// `succeeded`, or `refund_due` (captured after the session expired).
+    pub status: &'static str,
+    pub amount: Cents,
+    pub currency: String,
+    pub external_reference: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Records a pickup payment; false when its processor reference was recorded before.
+pub async fn insert_pickup_payment(
+    conn: &mut PgConnection,
+    payment: &PickupPayment,
+) -> Result<bool, sqlx::Error> {
+    let inserted = sqlx::query(
+        "INSERT INTO payments.pickup_payments (id, customer_id, pickup_id, session_id, order_id, rail, status, \
+           amount_cents, currency, external_reference, created_at) \
+         VALUES ($1, $2, $3, $4, $5, 'card_checkout', $6, $7, $8, $9, $10) \
+         ON CONFLICT ON CONSTRAINT pickup_payments_reference DO NOTHING",
+    )
+    .bind(payment.id)
+    .bind(payment.customer_id)
+    .bind(payment.pickup_id)
+    .bind(&payment.session_id)
+    .bind(payment.order_id)
+    .bind(payment.status)
+    .bind(payment.amount.0)
+    .bind(&payment.currency)
+    .bind(&payment.external_reference)
+    .bind(payment.created_at)
     .execute(conn)
     .await?;
     Ok(inserted.rows_affected() == 1)
@@ -159,6 +255,26 @@ pub async fn complete(
     Ok(())
 }
 
+/// Marks the invoice's open sessions paid by `payment_id` (a payment on another rail, e.g. the
+/// pay page's "settled stablecoin" option, settled the invoice: no card may be charged after it).
+pub async fn complete_open_of_invoice(
+    conn: &mut PgConnection,
+    invoice_id: Uuid,
+    payment_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE payments.checkout_sessions SET status = 'completed', completed_at = $2, payment_id = $3, \
+           pending_token = NULL, last_error = NULL WHERE invoice_id = $1 AND status = 'open'",
+    )
+    .bind(invoice_id)
+    .bind(now)
+    .bind(payment_id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Marks one session expired (if still open).
 pub async fn expire(conn: &mut PgConnection, id: &str) -> Result<(), sqlx::Error> {
     sqlx::query(
@@ -176,9 +292,27 @@ pub async fn expire(conn: &mut PgConnection, id: &str) -> Result<(), sqlx::Error
 pub struct ExpiredSession {
     pub id: String,
     pub customer_id: Uuid,
-    pub invoice_id: Uuid,
+    /// The invoice or door pickup it was to pay.
+    pub subject: SessionSubject,
+    pub amount: Cents,
+    pub currency: String,
     pub processor: ProcessorKind,
     pub processor_session_id: Option<String>,
+}
+
+impl ExpiredSession {
+    /// The expired view of `session` (one expired by a processor's webhook).
+    pub fn of(session: &CheckoutSession) -> Self {
+        Self {
+            id: session.id.clone(),
+            customer_id: session.customer_id,
+            subject: session.subject.clone(),
+            amount: session.amount,
+            currency: session.currency.clone(),
+            processor: session.processor,
+            processor_session_id: session.processor_session_id.clone(),
+        }
+    }
 }
 
 /// Expires up to `limit` open sessions whose time ran out by `now`, returning them.
@@ -191,7 +325,8 @@ pub async fn sweep_expired(
         "UPDATE payments.checkout_sessions SET status = 'expired', pending_token = NULL \
          WHERE id IN (SELECT id FROM payments.checkout_sessions WHERE status = 'open' AND expires_at <= $1 \
                       ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
-         RETURNING id, customer_id, invoice_id, processor, processor_session_id",
+         RETURNING id, customer_id, invoice_id, purpose, pickup_id, order_id, order_number, description, \
+           amount_cents, currency, processor, processor_session_id",
     )
     .bind(now)
     .bind(limit)
@@ -203,7 +338,9 @@ pub async fn sweep_expired(
             Ok(ExpiredSession {
                 id: row.try_get("id")?,
                 customer_id: row.try_get("customer_id")?,
-                invoice_id: row.try_get("invoice_id")?,
+                subject: subject_from_row(row)?,
+                amount: Cents(row.try_get("amount_cents")?),
+                currency: row.try_get("currency")?,
                 processor: ProcessorKind::parse(&processor)
                     .ok_or_else(|| bad_value("processor", &processor))?,
                 processor_session_id: row.try_get("processor_session_id")?,
@@ -212,13 +349,30 @@ pub async fn sweep_expired(
         .collect()
 }
 
+/// The invoice or pickup of a session row (`checkout_sessions_subject` guarantees the columns).
+fn subject_from_row(row: &PgRow) -> Result<SessionSubject, sqlx::Error> {
+    let purpose: String = row.try_get("purpose")?;
+    if purpose == PURPOSE_PICKUP {
+        return Ok(SessionSubject::Pickup(PickupCharge {
+            pickup_id: row.try_get("pickup_id")?,
+            order_id: row.try_get("order_id")?,
+            order_number: row.try_get("order_number")?,
+            description: row.try_get("description")?,
+        }));
+    }
+    let invoice_id: Option<Uuid> = row.try_get("invoice_id")?;
+    invoice_id
+        .map(SessionSubject::Invoice)
+        .ok_or_else(|| bad_value("invoice_id", "NULL"))
+}
+
 fn session_from_row(row: &PgRow) -> Result<CheckoutSession, sqlx::Error> {
     let status: String = row.try_get("status")?;
     let processor: String = row.try_get("processor")?;
     Ok(CheckoutSession {
         id: row.try_get("id")?,
         customer_id: row.try_get("customer_id")?,
-        invoice_id: row.try_get("invoice_id")?,
+        subject: subject_from_row(row)?,
         amount: Cents(row.try_get("amount_cents")?),
         currency: row.try_get("currency")?,
         hosted_url: row.try_get("hosted_url")?,

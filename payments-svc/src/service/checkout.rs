@@ -17,8 +17,8 @@
 
 use super::PaymentsService;
 use crate::domain::checkout::{
-    CheckoutPage, CheckoutSession, CheckoutStatus, PayOutcome, PaymentSource, ProcessorKind, is_session_id,
-    random_base62,
+    CheckoutPage, CheckoutSession, CheckoutStatus, PayOutcome, PaymentSource, ProcessorKind, SessionSubject,
+    is_session_id, random_base62,
 };
 use crate::domain::payment::{Balance, STATUS_REFUND_DUE, STATUS_SUCCEEDED};
 use crate::domain::{InvoiceReference, InvoiceStatus, Payment, PaymentMethod};
@@ -76,20 +76,27 @@ impl PaymentsService {
         if session.processor_session_id.is_some() {
             return Ok(session);
         }
-        let invoice = repo::invoices::by_reference(
-            &mut tx,
-            session.customer_id,
-            &InvoiceReference::Id(session.invoice_id),
-        )
-        .await?
-        .ok_or_else(|| ApiError::internal("a session's invoice is missing"))?;
+        let (order_id, order_number, invoice_number) = match &session.subject {
+            SessionSubject::Invoice(invoice_id) => {
+                let invoice = repo::invoices::by_reference(
+                    &mut tx,
+                    session.customer_id,
+                    &InvoiceReference::Id(*invoice_id),
+                )
+                .await?
+                .ok_or_else(|| ApiError::internal("a session's invoice is missing"))?;
+                (invoice.order_id, invoice.order_number, invoice.invoice_number)
+            }
+            // A door pickup has no invoice.
+            SessionSubject::Pickup(charge) => (charge.order_id, charge.order_number.clone(), String::new()),
+        };
         let request = crate::processor::OpenRequest {
             session_id: session.id.clone(),
             amount: session.amount,
             currency: session.currency.clone(),
-            order_id: invoice.order_id.to_string(),
-            order_number: invoice.order_number.clone(),
-            invoice_number: invoice.invoice_number.clone(),
+            order_id: order_id.to_string(),
+            order_number,
+            invoice_number,
             expires_at: session.expires_at,
             return_url: session.hosted_url.clone(),
         };
@@ -104,14 +111,15 @@ impl PaymentsService {
     }
 
     async fn page_of(&self, session: CheckoutSession) -> Result<CheckoutPage, ApiError> {
+        let invoice_id = match &session.subject {
+            SessionSubject::Invoice(invoice_id) => *invoice_id,
+            SessionSubject::Pickup(_) => return self.pickup_page_of(session).await,
+        };
         let mut conn = self.pool.acquire().await?;
-        let invoice = repo::invoices::by_reference(
-            &mut conn,
-            session.customer_id,
-            &InvoiceReference::Id(session.invoice_id),
-        )
-        .await?
-        .ok_or_else(|| ApiError::internal("a session's invoice is missing"))?;
+        let invoice =
+            repo::invoices::by_reference(&mut conn, session.customer_id, &InvoiceReference::Id(invoice_id))
+                .await?
+                .ok_or_else(|| ApiError::internal("a session's invoice is missing"))?;
         let saved_cards = if session.processor == ProcessorKind::Sandbox {
             repo::checkout::saved_cards(&mut conn, session.customer_id).await?
         } else {
@@ -304,7 +312,13 @@ impl PaymentsService {
         reference: &str,
         amount: Cents,
     ) -> Result<Settled, ApiError> {
-        let invoice = repo::invoices::lock_by_id(tx, session.customer_id, session.invoice_id)
+        let invoice_id = match &session.subject {
+            SessionSubject::Invoice(invoice_id) => *invoice_id,
+            SessionSubject::Pickup(charge) => {
+                return self.settle_pickup(tx, session, charge, reference, amount).await;
+            }
+        };
+        let invoice = repo::invoices::lock_by_id(tx, session.customer_id, invoice_id)
             .await?
             .ok_or_else(|| ApiError::internal("a session's invoice is missing"))?;
         let settles = matches!(invoice.status, InvoiceStatus::Open | InvoiceStatus::Overdue);
@@ -357,6 +371,7 @@ impl PaymentsService {
             invoice.customer_id,
             crate::domain::spend::SpendKind::Order,
             &invoice.order_id.to_string(),
+            now,
         )
         .await?;
         if settlement.completes {
@@ -435,7 +450,7 @@ impl PaymentsService {
             {
                 Some(session) if session.status == CheckoutStatus::Open => {
                     repo::checkout::expire(&mut tx, &session.id).await?;
-                    self.release_order_spend(&mut tx, session.customer_id, session.invoice_id)
+                    self.session_expired(&mut tx, &repo::checkout::ExpiredSession::of(&session))
                         .await?;
                     "expired"
                 }

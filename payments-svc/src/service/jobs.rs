@@ -1,7 +1,8 @@
 //! The periodic jobs of payments-svc, run every `jobs_interval` by [`crate::jobs`]:
 //!
 //! * expiring checkout sessions whose time ran out (ending their PSP side and releasing the
-//!   order's spend commitment: its payment expired unpaid);
+//!   order's spend commitment: its payment expired unpaid; a door pickup's session also tells
+//!   shipping-svc, `pickup_payment.expired`);
 //! * releasing order commitments never confirmed by an invoice ([`UNCONFIRMED_REAP_AGE`]);
 //! * moving open bank invoices past their due date to `overdue` with `invoice.updated`
 //!   (orders-svc moves the order to `overdue` on it; a later payment still settles them).
@@ -37,10 +38,9 @@ impl PaymentsService {
         let mut tx = self.pool.begin().await?;
         let expired = repo::checkout::sweep_expired(&mut tx, now, BATCH).await?;
         for session in &expired {
-            self.release_order_spend(&mut tx, session.customer_id, session.invoice_id)
-                .await?;
+            self.session_expired(&mut tx, session).await?;
         }
-        repo::spend::reap_unconfirmed(&mut tx, now - UNCONFIRMED_REAP_AGE).await?;
+        repo::spend::reap_unconfirmed(&mut tx, now - UNCONFIRMED_REAP_AGE, BATCH, now).await?;
         tx.commit().await?;
         for session in &expired {
             if let Some(processor_session_id) = &session.processor_session_id
@@ -71,6 +71,25 @@ impl PaymentsService {
             tracing::info!(count = overdue.len(), "bank invoices are overdue");
         }
         Ok(overdue.len())
+    }
+
+    /// What an expired session leaves behind, in the expiring transaction: an invoice's session
+    /// releases the order's spend; a pickup's session releases the pickup's spend and emits
+    /// `pickup_payment.expired`.
+    pub(super) async fn session_expired(
+        &self,
+        tx: &mut sqlx::PgConnection,
+        session: &repo::checkout::ExpiredSession,
+    ) -> Result<(), ApiError> {
+        match &session.subject {
+            crate::domain::checkout::SessionSubject::Invoice(invoice_id) => {
+                self.release_order_spend(tx, session.customer_id, *invoice_id)
+                    .await
+            }
+            crate::domain::checkout::SessionSubject::Pickup(charge) => {
+                self.pickup_session_expired(tx, session, charge).await
+            }
+        }
     }
 
     /// Releases the spend commitment of the order of `invoice_id` (its card payment expired

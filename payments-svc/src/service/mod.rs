@@ -1,17 +1,20 @@
 //! Use cases of payments-svc. Each owns its transaction: a state change and its events commit
 //! together through the outbox. Card checkout is in [`checkout`], payment preparation in
-//! [`prepare`], the periodic jobs (expiring sessions, overdue invoices) in [`jobs`].
+//! [`prepare`], the periodic jobs (expiring sessions, overdue invoices) in [`jobs`], the hosted
+//! payment of door pickups in [`pickup_checkout`].
 
 mod checkout;
 mod jobs;
+mod pickup_checkout;
 mod prepare;
 mod spend;
 
+pub use pickup_checkout::NewPickupCheckout;
 pub use prepare::{OPERATION_PREPARE, Prepared};
 pub use spend::{SpendCommitment, UNCONFIRMED_REAP_AGE};
 
 use crate::config::BankAccount;
-use crate::domain::checkout::{CheckoutSession, CheckoutStatus, hosted_url, new_session_id};
+use crate::domain::checkout::{CheckoutSession, CheckoutStatus, SessionSubject, hosted_url, new_session_id};
 use crate::domain::invoice::invoice_number;
 use crate::domain::payment::{Balance, STATUS_SUCCEEDED};
 use crate::domain::{
@@ -178,7 +181,7 @@ impl PaymentsService {
             hosted_url: hosted_url(&self.card.site_url, &id),
             id,
             customer_id: invoice.customer_id,
-            invoice_id: invoice.id,
+            subject: SessionSubject::Invoice(invoice.id),
             amount: invoice.amount_due,
             currency: invoice.currency.clone(),
             status: CheckoutStatus::Open,
@@ -221,7 +224,7 @@ impl PaymentsService {
         for invoice in invoices {
             invoice.checkout = sessions
                 .iter()
-                .find(|session| session.invoice_id == invoice.id)
+                .find(|session| session.invoice_id() == Some(invoice.id))
                 .cloned();
         }
         Ok(())

@@ -1,6 +1,8 @@
-//! Spend envelopes: commit (atomic per key: the envelope row is locked, what the key committed
-//! this UTC day and month is summed, the caps are checked and the commitment written in one
-//! transaction), release, staff setting the caps, and a key reading its own remainders.
+//! Spend envelopes: commit (atomic per key, in one transaction of two statements: the commitment
+//! is written, the key's envelope row takes the amount into its running day and month totals and
+//! stays locked until the caps are checked and the transaction ends; a refusal rolls both back),
+//! release (the totals drop by the amount, exactly once), staff setting the caps, and a key
+//! reading its own remainders.
 
 use super::PaymentsService;
 use crate::domain::spend::{self, Caps, EnvelopeView, SpendKind, Windows, WithoutEnvelope};
@@ -59,35 +61,28 @@ impl PaymentsService {
             subject_id,
             amount,
         } = commitment;
-        // The envelope row lock serialises commitments of one key (a key without an envelope
-        // under `allow` has no row to lock and no cap to keep).
-        let caps = repo::spend::lock_envelope(tx, key_id, *customer_id).await?;
-        if repo::spend::lock_commitment(tx, *customer_id, *kind, subject_id).await? == Some(true) {
+        let now = platform::time::now();
+        // Holds the key's envelope lock shared and the subject's commitment row; an already
+        // active commitment changes nothing.
+        if !repo::spend::commit(tx, *customer_id, *kind, subject_id, key_id, *amount, now).await? {
             return Ok(true);
         }
+        // The envelope row's running totals take the amount, and the row stays locked until the
+        // transaction ends, so commitments of one key apply one after the other; a refusal rolls
+        // both writes back (the caller drops the transaction).
+        let envelope = repo::spend::adjust_totals(tx, key_id, *customer_id, *amount, now, now).await?;
         if check {
-            match &caps {
+            match &envelope {
                 None if self.spend_default == WithoutEnvelope::Refuse => {
                     return Err(spend::no_envelope(*amount));
                 }
                 None => {}
-                Some(caps) => {
-                    let windows = Windows::at(platform::time::now());
-                    let committed = repo::spend::committed(tx, key_id, *customer_id, &windows).await?;
-                    spend::check(caps, committed, *amount)?;
+                Some(envelope) => {
+                    let windows = Windows::at(now);
+                    spend::check(&envelope.caps, envelope.totals.before(&windows, *amount), *amount)?;
                 }
             }
         }
-        repo::spend::upsert_commitment(
-            tx,
-            *customer_id,
-            *kind,
-            subject_id,
-            key_id,
-            *amount,
-            platform::time::now(),
-        )
-        .await?;
         Ok(false)
     }
 
@@ -98,8 +93,11 @@ impl PaymentsService {
         kind: SpendKind,
         subject_id: &str,
     ) -> Result<bool, ApiError> {
-        let mut conn = self.pool.acquire().await?;
-        Ok(repo::spend::release(&mut conn, customer_id, kind, subject_id, platform::time::now()).await?)
+        let mut tx = self.pool.begin().await?;
+        let released =
+            repo::spend::release(&mut tx, customer_id, kind, subject_id, platform::time::now()).await?;
+        tx.commit().await?;
+        Ok(released)
     }
 
     /// Staff: sets a key's caps.
@@ -110,9 +108,9 @@ impl PaymentsService {
         key_id: &str,
         caps: Caps,
     ) -> Result<EnvelopeView, ApiError> {
-        let mut conn = self.pool.acquire().await?;
+        let mut tx = self.pool.begin().await?;
         repo::spend::upsert_envelope(
-            &mut conn,
+            &mut tx,
             key_id,
             customer_id,
             &caps,
@@ -120,7 +118,7 @@ impl PaymentsService {
             platform::time::now(),
         )
         .await?;
-        drop(conn);
+        tx.commit().await?;
         self.envelope(customer_id, key_id).await
     }
 
@@ -128,12 +126,16 @@ impl PaymentsService {
     pub async fn envelope(&self, customer_id: Uuid, key_id: &str) -> Result<EnvelopeView, ApiError> {
         let mut conn = self.pool.acquire().await?;
         let windows = Windows::at(platform::time::now());
-        let caps = repo::spend::read_envelope(&mut conn, key_id, customer_id).await?;
-        let committed = repo::spend::committed(&mut conn, key_id, customer_id, &windows).await?;
+        let envelope = repo::spend::read_envelope(&mut conn, key_id, customer_id).await?;
+        let committed = match &envelope {
+            Some(envelope) => envelope.totals.committed_in(&windows),
+            // No envelope, no totals: what the key's commitments add up to.
+            None => repo::spend::committed(&mut conn, key_id, customer_id, &windows).await?,
+        };
         Ok(EnvelopeView {
             key_id: key_id.to_owned(),
             customer_id,
-            caps,
+            caps: envelope.map(|envelope| envelope.caps),
             committed,
             windows,
             without_envelope: self.spend_default,

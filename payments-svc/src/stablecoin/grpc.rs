@@ -17,13 +17,13 @@ use tonic::{Request, Response, Status};
 /// Idempotency operation name of a submission.
 const OP_SUBMIT: &str = "payments.stablecoin.submit";
 
-fn rail(rail: Option<&StablecoinRail>) -> Result<&StablecoinRail, ApiError> {
+pub(crate) fn rail(rail: Option<&StablecoinRail>) -> Result<&StablecoinRail, ApiError> {
     rail.ok_or_else(|| {
         ApiError::new(
             ErrorCode::PaymentMethodUnavailable,
             "the stablecoin rail is not offered by this deployment",
         )
-        .with_details(serde_json::json!({ "availableMethods": ["bank_invoice"] }))
+        .with_details(serde_json::json!({ "availableMethods": ["bank_invoice", "card_checkout"] }))
     })
 }
 
@@ -65,6 +65,80 @@ pub async fn get_payment(
         .get_request(customer, &reference(&request.get_ref().reference)?)
         .await?;
     Ok(Response::new(respond(payment)))
+}
+
+/// CheckStablecoinRail: the rail is offered and the payer address is acceptable (writes nothing).
+pub fn check_rail(
+    stablecoin: Option<&StablecoinRail>,
+    request: Request<pb::CheckStablecoinRailRequest>,
+) -> Result<Response<pb::CheckStablecoinRailResponse>, Status> {
+    let rail = rail(stablecoin)?;
+    let payer = request.get_ref().expected_payer_address.trim();
+    if payer.is_empty() {
+        return Err(ApiError::field(
+            ErrorCode::InvalidRequest,
+            "expectedPayerAddress",
+            "expectedPayerAddress (the self-custodied wallet that will send the transfer) is required for the stablecoin rail",
+        )
+        .into());
+    }
+    let payer = ChainAddress::parse_checksummed(payer, "expectedPayerAddress")?;
+    rail.check_payer(&payer)?;
+    let settings = rail.settings();
+    Ok(Response::new(pb::CheckStablecoinRailResponse {
+        chain_id: settings.chain_id,
+        token_address: settings.token.checksummed(),
+        target_address: settings.treasury.checksummed(),
+    }))
+}
+
+/// The payment request of a prepared stablecoin invoice: renewed when it expired unpaid, else
+/// as it stands (PreparePayment).
+pub async fn prepare(
+    stablecoin: Option<&StablecoinRail>,
+    customer: uuid::Uuid,
+    invoice_id: uuid::Uuid,
+) -> Result<pb::StablecoinPayment, ApiError> {
+    let payment = rail(stablecoin)?
+        .request_payment(customer, &InvoiceReference::Id(invoice_id), None)
+        .await?;
+    Ok(payment.into())
+}
+
+/// The stablecoin request of a checkout page's invoice, when the rail is offered and one exists.
+pub async fn of_checkout(
+    stablecoin: Option<&StablecoinRail>,
+    customer: uuid::Uuid,
+    invoice_id: uuid::Uuid,
+) -> Option<pb::StablecoinPayment> {
+    let rail = stablecoin?;
+    rail.get_request(customer, &InvoiceReference::Id(invoice_id))
+        .await
+        .ok()
+        .map(Into::into)
+}
+
+/// CheckoutStablecoin's effect on the session's invoice: issue the request for `payer`, or
+/// verify `hash`.
+pub async fn checkout_action(
+    stablecoin: Option<&StablecoinRail>,
+    customer: uuid::Uuid,
+    invoice_id: uuid::Uuid,
+    payer: Option<&str>,
+    hash: Option<&str>,
+) -> Result<(), ApiError> {
+    let rail = rail(stablecoin)?;
+    let invoice = InvoiceReference::Id(invoice_id);
+    if let Some(payer) = payer {
+        let payer = ChainAddress::parse_checksummed(payer, "expectedPayerAddress")?;
+        rail.request_payment_on(customer, &invoice, Some(payer), true)
+            .await?;
+    }
+    if let Some(hash) = hash {
+        rail.submit(customer, &invoice, parse_tx_hash(hash)?, None)
+            .await?;
+    }
+    Ok(())
 }
 
 /// SubmitStablecoinTransaction, under the request's Idempotency-Key.

@@ -20,7 +20,7 @@ use crate::OUTBOX;
 use crate::chain::rpc::{BlockHead, ChainError};
 use crate::chain::transfer::{TransferLog, examine};
 use crate::domain::payment::{Balance, STATUS_SUCCEEDED};
-use crate::domain::{InvoiceReference, Payment, PaymentMethod};
+use crate::domain::{InvoiceReference, InvoiceStatus, Payment, PaymentMethod};
 use platform::error::ApiError;
 use serde_json::json;
 use sqlx::PgConnection;
@@ -346,6 +346,15 @@ impl StablecoinRail {
             crate::repo::invoices::lock_for_payment(&mut tx, &InvoiceReference::Id(locked.invoice_id))
                 .await?
                 .ok_or_else(|| ApiError::internal("a payment request's invoice is missing"))?;
+        if !matches!(invoice.status, InvoiceStatus::Open | InvoiceStatus::Overdue) {
+            // Paid meanwhile on another rail (a card on the pay page, a bank transfer): the
+            // transfer is recorded for staff, never applied, and the pass goes on.
+            repo::set_disposition(&mut tx, transfer.id, "duplicate", Some(locked.id)).await?;
+            repo::set_status(&mut tx, locked.id, RequestStatus::AwaitingTransfer, None).await?;
+            tx.commit().await?;
+            tracing::warn!(request = %locked.id, tx = %transfer.tx_hash, "a stablecoin transfer arrived for an invoice settled otherwise; recorded for staff");
+            return Ok(false);
+        }
         let balance = Balance {
             status: invoice.status,
             total: invoice.total,
@@ -376,6 +385,11 @@ impl StablecoinRail {
         }
         crate::repo::invoices::apply_settlement(&mut tx, locked.customer_id, invoice.id, &settlement, now)
             .await?;
+        if settlement.completes {
+            // A card invoice paid through its pay page's stablecoin option: its card sessions
+            // are done, so no card is charged after it.
+            crate::repo::checkout::complete_open_of_invoice(&mut tx, invoice.id, payment.id, now).await?;
+        }
         let invoice = crate::repo::invoices::by_reference(
             &mut tx,
             locked.customer_id,

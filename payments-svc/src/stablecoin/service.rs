@@ -66,19 +66,29 @@ impl StablecoinRail {
         order: &InvoiceReference,
         payer: Option<ChainAddress>,
     ) -> Result<PaymentRequest, ApiError> {
-        if payer.is_some_and(|payer| payer == self.settings.treasury) {
-            return Err(ApiError::field(
-                ErrorCode::InvalidRequest,
-                "expectedPayerAddress",
-                "the payer cannot be the lab's own treasury address",
-            ));
+        self.request_payment_on(customer_id, order, payer, false).await
+    }
+
+    /// [`Self::request_payment`]; with `from_checkout` the invoice may also be a card checkout
+    /// invoice whose hosted page's payer chose "settled stablecoin" (SPEC: the hosted URL is
+    /// where the account owner pays by card, saved card, or settled stablecoin).
+    pub async fn request_payment_on(
+        &self,
+        customer_id: Uuid,
+        order: &InvoiceReference,
+        payer: Option<ChainAddress>,
+        from_checkout: bool,
+    ) -> Result<PaymentRequest, ApiError> {
+        if let Some(payer) = &payer {
+            self.check_payer(payer)?;
         }
         let mut conn = self.pool.acquire().await?;
-        let invoice = crate::repo::invoices::by_reference(&mut conn, customer_id, order)
+        let invoice = crate::repo::invoices::by_order_reference(&mut conn, customer_id, order)
             .await?
             .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "order not found"))?;
         drop(conn);
-        if invoice.payment_method != PaymentMethod::ChainStablecoin {
+        let card_page = from_checkout && invoice.payment_method == PaymentMethod::CardCheckout;
+        if invoice.payment_method != PaymentMethod::ChainStablecoin && !card_page {
             return Err(ApiError::new(
                 ErrorCode::Conflict,
                 "the order is not paid on the stablecoin rail",
@@ -157,6 +167,18 @@ impl StablecoinRail {
         ))
     }
 
+    /// Refuses a payer that is the lab's own treasury.
+    pub fn check_payer(&self, payer: &ChainAddress) -> Result<(), ApiError> {
+        if *payer == self.settings.treasury {
+            return Err(ApiError::field(
+                ErrorCode::InvalidRequest,
+                "expectedPayerAddress",
+                "the payer cannot be the lab's own treasury address",
+            ));
+        }
+        Ok(())
+    }
+
     /// A random free reference for `total` (none held by an open request to the same target).
     async fn free_amount(
         &self,
@@ -190,7 +212,7 @@ impl StablecoinRail {
         reference: &InvoiceReference,
     ) -> Result<PaymentRequest, ApiError> {
         let mut conn = self.pool.acquire().await?;
-        let invoice = crate::repo::invoices::by_reference(&mut conn, customer_id, reference)
+        let invoice = crate::repo::invoices::by_order_reference(&mut conn, customer_id, reference)
             .await?
             .ok_or_else(request_not_found)?;
         repo::by_invoice(&mut conn, customer_id, invoice.id, false)

@@ -10,4 +10,6 @@ mod input;
 mod invoices;
 mod listing;
 mod payments;
+mod pickup_checkout;
 mod relay;
+mod spend;

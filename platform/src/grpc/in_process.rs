@@ -4,6 +4,10 @@
 //! else — HTTP/2, interceptors, codecs, deadlines — and skip the kernel's socket path and its
 //! task wake-ups. Channels to any other address (Kubernetes, another host, a name) are plain
 //! TCP exactly as before, and so is a loopback address no server of this process listens on.
+//!
+//! A hand-over happens only between a client and a server of the same Tokio runtime: the
+//! tests run one mesh per runtime in one process, and a pipe to a server of another runtime
+//! (one that is stopping, say) would tie the two meshes together.
 
 use futures::Stream;
 use hyper_util::rt::TokioIo;
@@ -23,8 +27,20 @@ use tonic::transport::server::{Connected, TcpConnectInfo};
 const PIPE_BUFFER: usize = 256 * 1024;
 
 /// The servers of this process that accept in-memory connections, by listening address.
-static SERVERS: LazyLock<Mutex<HashMap<SocketAddr, mpsc::UnboundedSender<DuplexStream>>>> =
-    LazyLock::new(Mutex::default);
+static SERVERS: LazyLock<Mutex<HashMap<SocketAddr, Server>>> = LazyLock::new(Mutex::default);
+
+/// A registered server: where its connections go and the runtime it runs on.
+struct Server {
+    sender: mpsc::UnboundedSender<DuplexStream>,
+    runtime: Option<tokio::runtime::Id>,
+}
+
+/// The id of the runtime the caller runs on, if any.
+fn current_runtime() -> Option<tokio::runtime::Id> {
+    tokio::runtime::Handle::try_current()
+        .ok()
+        .map(|handle| handle.id())
+}
 /// Whether new channels may use in-memory connections (benchmarks compare both ways).
 static ENABLED: AtomicBool = AtomicBool::new(true);
 /// In-memory connections handed over so far (for tests and diagnostics).
@@ -45,7 +61,7 @@ pub fn handed_over() -> u64 {
     HANDED_OVER.load(Ordering::Relaxed)
 }
 
-fn servers() -> std::sync::MutexGuard<'static, HashMap<SocketAddr, mpsc::UnboundedSender<DuplexStream>>> {
+fn servers() -> std::sync::MutexGuard<'static, HashMap<SocketAddr, Server>> {
     SERVERS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
@@ -69,7 +85,7 @@ impl Drop for Registration {
         let mut servers = servers();
         if servers
             .get(&self.address)
-            .is_some_and(|current| current.same_channel(&sender))
+            .is_some_and(|current| current.sender.same_channel(&sender))
         {
             servers.remove(&self.address);
         }
@@ -81,7 +97,13 @@ impl Drop for Registration {
 pub fn register(address: SocketAddr) -> (Registration, impl Stream<Item = DuplexStream> + Send + Unpin) {
     let (sender, mut receiver) = mpsc::unbounded_channel();
     let sender = address.ip().is_loopback().then(|| {
-        servers().insert(address, sender.clone());
+        servers().insert(
+            address,
+            Server {
+                sender: sender.clone(),
+                runtime: current_runtime(),
+            },
+        );
         sender
     });
     let registration = Registration { address, sender };
@@ -92,7 +114,11 @@ pub fn register(address: SocketAddr) -> (Registration, impl Stream<Item = Duplex
 /// Connects to `address`: in memory when a server of this process listens there, else TCP
 /// with `TCP_NODELAY`.
 pub async fn connect(address: SocketAddr) -> io::Result<TokioIo<MeshStream>> {
-    let sender = servers().get(&address).cloned();
+    let runtime = current_runtime();
+    let sender = servers()
+        .get(&address)
+        .filter(|server| runtime.is_some() && server.runtime == runtime)
+        .map(|server| server.sender.clone());
     if let Some(sender) = sender {
         let (client, server) = tokio::io::duplex(PIPE_BUFFER);
         if sender.send(server).is_ok() {

@@ -3,6 +3,11 @@
 //! for as long as it runs: the registry holds only a weak reference, so when the part stops (or
 //! its runtime is dropped, as when a test panics) the refresher and everything it captured (a
 //! database pool, a Redis connection) are released at once, never kept alive by the registry.
+//!
+//! Each refresher runs on the runtime that registered it, whichever runtime serves the scrape:
+//! a pool used from another runtime would open its new connections on that runtime's I/O
+//! driver and lose them when that runtime stops (the tests run one mesh per runtime in one
+//! process, and a scrape of one mesh used to break another's pool this way).
 
 use futures::future::BoxFuture;
 use std::sync::{Arc, Mutex, Weak};
@@ -10,7 +15,7 @@ use std::time::Duration;
 
 type Refresh = dyn Fn() -> BoxFuture<'static, ()> + Send + Sync;
 
-static REFRESHERS: Mutex<Vec<Weak<Refresh>>> = Mutex::new(Vec::new());
+static REFRESHERS: Mutex<Vec<Weak<Registered>>> = Mutex::new(Vec::new());
 
 /// How long one scrape waits for a refresher (a slow database must not hang the scrape: the
 /// previous values are served instead).
@@ -19,21 +24,31 @@ const REFRESH_BUDGET: Duration = Duration::from_secs(2);
 /// Keeps a refresher registered; dropping it unregisters the refresher.
 #[must_use = "the refresher is unregistered when its registration is dropped"]
 pub struct Registration {
-    _refresh: Arc<Refresh>,
+    _refresh: Arc<Registered>,
 }
 
-fn refreshers() -> std::sync::MutexGuard<'static, Vec<Weak<Refresh>>> {
+/// A refresher and the runtime it runs on.
+struct Registered {
+    refresh: Box<Refresh>,
+    runtime: tokio::runtime::Handle,
+}
+
+fn refreshers() -> std::sync::MutexGuard<'static, Vec<Weak<Registered>>> {
     REFRESHERS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Registers `refresh`, run before each scrape while the returned registration lives.
+/// Registers `refresh`, run before each scrape (on the calling runtime) while the returned
+/// registration lives. Must be called within a Tokio runtime.
 pub fn on_scrape<F>(refresh: F) -> Registration
 where
     F: Fn() -> BoxFuture<'static, ()> + Send + Sync + 'static,
 {
-    let refresh: Arc<Refresh> = Arc::new(refresh);
+    let refresh = Arc::new(Registered {
+        refresh: Box::new(refresh),
+        runtime: tokio::runtime::Handle::current(),
+    });
     let mut registered = refreshers();
     registered.retain(|weak| weak.strong_count() > 0);
     registered.push(Arc::downgrade(&refresh));
@@ -42,13 +57,16 @@ where
 
 /// Runs every live refresher concurrently, each within the refresh budget.
 pub async fn refresh() {
-    let live: Vec<Arc<Refresh>> = {
+    let live: Vec<Arc<Registered>> = {
         let mut registered = refreshers();
         registered.retain(|weak| weak.strong_count() > 0);
         registered.iter().filter_map(Weak::upgrade).collect()
     };
-    futures::future::join_all(live.iter().map(|refresh| async move {
-        if tokio::time::timeout(REFRESH_BUDGET, refresh()).await.is_err() {
+    futures::future::join_all(live.into_iter().map(|registered| async move {
+        // Runs on the registering runtime; a runtime that has stopped refuses the task.
+        let work = registered.runtime.spawn((registered.refresh)());
+        drop(registered);
+        if tokio::time::timeout(REFRESH_BUDGET, work).await.is_err() {
             tracing::warn!(
                 "a metrics refresher took longer than {REFRESH_BUDGET:?}; serving its previous values"
             );

@@ -1,5 +1,7 @@
-//! The EasyPost adapter: buys labels (`POST /v2/shipments`, then `POST /v2/shipments/{id}/buy`
-//! with the rate of the configured carrier and service), books pickups (`POST /v2/pickups`, then
+//! The EasyPost adapter: buys labels (`POST /v2/shipments`, whose id the service records before
+//! buying, then `GET /v2/shipments/{id}` and `POST /v2/shipments/{id}/buy` with the rate of the
+//! configured carrier and service; a shipment the GET shows bought already, by an attempt that
+//! crashed before our commit, is answered as it is and never bought twice), books pickups (`POST /v2/pickups`, then
 //! `POST /v2/pickups/{id}/buy`), and verifies and reads tracker webhooks (`tracker.updated`
 //! events, signed `X-Hmac-Signature: hmac-sha256-hex=<HMAC-SHA256 of the raw body with the
 //! webhook secret>`). Requests use HTTP basic authentication with the API key as user name,
@@ -62,8 +64,6 @@ struct Rate {
 #[derive(Deserialize)]
 struct CreatedShipment {
     id: String,
-    #[serde(default)]
-    rates: Vec<Rate>,
 }
 
 #[derive(Deserialize)]
@@ -77,6 +77,18 @@ struct BoughtShipment {
     id: String,
     tracking_code: String,
     selected_rate: Rate,
+    tracker: Option<Tracker>,
+}
+
+/// A shipment as `GET /v2/shipments/{id}` answers it: bought when it has a tracking code and a
+/// selected rate.
+#[derive(Deserialize)]
+struct FetchedShipment {
+    id: String,
+    #[serde(default)]
+    rates: Vec<Rate>,
+    tracking_code: Option<String>,
+    selected_rate: Option<Rate>,
     tracker: Option<Tracker>,
 }
 
@@ -136,6 +148,31 @@ impl EasyPostCarrier {
         serde_json::from_str(&text).map_err(|error| CarrierError::Unavailable(format!("{path}: {error}")))
     }
 
+    async fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, CarrierError> {
+        let url = format!("{}{path}", self.settings.base_url.trim_end_matches('/'));
+        let response = self
+            .http
+            .get(url)
+            .basic_auth(self.settings.api_key.expose_secret(), Some(""))
+            .send()
+            .await
+            .map_err(|error| CarrierError::Unavailable(error.to_string()))?;
+        let status = response.status();
+        let text = response
+            .text()
+            .await
+            .map_err(|error| CarrierError::Unavailable(error.to_string()))?;
+        if status.is_server_error() || status.as_u16() == 429 {
+            return Err(CarrierError::Unavailable(format!("{path} answered {status}")));
+        }
+        if !status.is_success() {
+            return Err(CarrierError::Rejected(format!(
+                "{path} answered {status}: {text}"
+            )));
+        }
+        serde_json::from_str(&text).map_err(|error| CarrierError::Unavailable(format!("{path}: {error}")))
+    }
+
     /// True when `signature` (the `X-Hmac-Signature` header) is the HMAC of `body`.
     pub fn verify_webhook(&self, body: &[u8], signature: &str) -> bool {
         let Some(hex_mac) = signature.trim().strip_prefix(SIGNATURE_PREFIX) else {
@@ -162,7 +199,7 @@ impl EasyPostCarrier {
 }
 
 impl Carrier for EasyPostCarrier {
-    async fn buy_label(&self, purchase: &LabelPurchase) -> Result<PurchasedLabel, CarrierError> {
+    async fn create_shipment(&self, purchase: &LabelPurchase) -> Result<String, CarrierError> {
         let created: CreatedShipment = self
             .post(
                 "/v2/shipments",
@@ -175,7 +212,37 @@ impl Carrier for EasyPostCarrier {
                 }}),
             )
             .await?;
-        let rate = created
+        Ok(created.id)
+    }
+
+    async fn buy_label(
+        &self,
+        purchase: &LabelPurchase,
+        carrier_shipment_id: &str,
+    ) -> Result<PurchasedLabel, CarrierError> {
+        let id = if carrier_shipment_id.is_empty() {
+            self.create_shipment(purchase).await?
+        } else {
+            carrier_shipment_id.to_owned()
+        };
+        let shipment: FetchedShipment = self.get(&format!("/v2/shipments/{id}")).await?;
+        if let (Some(tracking_code), Some(selected_rate)) =
+            (shipment.tracking_code.clone(), shipment.selected_rate)
+        {
+            // An earlier attempt bought it and crashed before its commit: that label is ours.
+            tracing::warn!(
+                shipment = %purchase.shipment_id,
+                carrier_shipment = %shipment.id,
+                "the carrier's shipment was bought by an interrupted attempt; using that label"
+            );
+            return Ok(purchased(BoughtShipment {
+                id: shipment.id,
+                tracking_code,
+                selected_rate,
+                tracker: shipment.tracker,
+            }));
+        }
+        let rate = shipment
             .rates
             .iter()
             .find(|rate| {
@@ -185,31 +252,16 @@ impl Carrier for EasyPostCarrier {
             .ok_or_else(|| {
                 CarrierError::Rejected(format!(
                     "no {} {} rate for shipment {}",
-                    self.settings.carrier, self.settings.service, created.id
+                    self.settings.carrier, self.settings.service, shipment.id
                 ))
             })?;
         let bought: BoughtShipment = self
             .post(
-                &format!("/v2/shipments/{}/buy", created.id),
+                &format!("/v2/shipments/{}/buy", shipment.id),
                 &json!({ "rate": { "id": rate.id } }),
             )
             .await?;
-        Ok(PurchasedLabel {
-            carrier_code: bought.selected_rate.carrier.to_lowercase(),
-            carrier_name: bought.selected_rate.carrier.clone(),
-            service_code: format!(
-                "{}_{}",
-                bought.selected_rate.carrier.to_lowercase(),
-                bought.selected_rate.service.to_lowercase()
-            ),
-            service_name: bought.selected_rate.service.clone(),
-            tracking_url: bought
-                .tracker
-                .map(|tracker| tracker.public_url)
-                .unwrap_or_default(),
-            tracking_number: bought.tracking_code,
-            carrier_shipment_id: bought.id,
-        })
+        Ok(purchased(bought))
     }
 
     async fn book_pickup(&self, booking: &PickupBooking) -> Result<String, CarrierError> {
@@ -239,6 +291,26 @@ impl Carrier for EasyPostCarrier {
             )
             .await?;
         Ok(bought.confirmation)
+    }
+}
+
+/// Our view of a bought EasyPost shipment.
+fn purchased(bought: BoughtShipment) -> PurchasedLabel {
+    PurchasedLabel {
+        carrier_code: bought.selected_rate.carrier.to_lowercase(),
+        carrier_name: bought.selected_rate.carrier.clone(),
+        service_code: format!(
+            "{}_{}",
+            bought.selected_rate.carrier.to_lowercase(),
+            bought.selected_rate.service.to_lowercase()
+        ),
+        service_name: bought.selected_rate.service.clone(),
+        tracking_url: bought
+            .tracker
+            .map(|tracker| tracker.public_url)
+            .unwrap_or_default(),
+        tracking_number: bought.tracking_code,
+        carrier_shipment_id: bought.id,
     }
 }
 

@@ -59,11 +59,27 @@ pub enum CarrierError {
 }
 
 /// A carrier.
+///
+/// A label is bought in two steps so that a purchase is never repeated: [`Carrier::create_shipment`]
+/// creates the carrier's shipment (nothing is bought or billed) and the caller records its id
+/// before [`Carrier::buy_label`] buys it. A retry after a crash between the carrier's purchase
+/// and our commit passes the recorded id again, and the adapter answers the label bought then
+/// instead of buying another.
 pub trait Carrier: Send + Sync {
-    /// Buys the prepaid inbound label of a shipment.
+    /// Creates the carrier's shipment of a purchase without buying it; returns the carrier's
+    /// shipment id to record, or `""` when the carrier has no such step (the sandbox).
+    fn create_shipment(
+        &self,
+        purchase: &LabelPurchase,
+    ) -> impl Future<Output = Result<String, CarrierError>> + Send;
+
+    /// Buys the prepaid inbound label of the carrier's shipment `carrier_shipment_id` (as
+    /// recorded from [`Carrier::create_shipment`]); when that shipment was bought already (an
+    /// earlier attempt), answers that label and buys nothing.
     fn buy_label(
         &self,
         purchase: &LabelPurchase,
+        carrier_shipment_id: &str,
     ) -> impl Future<Output = Result<PurchasedLabel, CarrierError>> + Send;
 
     /// Books a door pickup; returns the carrier's confirmation number.
@@ -96,10 +112,21 @@ impl CarrierAdapter {
 }
 
 impl Carrier for CarrierAdapter {
-    async fn buy_label(&self, purchase: &LabelPurchase) -> Result<PurchasedLabel, CarrierError> {
+    async fn create_shipment(&self, purchase: &LabelPurchase) -> Result<String, CarrierError> {
         match self {
-            CarrierAdapter::Sandbox(carrier) => carrier.buy_label(purchase).await,
-            CarrierAdapter::EasyPost(carrier) => carrier.buy_label(purchase).await,
+            CarrierAdapter::Sandbox(carrier) => carrier.create_shipment(purchase).await,
+            CarrierAdapter::EasyPost(carrier) => carrier.create_shipment(purchase).await,
+        }
+    }
+
+    async fn buy_label(
+        &self,
+        purchase: &LabelPurchase,
+        carrier_shipment_id: &str,
+    ) -> Result<PurchasedLabel, CarrierError> {
+        match self {
+            CarrierAdapter::Sandbox(carrier) => carrier.buy_label(purchase, carrier_shipment_id).await,
+            CarrierAdapter::EasyPost(carrier) => carrier.buy_label(purchase, carrier_shipment_id).await,
         }
     }
 

@@ -17,7 +17,16 @@ pub const SERVICE_CODE: &str = "ups_ground";
 pub struct SandboxCarrier;
 
 impl Carrier for SandboxCarrier {
-    async fn buy_label(&self, purchase: &LabelPurchase) -> Result<PurchasedLabel, CarrierError> {
+    /// The sandbox bills nothing and has no shipment to record.
+    async fn create_shipment(&self, _purchase: &LabelPurchase) -> Result<String, CarrierError> {
+        Ok(String::new())
+    }
+
+    async fn buy_label(
+        &self,
+        purchase: &LabelPurchase,
+        _carrier_shipment_id: &str,
+    ) -> Result<PurchasedLabel, CarrierError> {
         let package = u32::try_from(purchase.sequence.rem_euclid(10_000_000)).unwrap_or(0);
         let number = tracking::tracking_number(SANDBOX_SHIPPER, GROUND_SERVICE_CODE, package);
         Ok(PurchasedLabel {
@@ -131,7 +140,7 @@ mod tests {
             ship_from: Default::default(),
             ship_to: Default::default(),
         };
-        let label = SandboxCarrier.buy_label(&purchase).await.unwrap();
+        let label = SandboxCarrier.buy_label(&purchase, "").await.unwrap();
         assert!(
             tracking::is_valid(&label.tracking_number),
             "{}",

@@ -165,12 +165,16 @@ pub struct Pickup {
     pub customer_id: Uuid,
     pub shipment_id: Uuid,
     pub order_id: Uuid,
-    /// awaiting_payment or booked.
+    /// awaiting_payment, booked or payment_expired.
     pub status: String,
     pub date: NaiveDate,
     pub window: String,
     pub price_cents: i64,
     pub pay_url: String,
+    /// The hosted checkout session (payments-svc) that takes the payment.
+    pub checkout_session_id: Option<String>,
+    /// When the payment link stops taking payments.
+    pub pay_expires_at: Option<DateTime<Utc>>,
     pub payment_reference: Option<String>,
     pub confirmation_number: Option<String>,
     pub created_at: DateTime<Utc>,
@@ -181,6 +185,8 @@ pub struct Pickup {
 pub const AWAITING_PAYMENT: &str = "awaiting_payment";
 /// Status of a pickup booked with the carrier.
 pub const BOOKED: &str = "booked";
+/// Status of a pickup whose payment link expired unpaid (the shipment may request another).
+pub const PAYMENT_EXPIRED: &str = "payment_expired";
 
 #[cfg(test)]
 mod tests {

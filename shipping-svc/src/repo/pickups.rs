@@ -7,7 +7,8 @@ use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
 const SELECT_PICKUPS: &str = "SELECT id, customer_id, shipment_id, order_id, status, pickup_date, pickup_window, \
-    price_cents, pay_url, payment_reference, confirmation_number, created_at, booked_at FROM shipping.pickups ";
+    price_cents, pay_url, checkout_session_id, pay_expires_at, payment_reference, confirmation_number, created_at, \
+    booked_at FROM shipping.pickups ";
 
 fn pickup_from_row(row: &PgRow) -> Result<Pickup, sqlx::Error> {
     Ok(Pickup {
@@ -20,6 +21,8 @@ fn pickup_from_row(row: &PgRow) -> Result<Pickup, sqlx::Error> {
         window: row.try_get("pickup_window")?,
         price_cents: row.try_get("price_cents")?,
         pay_url: row.try_get("pay_url")?,
+        checkout_session_id: row.try_get("checkout_session_id")?,
+        pay_expires_at: row.try_get("pay_expires_at")?,
         payment_reference: row.try_get("payment_reference")?,
         confirmation_number: row.try_get("confirmation_number")?,
         created_at: row.try_get("created_at")?,
@@ -27,12 +30,13 @@ fn pickup_from_row(row: &PgRow) -> Result<Pickup, sqlx::Error> {
     })
 }
 
-/// Inserts a pickup; false when the shipment has one already.
+/// Inserts a pickup; false when the shipment has one already (awaiting payment or booked).
 pub async fn insert(conn: &mut PgConnection, pickup: &Pickup) -> Result<bool, sqlx::Error> {
     let inserted = sqlx::query(
         "INSERT INTO shipping.pickups (id, customer_id, shipment_id, order_id, status, pickup_date, pickup_window, \
-           price_cents, pay_url, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
-         ON CONFLICT ON CONSTRAINT pickups_one_per_shipment DO NOTHING",
+           price_cents, pay_url, checkout_session_id, pay_expires_at, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+         ON CONFLICT (shipment_id) WHERE status <> 'payment_expired' DO NOTHING",
     )
     .bind(pickup.id)
     .bind(pickup.customer_id)
@@ -43,20 +47,40 @@ pub async fn insert(conn: &mut PgConnection, pickup: &Pickup) -> Result<bool, sq
     .bind(&pickup.window)
     .bind(pickup.price_cents)
     .bind(&pickup.pay_url)
+    .bind(&pickup.checkout_session_id)
+    .bind(pickup.pay_expires_at)
     .bind(pickup.created_at)
     .execute(conn)
     .await?;
     Ok(inserted.rows_affected() == 1)
 }
 
-/// The pickup of a shipment.
+/// The newest pickup of a shipment (whatever its status).
 pub async fn by_shipment(conn: &mut PgConnection, shipment_id: Uuid) -> Result<Option<Pickup>, sqlx::Error> {
-    let query = format!("{SELECT_PICKUPS} WHERE shipment_id = $1");
+    let query = format!("{SELECT_PICKUPS} WHERE shipment_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1");
     let row = sqlx::query(sqlx::AssertSqlSafe(query))
         .bind(shipment_id)
         .fetch_optional(conn)
         .await?;
     row.map(|row| pickup_from_row(&row)).transpose()
+}
+
+/// Ends a pickup whose payment expired unpaid; false when it is not awaiting payment (booked,
+/// or ended before).
+pub async fn expire_payment(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    id: Uuid,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE shipping.pickups SET status = 'payment_expired' \
+         WHERE id = $1 AND customer_id = $2 AND status = 'awaiting_payment'",
+    )
+    .bind(id)
+    .bind(customer_id)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// The pickup with this id, locked.

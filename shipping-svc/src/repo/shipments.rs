@@ -61,9 +61,20 @@ fn shipment_from_row(row: &PgRow) -> Result<Shipment, sqlx::Error> {
     })
 }
 
+/// The order's shipment row as [`claim`] locked it.
+#[derive(Clone, Debug)]
+pub struct Claimed {
+    pub id: Uuid,
+    /// The label is bought.
+    pub bought: bool,
+    /// The carrier's shipment recorded before a purchase (`""`: none yet).
+    pub carrier_shipment_id: String,
+}
+
 /// Inserts the pending shipment of an order unless the order has one; then locks the order's
-/// shipment and answers whether its label is bought already (and its id).
-pub async fn claim(conn: &mut PgConnection, pending: &Shipment) -> Result<(Uuid, bool), sqlx::Error> {
+/// shipment and answers its id, whether its label is bought already, and the carrier shipment
+/// recorded by an earlier attempt.
+pub async fn claim(conn: &mut PgConnection, pending: &Shipment) -> Result<Claimed, sqlx::Error> {
     sqlx::query(
         "INSERT INTO shipping.shipments (id, customer_id, order_id, order_number, payment_method, label_state, \
            ship_from, ship_to, created_at, updated_at) \
@@ -81,14 +92,35 @@ pub async fn claim(conn: &mut PgConnection, pending: &Shipment) -> Result<(Uuid,
     .execute(&mut *conn)
     .await?;
     let row = sqlx::query(
-        "SELECT id, label_state FROM shipping.shipments WHERE order_id = $1 AND customer_id = $2 FOR UPDATE",
+        "SELECT id, label_state, carrier_shipment_id FROM shipping.shipments \
+         WHERE order_id = $1 AND customer_id = $2 FOR UPDATE",
     )
     .bind(pending.order_id)
     .bind(pending.customer_id)
     .fetch_one(conn)
     .await?;
     let state: String = row.try_get("label_state")?;
-    Ok((row.try_get("id")?, state == "bought"))
+    Ok(Claimed {
+        id: row.try_get("id")?,
+        bought: state == "bought",
+        carrier_shipment_id: row.try_get("carrier_shipment_id")?,
+    })
+}
+
+/// Records the carrier's shipment of a pending label before it is bought.
+pub async fn record_carrier_shipment(
+    conn: &mut PgConnection,
+    id: Uuid,
+    carrier_shipment_id: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE shipping.shipments SET carrier_shipment_id = $2 WHERE id = $1 AND label_state = 'pending'",
+    )
+    .bind(id)
+    .bind(carrier_shipment_id)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// The next sandbox package number.

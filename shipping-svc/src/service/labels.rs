@@ -5,12 +5,19 @@
 //!    (catalog-svc), acting for the customer;
 //! 2. in one transaction: claim the order's shipment row (unique per order) and lock it; a row
 //!    whose label is bought ends here;
-//! 3. buy the label from the carrier while holding the lock (concurrent deliveries wait);
-//! 4. render the 4×6 PDF, store it with the shipment, enqueue `shipment.label_created`, commit.
+//! 3. create the carrier's shipment (nothing is bought yet) and record its id on the pending row
+//!    in a commit of its own, then lock the row again;
+//! 4. buy the label of that carrier shipment while holding the lock (concurrent deliveries
+//!    wait);
+//! 5. render the 4×6 PDF, store it with the shipment, enqueue `shipment.label_created`, commit.
 //!
-//! A failure before the commit leaves the row pending and the event unacknowledged: the retry
-//! buys again (the sandbox answers the same tracking number for the same package; an external
-//! carrier may bill twice in that narrow window, which `docs/shipping.md` states).
+//! A failure before the last commit leaves the row pending and the event unacknowledged. The
+//! retry finds the recorded carrier shipment and passes it to the carrier again: the adapter
+//! asks the carrier for it and, when an interrupted attempt had bought it, answers that label
+//! instead of buying another (EasyPost: `GET /v2/shipments/{id}` shows its tracking code). So a
+//! crash between the carrier's purchase and our commit never buys a second label. (A crash
+//! between the carrier shipment's creation and its recording leaves an unbought carrier
+//! shipment, which bills nothing.)
 
 use super::ShippingService;
 use crate::carrier::{Carrier, CarrierError, LabelPurchase};
@@ -55,15 +62,12 @@ impl ShippingService {
             updated_at: now,
         };
         let mut tx = self.pool.begin().await?;
-        let (id, bought) = repo::shipments::claim(&mut tx, &shipment).await?;
-        if bought {
+        let mut claimed = repo::shipments::claim(&mut tx, &shipment).await?;
+        if claimed.bought {
             tx.commit().await?;
-            let mut conn = self.pool.acquire().await?;
-            return repo::shipments::by_order(&mut conn, order.customer_id, order.order_id)
-                .await?
-                .ok_or_else(|| ApiError::internal("a bought shipment disappeared"));
+            return self.bought_shipment(order).await;
         }
-        shipment.id = id;
+        shipment.id = claimed.id;
         let sequence = repo::shipments::next_package_number(&mut tx).await?;
         let purchase = LabelPurchase {
             shipment_id: shipment.id,
@@ -72,17 +76,31 @@ impl ShippingService {
             ship_from: shipment.ship_from.clone(),
             ship_to: shipment.ship_to.clone(),
         };
+        if claimed.carrier_shipment_id.is_empty() {
+            let created = self
+                .carrier
+                .create_shipment(&purchase)
+                .await
+                .map_err(carrier_error)?;
+            if !created.is_empty() {
+                // Recorded and committed before the purchase: a retry after a crash between the
+                // carrier's purchase and our commit finds it and reuses that label.
+                repo::shipments::record_carrier_shipment(&mut tx, shipment.id, &created).await?;
+                tx.commit().await?;
+                tx = self.pool.begin().await?;
+                claimed = repo::shipments::claim(&mut tx, &shipment).await?;
+                if claimed.bought {
+                    // A concurrent delivery bought it in between.
+                    tx.commit().await?;
+                    return self.bought_shipment(order).await;
+                }
+            }
+        }
         let purchased = self
             .carrier
-            .buy_label(&purchase)
+            .buy_label(&purchase, &claimed.carrier_shipment_id)
             .await
-            .map_err(|error| match error {
-                CarrierError::Unavailable(cause) => ApiError::unavailable("the carrier", cause),
-                CarrierError::Rejected(cause) => ApiError::new(
-                    ErrorCode::Conflict,
-                    format!("the carrier refused the label: {cause}"),
-                ),
-            })?;
+            .map_err(carrier_error)?;
         shipment.carrier_code = purchased.carrier_code;
         shipment.service_code = purchased.service_code;
         shipment.tracking_number = purchased.tracking_number;
@@ -107,6 +125,14 @@ impl ShippingService {
             "label bought"
         );
         Ok(shipment)
+    }
+
+    /// The order's bought shipment.
+    async fn bought_shipment(&self, order: &LabelOrder) -> Result<Shipment, ApiError> {
+        let mut conn = self.pool.acquire().await?;
+        repo::shipments::by_order(&mut conn, order.customer_id, order.order_id)
+            .await?
+            .ok_or_else(|| ApiError::internal("a bought shipment disappeared"))
     }
 
     /// The sample lines of the order's quote with each test's requirement, in quote order.
@@ -148,6 +174,16 @@ impl ShippingService {
                 }
             })
             .collect())
+    }
+}
+
+fn carrier_error(error: CarrierError) -> ApiError {
+    match error {
+        CarrierError::Unavailable(cause) => ApiError::unavailable("the carrier", cause),
+        CarrierError::Rejected(cause) => ApiError::new(
+            ErrorCode::Conflict,
+            format!("the carrier refused the label: {cause}"),
+        ),
     }
 }
 

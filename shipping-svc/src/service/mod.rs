@@ -24,6 +24,7 @@ use platform::label_links::LabelLinks;
 use platform::tokens::TokenIssuer;
 use proto::catalog::catalog_service_client::CatalogServiceClient;
 use proto::identity::identity_service_client::IdentityServiceClient;
+use proto::payments::payments_service_client::PaymentsServiceClient;
 use sqlx::PgPool;
 use std::sync::Arc;
 use tonic::transport::Channel;
@@ -35,6 +36,8 @@ pub struct ShippingService {
     pool: PgPool,
     carrier: Arc<CarrierAdapter>,
     catalog: CatalogServiceClient<Channel>,
+    /// payments-svc: opens a door pickup's hosted payment.
+    payments: PaymentsServiceClient<Channel>,
     identity: IdentityServiceClient<Channel>,
     /// Mints this service's tokens for outgoing calls (acting for the order's customer).
     tokens: TokenIssuer,
@@ -61,6 +64,7 @@ impl ShippingService {
             pool,
             carrier: Arc::new(carrier),
             catalog: CatalogServiceClient::new(platform::grpc::lazy_channel(&settings.catalog_addr)?),
+            payments: PaymentsServiceClient::new(platform::grpc::lazy_channel(&settings.payments_addr)?),
             identity: IdentityServiceClient::new(platform::grpc::lazy_channel(&settings.identity_addr)?),
             tokens,
             lab_address: Arc::new(settings.lab_address.clone()),

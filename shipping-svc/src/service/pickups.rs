@@ -3,15 +3,25 @@
 //! * options: the order's shipment, the offered dates and windows, the price and a signed quote
 //!   token binding them to the order (expires after 15 minutes);
 //! * request (idempotent, `confirm: true`): verify the token, the chosen date and window among
-//!   those it offers and not past, the key's spend envelope, that the order is paid and the
-//!   shipment has no pickup; store the pickup `awaiting_payment` with its `payUrl`;
-//! * payment confirmation (staff or the payment page, once it lands): book with the carrier,
-//!   store the confirmation number, enqueue `shipment.updated` (status `pickup_booked`).
+//!   those it offers and not past (the window is not over), the key's spend limit, that
+//!   the order is paid and the shipment has no pickup awaiting payment or booked; open the
+//!   pickup's hosted payment at payments-svc (`OpenPickupCheckout`: a checkout session bound to
+//!   the pickup, locked to its price, which also commits the price to the key's spend envelope)
+//!   and store the pickup `awaiting_payment` with that session's URL as `payUrl`. The pickup id
+//!   is saved as the idempotency key's recovery point before payments-svc is called, so a retry
+//!   after a crash reopens the same session (idempotent per pickup) instead of a second one;
+//! * payment confirmation ([`ShippingService::confirm_pickup_payment`]): by the consumer of
+//!   `pickup_payment.paid` (payments-svc's settlement of that session), or by staff for a bank
+//!   transfer (`labctl shipments pickup-paid`): book with the carrier, store the confirmation
+//!   number, enqueue `shipment.updated` (status `pickup_booked`). Idempotent: a booked pickup
+//!   answers as it stands;
+//! * payment expiry (`pickup_payment.expired`): the pickup ends `payment_expired` and the
+//!   shipment may request a new one.
 
 use super::{ShippingService, shipment_not_found};
 use crate::carrier::{Carrier, CarrierError, PickupBooking};
 use crate::domain::Shipment;
-use crate::domain::pickup::{self, AWAITING_PAYMENT, BOOKED, Pickup, QuoteClaims, Window};
+use crate::domain::pickup::{self, AWAITING_PAYMENT, BOOKED, PAYMENT_EXPIRED, Pickup, QuoteClaims, Window};
 use crate::repo::shipments::ShipmentRef;
 use crate::{OUTBOX, events, repo};
 use chrono::{DateTime, NaiveDate, Utc};
@@ -57,7 +67,7 @@ impl ShippingService {
         }
         if repo::pickups::by_shipment(&mut conn, shipment.id)
             .await?
-            .is_some()
+            .is_some_and(|pickup| pickup.status != PAYMENT_EXPIRED)
         {
             return Err(already_requested());
         }
@@ -101,10 +111,12 @@ impl ShippingService {
         })
     }
 
-    /// Requests a door pickup under an idempotency key.
+    /// Requests a door pickup under an idempotency key; `key_id` is the requesting API key
+    /// (its spend envelope is charged when the payment opens).
     pub async fn request_pickup(
         &self,
         customer_id: Uuid,
+        key_id: &str,
         spend_limit_cents: Option<i64>,
         key: IdempotencyKey,
         request: PickupRequest,
@@ -168,7 +180,46 @@ impl ShippingService {
                     )
                     .with_details(serde_json::json!({ "priceCents": claims.p, "spendLimitCents": limit })));
                 }
-                let id = Uuid::now_v7();
+                let window = self
+                    .pickup
+                    .window(&request.window)
+                    .cloned()
+                    .ok_or_else(|| unavailable("window", "the pickup window is not offered"))?;
+                let window_end = window_end(date, &window)
+                    .ok_or_else(|| unavailable("window", "the pickup window is not offered"))?;
+                if window_end <= now {
+                    return Err(unavailable("window", "the pickup window is over"));
+                }
+                // The pickup id of an interrupted attempt, so that its payment is reopened, not doubled.
+                let id = match attempt.recovery::<PickupRecovery>() {
+                    Some(recovery) => recovery.pickup_id,
+                    None => {
+                        let id = Uuid::now_v7();
+                        let mut tx = self.pool.begin().await?;
+                        attempt
+                            .save_recovery(&mut tx, &PickupRecovery { pickup_id: id })
+                            .await?;
+                        tx.commit().await?;
+                        id
+                    }
+                };
+                let description = format!(
+                    "Door pickup of order {} on {} between {} and {} (UTC)",
+                    shipment.order_number,
+                    date.format("%Y-%m-%d"),
+                    window.start,
+                    window.end
+                );
+                let session = match self
+                    .open_pickup_payment(&shipment, id, key_id, &description, claims.p, window_end)
+                    .await
+                {
+                    Ok(session) => session,
+                    // A refusal about the request (the envelope) is the key's answer; anything
+                    // else may pass on a retry.
+                    Err(error) if error.code == ErrorCode::SpendLimitExceeded => return Err(error),
+                    Err(error) => return Err(attempt.transient(error)),
+                };
                 let pickup = Pickup {
                     id,
                     customer_id,
@@ -178,7 +229,12 @@ impl ShippingService {
                     date,
                     window: request.window.clone(),
                     price_cents: claims.p,
-                    pay_url: format!("{}/pay/pickups/{id}", self.public_base_url),
+                    pay_url: session.hosted_url.clone(),
+                    checkout_session_id: Some(session.id.clone()),
+                    pay_expires_at: session
+                        .expires_at
+                        .as_ref()
+                        .and_then(platform::time::from_timestamp),
                     payment_reference: None,
                     confirmation_number: None,
                     created_at: now,
@@ -196,9 +252,11 @@ impl ShippingService {
     }
 
     /// Books a pickup whose payment settled (`payment_reference`); a booked pickup answers as
-    /// it stands.
+    /// it stands. `customer_id`: the pickup must be that customer's (the payment event's), or
+    /// `None` for staff. A pickup whose payment expired is 409.
     pub async fn confirm_pickup_payment(
         &self,
+        customer_id: Option<Uuid>,
         pickup_id: &str,
         payment_reference: &str,
     ) -> Result<Pickup, ApiError> {
@@ -213,9 +271,24 @@ impl ShippingService {
         }
         let mut tx = self.pool.begin().await?;
         let pickup = repo::pickups::lock(&mut tx, id).await?.ok_or_else(not_found)?;
+        if customer_id.is_some_and(|customer_id| customer_id != pickup.customer_id) {
+            return Err(not_found());
+        }
         if pickup.status == BOOKED {
             tx.commit().await?;
+            if pickup.payment_reference.as_deref() != Some(payment_reference.trim()) {
+                tracing::warn!(
+                    pickup = %pickup.id,
+                    "a booked pickup was paid again under another reference; that payment is due a refund"
+                );
+            }
             return Ok(pickup);
+        }
+        if pickup.status == PAYMENT_EXPIRED {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                "the pickup's payment link expired and the pickup ended; request a new pickup",
+            ));
         }
         let shipment = repo::shipments::by_id(&mut tx, pickup.shipment_id)
             .await?
@@ -258,6 +331,75 @@ impl ShippingService {
             ..pickup
         })
     }
+
+    /// Ends a pickup whose payment expired unpaid (`pickup_payment.expired`); a booked pickup, or
+    /// one ended before, is unchanged. Returns whether it ended now.
+    pub async fn expire_pickup_payment(&self, customer_id: Uuid, pickup_id: Uuid) -> Result<bool, ApiError> {
+        let mut conn = self.pool.acquire().await?;
+        let ended = repo::pickups::expire_payment(&mut conn, customer_id, pickup_id).await?;
+        if ended {
+            tracing::info!(pickup = %pickup_id, "the pickup's payment expired; the pickup ended");
+        }
+        Ok(ended)
+    }
+
+    /// Opens the pickup's hosted payment at payments-svc, acting for the shipment's customer.
+    async fn open_pickup_payment(
+        &self,
+        shipment: &Shipment,
+        pickup_id: Uuid,
+        key_id: &str,
+        description: &str,
+        price_cents: i64,
+        pay_by: DateTime<Utc>,
+    ) -> Result<proto::payments::CheckoutSession, ApiError> {
+        let token = self
+            .tokens
+            .service_token(platform::mesh::PAYMENTS_SVC, Some(shipment.customer_id));
+        let request = proto::payments::OpenPickupCheckoutRequest {
+            pickup_id: pickup_id.to_string(),
+            order_id: shipment.order_id.to_string(),
+            order_number: shipment.order_number.clone(),
+            description: description.to_owned(),
+            amount_cents: price_cents,
+            currency: "USD".to_owned(),
+            key_id: key_id.to_owned(),
+            pay_by: Some(platform::time::to_timestamp(pay_by)),
+        };
+        match self
+            .payments
+            .clone()
+            .open_pickup_checkout(platform::grpc::outgoing(request, &token))
+            .await
+        {
+            Ok(answer) => answer
+                .into_inner()
+                .session
+                .ok_or_else(|| ApiError::internal("payments-svc answered no session")),
+            Err(status) => {
+                let error = ApiError::from_status(&status);
+                if error.code == ErrorCode::SpendLimitExceeded {
+                    return Err(error);
+                }
+                Err(ApiError::unavailable(
+                    "payments-svc",
+                    format!("OpenPickupCheckout {:?}: {}", status.code(), status.message()),
+                ))
+            }
+        }
+    }
+}
+
+/// The recovery point of a pickup request: the pickup id chosen before payments-svc was called.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct PickupRecovery {
+    pickup_id: Uuid,
+}
+
+/// The end of `window` on `date` (UTC): the latest time its payment may be taken.
+fn window_end(date: NaiveDate, window: &Window) -> Option<DateTime<Utc>> {
+    let time = chrono::NaiveTime::parse_from_str(&window.end, "%H:%M").ok()?;
+    Some(date.and_time(time).and_utc())
 }
 
 fn already_requested() -> ApiError {

@@ -24,7 +24,7 @@ fn browser_dir() -> PathBuf {
 }
 
 /// True when node, the npm package and chromium are there; panics when they are required.
-fn browser_available() -> bool {
+pub fn browser_available() -> bool {
     let chromium = std::env::var("CHROMIUM_PATH").unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
     let node = std::process::Command::new("node")
         .arg("--version")
@@ -47,7 +47,7 @@ fn browser_available() -> bool {
 }
 
 /// Runs the browser driver on `url` and returns what the page showed.
-async fn drive(url: &str, action: &str, card: &str) -> Value {
+pub async fn drive(url: &str, action: &str, card: &str) -> Value {
     let (url, action, card) = (url.to_owned(), action.to_owned(), card.to_owned());
     let output = tokio::task::spawn_blocking(move || {
         std::process::Command::new("node")
@@ -67,7 +67,7 @@ async fn drive(url: &str, action: &str, card: &str) -> Value {
 }
 
 /// Verifies a webhook delivery's `X-SVC-Signature` over the raw body with `secret`.
-fn signed_body(secret: &str, header: &str, body: &[u8]) -> Option<Value> {
+pub fn signed_body(secret: &str, header: &str, body: &[u8]) -> Option<Value> {
     let mut timestamp = None;
     let mut signatures = Vec::new();
     for part in header.split(',') {

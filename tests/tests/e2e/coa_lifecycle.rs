@@ -12,13 +12,14 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use tests::{Customer, Sandbox};
 
-/// A paid one-sample order with its published COA: (accession, COA as labctl shows it).
+/// A paid one-sample order with its published COA, once the order is completed: (order id,
+/// accession, COA as labctl shows it).
 async fn published_coa(
     sandbox: &Sandbox,
     agent: &Customer,
     staff: &crate::lab_support::LabStaff,
     key: &str,
-) -> (String, Value) {
+) -> (String, String, Value) {
     let (order_id, invoice, total) = bank_order(sandbox, agent, key).await;
     pay(sandbox, &invoice, &total, &format!("PAY-{key}")).await;
     let samples = receive_and_start(sandbox, staff, &order_id, 1).await;
@@ -26,7 +27,36 @@ async fn published_coa(
     record_and_submit(sandbox, staff, &samples[0]).await;
     let coa = approve_and_publish(sandbox, staff, &accession).await;
     assert_eq!(coa["status"], "published", "{coa}");
-    (accession, coa)
+    wait_for_order_status(sandbox, agent, &order_id, "completed").await;
+    (order_id, accession, coa)
+}
+
+async fn wait_for_order_status(sandbox: &Sandbox, agent: &Customer, order_id: &str, status: &str) -> Value {
+    wait_for(
+        &format!("the order to be {status}"),
+        Duration::from_secs(30),
+        || async {
+            let answer = sandbox.get(&agent.key, &format!("/orders/{order_id}")).await;
+            let order = answer.body["data"]["order"].clone();
+            (order["status"] == status).then_some(order)
+        },
+    )
+    .await
+}
+
+/// The actions of the order's custody chain, which must be intact.
+async fn custody_actions(sandbox: &Sandbox, agent: &Customer, order_id: &str) -> Vec<String> {
+    let custody = sandbox
+        .get(&agent.key, &format!("/orders/{order_id}/custody"))
+        .await;
+    let custody = &custody.body["data"]["custody"];
+    assert_eq!(custody["chainIntact"], true, "{custody}");
+    custody["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["action"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 async fn verify(sandbox: &Sandbox, query: &str) -> Value {
@@ -42,7 +72,7 @@ async fn retraction_and_amendment_are_visible_through_rest_events_and_verify() {
     let sandbox = Sandbox::start().await;
     let agent = sandbox.customer("Amending Agent", "all").await;
     let staff = lab_staff(&sandbox).await;
-    let (accession, original) = published_coa(&sandbox, &agent, &staff, "amend-order-01").await;
+    let (order_id, accession, original) = published_coa(&sandbox, &agent, &staff, "amend-order-01").await;
     let original_id = original["id"].as_str().unwrap().to_owned();
 
     let retracted = sandbox
@@ -96,6 +126,45 @@ async fn retraction_and_amendment_are_visible_through_rest_events_and_verify() {
         }
         other => panic!("unexpected payload {other:?}"),
     }
+    // The only COA of the completed order is withdrawn: the order is back in reporting.
+    let reopened = wait_for_order_status(&sandbox, &agent, &order_id, "reporting").await;
+    let last = reopened["statusHistory"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (
+            last["fromStatus"].as_str(),
+            last["toStatus"].as_str(),
+            last["reason"].as_str()
+        ),
+        (Some("completed"), Some("reporting"), Some("coa.retracted")),
+        "{last}"
+    );
+    let moved_back = wait_for(
+        "order.status_changed completed -> reporting",
+        Duration::from_secs(20),
+        || async {
+            stream_events(&sandbox, "orders").await.into_iter().find(|event| {
+                matches!(&event.data, Some(Data::OrderStatusChanged(changed))
+                    if changed.from_status == "completed" && changed.to_status == "reporting")
+            })
+        },
+    )
+    .await;
+    assert_eq!(moved_back.subject_id, order_id);
+    assert_eq!(
+        custody_actions(&sandbox, &agent, &order_id).await,
+        [
+            "received",
+            "stored",
+            "testing_started",
+            "coa_published",
+            "coa_retracted"
+        ]
+    );
 
     let amendment = sandbox
         .labctl_as(
@@ -184,6 +253,29 @@ async fn retraction_and_amendment_are_visible_through_rest_events_and_verify() {
     })
     .await;
     assert_eq!(published_events, 2);
+    // The amendment is a COA in force again: the order completes again, and custody shows it.
+    let completed = wait_for_order_status(&sandbox, &agent, &order_id, "completed").await;
+    let last = completed["statusHistory"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (last["fromStatus"].as_str(), last["toStatus"].as_str()),
+        (Some("reporting"), Some("completed"))
+    );
+    assert_eq!(
+        custody_actions(&sandbox, &agent, &order_id).await,
+        [
+            "received",
+            "stored",
+            "testing_started",
+            "coa_published",
+            "coa_retracted",
+            "coa_published"
+        ]
+    );
     sandbox.stop().await;
 }
 
@@ -192,7 +284,7 @@ async fn verification_reveals_compound_and_lot_only_with_the_printed_code_and_ba
     let sandbox = Sandbox::start().await;
     let agent = sandbox.customer("Verified Agent", "all").await;
     let staff = lab_staff(&sandbox).await;
-    let (accession, coa) = published_coa(&sandbox, &agent, &staff, "verify-order-01").await;
+    let (_, accession, coa) = published_coa(&sandbox, &agent, &staff, "verify-order-01").await;
     let code = coa["verificationCode"].as_str().unwrap().to_owned();
 
     let bare = verify(&sandbox, &format!("accession={accession}")).await;

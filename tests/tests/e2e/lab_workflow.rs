@@ -155,8 +155,18 @@ async fn a_paid_order_walks_through_the_lab_to_a_published_coa_with_every_event_
         .iter()
         .map(|entry| entry["action"].as_str().unwrap())
         .collect();
-    assert_eq!(actions, ["received", "stored", "testing_started"]);
+    assert_eq!(
+        actions,
+        ["received", "stored", "testing_started", "coa_published"]
+    );
     assert!(custody["retainUntil"].is_string());
+    let published_entry = &custody["entries"][3];
+    assert_eq!(published_entry["accessionNumber"], accession.as_str());
+    assert!(
+        published_entry["details"].as_str().unwrap().contains(&coa_id),
+        "{published_entry}"
+    );
+    dispose_after_retention_and_detect_tampering(&sandbox, &agent.key, &staff, &order_id, &accession).await;
     let eta = sandbox.get(&agent.key, &format!("/orders/{order_id}/eta")).await;
     assert_eq!(eta.status, 200);
     let stages = eta.body["data"]["eta"]["stages"].as_array().unwrap();
@@ -192,6 +202,79 @@ async fn a_paid_order_walks_through_the_lab_to_a_published_coa_with_every_event_
     assert_eq!(published_payloads.len(), 2);
     assert_eq!(published_payloads[0], published_payloads[1], "the same payload");
     sandbox.stop().await;
+}
+
+/// The retained sample is disposed of only after its retention period, with a custody entry that
+/// keeps the chain intact; an edited custody row then shows as a broken chain.
+async fn dispose_after_retention_and_detect_tampering(
+    sandbox: &Sandbox,
+    key: &str,
+    staff: &crate::lab_support::LabStaff,
+    order_id: &str,
+    accession: &str,
+) {
+    let dispose = || async {
+        sandbox
+            .labctl_as(
+                &staff.analyst,
+                &[
+                    "samples",
+                    "dispose",
+                    "--accession",
+                    accession,
+                    "--method",
+                    "incinerated",
+                ],
+            )
+            .await
+    };
+    let early = dispose().await.unwrap_err().to_string();
+    assert!(
+        early.contains("conflict") && early.contains("retained until"),
+        "{early}"
+    );
+    let pool = sqlx::PgPool::connect(&sandbox.database_url).await.unwrap();
+    sqlx::query(
+        "UPDATE orders.samples SET retain_until = now() - interval '1 day' WHERE accession_number = $1",
+    )
+    .bind(accession)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let disposed = dispose().await.unwrap();
+    assert_eq!(disposed["alreadyDisposed"], false, "{disposed}");
+    assert!(disposed["disposedAt"].is_string(), "{disposed}");
+    let again = dispose().await.unwrap();
+    assert_eq!(again["alreadyDisposed"], true);
+    assert_eq!(again["disposedAt"], disposed["disposedAt"]);
+
+    let samples = sandbox.get(key, &format!("/orders/{order_id}/samples")).await;
+    assert_eq!(
+        samples.body["data"]["orderSamples"]["samples"][0]["disposedAt"],
+        disposed["disposedAt"]
+    );
+    let custody = sandbox.get(key, &format!("/orders/{order_id}/custody")).await;
+    let custody = &custody.body["data"]["custody"];
+    assert_eq!(custody["chainIntact"], true, "{custody}");
+    let last = custody["entries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        (last["action"].as_str(), last["actor"].as_str()),
+        (Some("disposed"), Some("ana"))
+    );
+
+    sqlx::query(
+        "UPDATE orders.custody_entries SET details = 'nothing happened' \
+         WHERE order_id = $1::uuid AND action = 'coa_published'",
+    )
+    .bind(order_id)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let tampered = sandbox.get(key, &format!("/orders/{order_id}/custody")).await;
+    assert_eq!(
+        tampered.body["data"]["custody"]["chainIntact"], false,
+        "an edited entry breaks the chain"
+    );
 }
 
 #[tokio::test]

@@ -23,6 +23,7 @@ mod shipping_carrier;
 mod shipping_flow;
 mod shipping_pickup;
 mod spend_envelopes;
+mod stablecoin;
 mod staff_identity;
 mod support;
 mod tenant_isolation;

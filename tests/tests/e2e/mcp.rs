@@ -638,7 +638,16 @@ async fn every_tool_answers_structured_content_that_validates_against_its_output
         json!({ "endpointId": endpoint_id, "idempotencyKey": "schema-delete-1" }),
     )
     .await;
-    // Business errors validate too: their structured content is the REST error envelope.
+    // Business errors validate too: their structured content is the REST error envelope. This
+    // mesh has no stablecoin rail: its two tools answer payment_method_unavailable (their
+    // successes are validated in stablecoin.rs against anvil).
+    call("svc.payment.stablecoin.request", json!({ "reference": order_id })).await;
+    call(
+        "svc.payment.stablecoin.submit",
+        json!({ "reference": order_id, "transactionHash": format!("0x{}", "ab".repeat(32)),
+                "idempotencyKey": "schema-stablecoin-1" }),
+    )
+    .await;
     call(
         "svc.order.get",
         json!({ "reference": uuid::Uuid::new_v4().to_string() }),
@@ -660,7 +669,7 @@ async fn every_tool_answers_structured_content_that_validates_against_its_output
         .iter()
         .filter(|(_, result)| result["isError"] == true)
         .count();
-    assert_eq!(errors, 2, "only the two deliberate errors failed: {results:#?}");
+    assert_eq!(errors, 4, "only the four deliberate errors failed: {results:#?}");
     let cases: Vec<Value> = results
         .iter()
         .map(|(name, result)| json!({ "tool": name, "schema": schema_of(name), "instance": result["structuredContent"] }))

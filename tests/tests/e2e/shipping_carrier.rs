@@ -1,6 +1,8 @@
 //! The external-carrier adapter (EasyPost shape) against a local double of its API: the label is
 //! bought through the API with the configured carrier and service, its tracker webhooks move
-//! the order when their HMAC verifies, and a forged webhook is refused and changes nothing.
+//! the order when their HMAC verifies, and a forged webhook is refused and changes nothing; a
+//! purchase retried after the carrier bought but our side failed before its commit reuses that
+//! label and buys no second one.
 
 use crate::shipping_flow::labelled_order;
 use crate::support::bank_order;
@@ -10,6 +12,16 @@ use shipping_svc::config::CarrierSettings;
 use std::time::Duration;
 use tests::Sandbox;
 use tests::easypost::{API_KEY, EasyPostDouble, WEBHOOK_SECRET};
+
+fn easypost(base_url: String) -> CarrierSettings {
+    CarrierSettings::EasyPost(EasyPostSettings {
+        base_url,
+        api_key: API_KEY.to_owned().into(),
+        webhook_secret: WEBHOOK_SECRET.to_owned().into(),
+        carrier: "UPS".to_owned(),
+        service: "Ground".to_owned(),
+    })
+}
 
 async fn post_webhook(sandbox: &Sandbox, body: &[u8], signature: Option<&str>) -> u16 {
     let mut request = sandbox
@@ -28,13 +40,7 @@ async fn the_easypost_adapter_buys_the_label_from_the_api_and_only_signed_tracke
     let double = EasyPostDouble::start().await;
     let base_url = double.base_url();
     let sandbox = Sandbox::start_with(|settings| {
-        settings.shipping.carrier = CarrierSettings::EasyPost(EasyPostSettings {
-            base_url,
-            api_key: API_KEY.to_owned().into(),
-            webhook_secret: WEBHOOK_SECRET.to_owned().into(),
-            carrier: "UPS".to_owned(),
-            service: "Ground".to_owned(),
-        });
+        settings.shipping.carrier = easypost(base_url);
     })
     .await;
     let agent = sandbox.customer("Easy Ezra", "all").await;
@@ -50,13 +56,21 @@ async fn the_easypost_adapter_buys_the_label_from_the_api_and_only_signed_tracke
     // The adapter sent the documented requests: addresses and parcel, then the UPS Ground rate.
     let requests = double.requests();
     let paths: Vec<&str> = requests.iter().map(|(path, _)| path.as_str()).collect();
-    assert_eq!(paths, ["/v2/shipments", "/v2/shipments/shp_000001/buy"]);
+    assert_eq!(
+        paths,
+        [
+            "/v2/shipments",
+            "GET /v2/shipments/shp_000001",
+            "/v2/shipments/shp_000001/buy"
+        ]
+    );
     let shipment = &requests[0].1["shipment"];
     assert_eq!(shipment["to_address"]["city"], "Madison");
     assert_eq!(shipment["to_address"]["zip"], "53719");
     assert_eq!(shipment["from_address"]["email"], "easy.ezra@example.com");
     assert!(shipment["parcel"]["weight"].is_number());
-    assert_eq!(requests[1].1["rate"]["id"], "rate_shp_000001_2");
+    assert_eq!(requests[2].1["rate"]["id"], "rate_shp_000001_2");
+    assert_eq!(double.labels_bought(), 1);
 
     // A forged webhook (wrong secret), an unsigned one and an edited body are refused.
     let body = EasyPostDouble::tracker_updated(
@@ -122,5 +136,51 @@ async fn the_easypost_adapter_buys_the_label_from_the_api_and_only_signed_tracke
     assert_eq!(events.len(), 1);
     assert_eq!(events[0]["statusCode"], "arrived_at_facility");
     assert_eq!(events[0]["location"], "Chicago, IL, US");
+    sandbox.stop().await;
+}
+
+#[tokio::test]
+async fn a_label_purchase_retried_after_the_carrier_bought_but_before_our_commit_reuses_that_label() {
+    let double = EasyPostDouble::start().await;
+    // The first purchase happens at the carrier but its answer never reaches our commit: the
+    // label is billed, the transaction rolls back and order.created is delivered again.
+    double.lose_next_buy_answers(1);
+    let base_url = double.base_url();
+    let sandbox = Sandbox::start_with(|settings| {
+        settings.shipping.carrier = easypost(base_url);
+        settings.shipping.consumer.reclaim_idle = Duration::from_secs(1);
+    })
+    .await;
+    let agent = sandbox.customer("Retry Rhea", "all").await;
+    let (order_id, _, _) = bank_order(&sandbox, &agent, "easy-retry-0001").await;
+    let order = labelled_order(&sandbox, &agent, &order_id).await;
+    let tracking = order["shipping"]["trackingNumber"].as_str().unwrap().to_owned();
+
+    // One carrier shipment, bought once; the retry read it back instead of buying again.
+    assert_eq!(double.labels_bought(), 1, "exactly one label is billed");
+    let requests = double.requests();
+    let paths: Vec<&str> = requests.iter().map(|(path, _)| path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/v2/shipments",
+            "GET /v2/shipments/shp_000001",
+            "/v2/shipments/shp_000001/buy",
+            "GET /v2/shipments/shp_000001"
+        ],
+        "the retry creates no second carrier shipment and buys nothing"
+    );
+    let bought = sandbox.get(&agent.key, &format!("/shipments/{tracking}")).await;
+    assert_eq!(bought.status, 200, "{:?}", bought.body);
+    assert!(tracking.starts_with("1ZEZD001"), "{tracking}");
+    holds_for("one label_created event", Duration::from_secs(2), || async {
+        crate::support::stream_events(&sandbox, "shipping")
+            .await
+            .iter()
+            .filter(|event| event.r#type == "shipment.label_created")
+            .count()
+            == 1
+    })
+    .await;
     sandbox.stop().await;
 }

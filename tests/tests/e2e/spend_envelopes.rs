@@ -12,7 +12,7 @@ use std::time::Duration;
 use tests::{Customer, Sandbox};
 
 /// A customer with one key; returns the customer and the key's id.
-async fn customer_with_key_id(sandbox: &Sandbox, name: &str) -> (Customer, String) {
+pub async fn customer_with_key_id(sandbox: &Sandbox, name: &str) -> (Customer, String) {
     let email = format!("{}@example.com", name.to_lowercase().replace(' ', "."));
     let customer = sandbox
         .labctl(&["customers", "ensure", "--name", name, "--email", &email])
@@ -41,7 +41,12 @@ async fn customer_with_key_id(sandbox: &Sandbox, name: &str) -> (Customer, Strin
     )
 }
 
-async fn set_envelope(sandbox: &Sandbox, customer: &Customer, key_id: &str, caps: &[(&str, i64)]) -> Value {
+pub async fn set_envelope(
+    sandbox: &Sandbox,
+    customer: &Customer,
+    key_id: &str,
+    caps: &[(&str, i64)],
+) -> Value {
     let mut args = vec![
         "payments".to_owned(),
         "set-envelope".to_owned(),

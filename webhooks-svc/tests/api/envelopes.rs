@@ -63,6 +63,8 @@ pub fn coa_published(customer: Uuid) -> EventEnvelope {
             order_id: Uuid::now_v7().to_string(),
             order_number: "ORD-1".into(),
             published_at: platform::time::rfc3339(platform::time::now()),
+            version: 1,
+            amends_coa_id: None,
         }),
     )
 }

@@ -217,3 +217,48 @@ async fn an_unpaid_request_expires_and_a_transfer_after_expiry_is_recorded_late_
         "open"
     );
 }
+
+#[tokio::test]
+async fn a_transfer_for_an_invoice_settled_otherwise_is_recorded_for_staff_and_the_scanner_goes_on() {
+    let chain = start_chain(FIFTEEN_MINUTES).await;
+    let settled = chain.new_request(2_500).await;
+    let other = chain.new_request(2_600).await;
+    let hash = chain.pay_exactly(&settled).await;
+    assert_eq!(
+        chain.submit(&settled.order_id, hash).await.unwrap().status,
+        "confirming"
+    );
+    // Meanwhile the invoice is paid on another rail (here a bank transfer recorded by staff).
+    let invoice = chain
+        .app
+        .get_invoice(chain.customer, &settled.order_id)
+        .await
+        .unwrap();
+    chain
+        .app
+        .record(&invoice.invoice_number, 2_500, "WIRE-SETTLED-1")
+        .await
+        .unwrap();
+    let other_hash = chain.pay_exactly(&other).await;
+    chain.submit(&other.order_id, other_hash).await.unwrap();
+    chain.anvil.mine(70).await;
+    // The other request still confirms: the settled invoice's transfer does not stop the pass.
+    chain.wait_for_status(&other.order_id, "confirmed").await;
+    let back = chain.get(&settled.order_id).await;
+    assert_eq!(back.status, "awaiting_transfer");
+    let duplicates: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM payments.chain_transfers WHERE disposition = 'duplicate' AND tx_hash = $1",
+    )
+    .bind(format!("{hash:#x}"))
+    .fetch_one(&chain.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(duplicates, 1);
+    let payments: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM payments.payments WHERE invoice_id = $1::uuid")
+            .bind(&invoice.id)
+            .fetch_one(&chain.app.pool)
+            .await
+            .unwrap();
+    assert_eq!(payments, 1, "only the bank payment is recorded");
+}

@@ -1,0 +1,7 @@
+//! Integration tests of results-svc over gRPC, against the real PostgreSQL and Redis: the lab
+//! workflow's refusals and repeats, the payment gate of publication, retraction and amendment
+//! links, and the tenant isolation of the customer's reads.
+
+mod helpers;
+mod reads;
+mod workflow;
