@@ -476,6 +476,7 @@ mod tests {
             created_at: at,
             updated_at: at,
             accession_numbers: Vec::new(),
+            stablecoin: None,
         }
     }
 

@@ -55,7 +55,10 @@ pub async fn call(
             arguments.nothing_else()?;
             // The REST body as orders-svc rendered it: no JSON parsed or re-serialized.
             Ok(Output {
-                json: operations::get_order(peers, caller, reference).await?.into_json(),
+                json: operations::get_order(peers, caller, reference)
+                    .await?
+                    .into_json()
+                    .into_bytes(),
                 replayed: false,
             })
         }
