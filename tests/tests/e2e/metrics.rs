@@ -226,7 +226,7 @@ async fn a_scrape_parses_as_openmetrics_and_its_counters_move_when_an_order_flow
     assert!(
         grew(
             "rpc_server_requests_total",
-            &[("rpc_method", "GetOrder"), ("rpc_grpc_status_code", "5")]
+            &[("rpc_method", "GetOrderView"), ("rpc_grpc_status_code", "5")]
         ) >= 1.0,
         "a NOT_FOUND answer is counted with its status code"
     );
