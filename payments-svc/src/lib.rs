@@ -93,6 +93,7 @@ impl Application {
                 checkout_ttl: self.settings.checkout_ttl,
             },
             self.settings.spend_without_envelope,
+            self.settings.stablecoin.is_some(),
         ))
     }
 

@@ -65,6 +65,8 @@ pub struct PaymentsService {
     idempotency: IdempotencyStore,
     /// What a key without a spend envelope may commit.
     spend_default: crate::domain::spend::WithoutEnvelope,
+    /// Whether this deployment runs the stablecoin rail (invoices on it are refused otherwise).
+    stablecoin_rail: bool,
 }
 
 impl PaymentsService {
@@ -74,6 +76,7 @@ impl PaymentsService {
         due_days: i64,
         card: CardSettings,
         spend_default: crate::domain::spend::WithoutEnvelope,
+        stablecoin_rail: bool,
     ) -> Self {
         Self {
             pool,
@@ -82,11 +85,18 @@ impl PaymentsService {
             card,
             idempotency: IdempotencyStore::new(crate::SCHEMA),
             spend_default,
+            stablecoin_rail,
         }
     }
 
     /// Issues the invoice of an order, or returns the order's existing invoice unchanged.
     pub async fn create_invoice(&self, customer_id: Uuid, new: NewInvoice) -> Result<Invoice, ApiError> {
+        if new.payment_method == PaymentMethod::ChainStablecoin && !self.stablecoin_rail {
+            return Err(ApiError::new(
+                ErrorCode::PaymentMethodUnavailable,
+                "this deployment does not run the stablecoin rail",
+            ));
+        }
         let mut tx = self.pool.begin().await?;
         let mut invoice = self.issue(&mut tx, customer_id, new).await?;
         self.attach_checkout(&mut tx, std::slice::from_mut(&mut invoice))

@@ -259,3 +259,16 @@ async fn reading_invoices_needs_the_invoices_read_scope() {
         .unwrap_err();
     assert_eq!(code_of(&status), "insufficient_scope");
 }
+
+#[tokio::test]
+async fn a_stablecoin_invoice_is_refused_when_the_deployment_runs_no_stablecoin_rail_and_nothing_is_written()
+{
+    let app = spawn_app().await;
+    let customer = Uuid::now_v7();
+    let mut request = invoice_request();
+    request.payment_method = "chain_stablecoin".into();
+    let request = platform::grpc::outgoing(request, &app.service_token(customer));
+    let refused = app.client.clone().create_invoice(request).await.unwrap_err();
+    assert_eq!(code_of(&refused), "payment_method_unavailable");
+    assert!(app.events_of("invoice.created").await.is_empty());
+}
