@@ -3,6 +3,7 @@
 //! the internal `CheckPeers` rpc, never for `/api/ready`).
 
 use crate::config::PeerAddrs;
+use platform::grpc::MeshChannel as Channel;
 use proto::catalog::catalog_service_client::CatalogServiceClient;
 use proto::orders::orders_service_client::OrdersServiceClient;
 use proto::payments::payments_service_client::PaymentsServiceClient;
@@ -10,7 +11,6 @@ use proto::results::results_service_client::ResultsServiceClient;
 use proto::shipping::shipping_service_client::ShippingServiceClient;
 use proto::webhooks::webhooks_service_client::WebhooksServiceClient;
 use std::time::{Duration, Instant};
-use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;

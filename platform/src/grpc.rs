@@ -1,17 +1,22 @@
 //! gRPC plumbing: the principal the access layer (`crate::access`) verified, the tower layer
 //! that continues the caller's trace, the metadata helpers of outgoing calls, and serving with a
-//! shutdown token (over TCP, and in memory for peers in the same process: [`in_process`]).
+//! shutdown token (over TCP, and in memory for peers in the same process: [`in_process`]), and
+//! the channel peers are called through ([`MeshChannel`]).
 
 pub mod in_process;
 
 use crate::error::{ApiError, ErrorCode};
 use crate::principal::Principal;
-use futures::StreamExt;
+use futures::future::BoxFuture;
 use opentelemetry::propagation::{Extractor, Injector};
+use std::convert::Infallible;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
 use tonic::{Request, Status};
+use tower::ServiceExt;
+use tower::util::BoxCloneSyncService;
+use tracing::Instrument;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// Metadata entry carrying the idempotency key of a mutating call.
@@ -124,35 +129,111 @@ pub fn span_for_request<B>(request: &http::Request<B>) -> tracing::Span {
     span
 }
 
-/// The layers of [`server_builder`]: metrics outermost, then the input rules.
-pub type MeshLayers = tower::layer::util::Stack<
-    crate::input::layer::InputLayer,
-    tower::layer::util::Stack<crate::metrics::layer::RpcMetricsLayer, tower::layer::util::Identity>,
->;
+/// How long a served call may take before it answers `DEADLINE_EXCEEDED` (over TCP and in
+/// memory alike).
+pub const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// A tonic router built on [`server_builder`] (its requests are counted, then pass the input
-/// rules).
-pub type MeshRouter = tonic::transport::server::Router<MeshLayers>;
+/// The services one server offers, collected by [`server_builder`] and served by [`serve`]
+/// over TCP and, for peers of the same process, in memory ([`in_process`]). Every call,
+/// however it arrives, is counted in `platform::metrics`, passes the input rules of
+/// `platform::input`, runs in a trace span continuing the caller's and has [`CALL_TIMEOUT`].
+#[derive(Default)]
+pub struct MeshRouter {
+    routes: tonic::service::RoutesBuilder,
+}
 
-/// Serves a tonic router on `listener` until `shutdown` fires, then drains in-flight calls.
-/// A loopback listener also takes the in-memory connections of channels of this process that
+impl MeshRouter {
+    /// Adds a service (a generated server, possibly wrapped by `crate::access::guarded`).
+    pub fn add_service<S>(mut self, service: S) -> Self
+    where
+        S: tower::Service<
+                http::Request<tonic::body::Body>,
+                Response = http::Response<tonic::body::Body>,
+                Error = Infallible,
+            > + tonic::server::NamedService
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        self.routes.add_service(service);
+        self
+    }
+}
+
+/// Returns an empty [`MeshRouter`]: add the services, then [`serve`] it.
+pub fn server_builder() -> MeshRouter {
+    MeshRouter::default()
+}
+
+/// Serves a router's services on `listener` until `shutdown` fires, then drains in-flight
+/// calls. A loopback listener also takes the in-memory calls of channels of this process that
 /// target its address ([`in_process`]).
 pub async fn serve(
     router: MeshRouter,
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let (registration, in_memory) = in_process::register(listener.local_addr()?);
-    let tcp = incoming(listener).map(|accepted| accepted.map(in_process::MeshStream::Tcp));
-    let in_memory = in_memory.map(|stream| Ok(in_process::MeshStream::Memory(stream)));
-    router
-        .serve_with_incoming_shutdown(
-            futures::stream::select(tcp, in_memory),
-            shutdown.cancelled_owned(),
-        )
+    let routes = router.routes.routes().prepare();
+    let local = LocalDispatch {
+        inner: tower::ServiceBuilder::new()
+            .layer(crate::metrics::layer::RpcMetricsLayer)
+            .layer(crate::input::layer::InputLayer)
+            .service(routes.clone()),
+    };
+    let registration = in_process::register(listener.local_addr()?, BoxCloneSyncService::new(local));
+    tonic::transport::Server::builder()
+        .timeout(CALL_TIMEOUT)
+        .trace_fn(span_for_request)
+        .layer(crate::metrics::layer::RpcMetricsLayer)
+        .layer(crate::input::layer::InputLayer)
+        .add_routes(routes)
+        .serve_with_incoming_shutdown(incoming(listener), shutdown.cancelled_owned())
         .await?;
     drop(registration);
     Ok(())
+}
+
+/// A server's service stack as called in memory: what tonic's server adds around it for a TCP
+/// connection (the trace span of [`span_for_request`] and the call timeout), without the
+/// connection.
+#[derive(Clone)]
+struct LocalDispatch<S> {
+    inner: S,
+}
+
+impl<S> tower::Service<http::Request<tonic::body::Body>> for LocalDispatch<S>
+where
+    S: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<tonic::body::Body>,
+            Error = Infallible,
+        > + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Self::Response, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        let span = span_for_request(&request);
+        let answer = self.inner.call(request);
+        Box::pin(
+            async move {
+                match tokio::time::timeout(CALL_TIMEOUT, answer).await {
+                    Ok(answer) => answer,
+                    Err(_) => Ok(Status::deadline_exceeded("the call timed out").into_http()),
+                }
+            }
+            .instrument(span),
+        )
+    }
 }
 
 /// The connections accepted on a gRPC listener, each with `TCP_NODELAY` set.
@@ -165,28 +246,79 @@ pub fn incoming(listener: TcpListener) -> tonic::transport::server::TcpIncoming 
     tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
-/// Returns a server builder with the mesh's defaults (trace span per request, timeouts, every
-/// call counted in `platform::metrics`, and the input rules of `platform::input` applied to
-/// every incoming message).
-pub fn server_builder() -> tonic::transport::Server<MeshLayers> {
-    tonic::transport::Server::builder()
-        .timeout(std::time::Duration::from_secs(30))
-        .trace_fn(span_for_request)
-        .layer(crate::metrics::layer::RpcMetricsLayer)
-        .layer(crate::input::layer::InputLayer)
+/// A channel to a peer service: over TCP (a lazy tonic channel), or, when the peer is a server
+/// of this process at a loopback address, straight into its service stack ([`in_process`]).
+/// Generated clients take it like a tonic `Channel`; cloning is cheap.
+#[derive(Clone)]
+pub struct MeshChannel {
+    network: tonic::transport::Channel,
+    /// The loopback address to look up among this process's servers, when in-memory calls are
+    /// allowed for this channel.
+    local: Option<std::net::SocketAddr>,
+    /// The in-memory service found by `poll_ready`, used by the next `call`.
+    ready_local: Option<in_process::LocalService>,
+}
+
+impl std::fmt::Debug for MeshChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MeshChannel")
+            .field("in_process_target", &self.local)
+            .finish_non_exhaustive()
+    }
+}
+
+impl From<tonic::transport::Channel> for MeshChannel {
+    /// A channel that always goes over the network.
+    fn from(network: tonic::transport::Channel) -> Self {
+        Self {
+            network,
+            local: None,
+            ready_local: None,
+        }
+    }
+}
+
+impl tower::Service<http::Request<tonic::body::Body>> for MeshChannel {
+    type Response = http::Response<tonic::body::Body>;
+    type Error = tonic::codegen::StdError;
+    type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        if self.ready_local.is_some() {
+            return std::task::Poll::Ready(Ok(()));
+        }
+        // Looked up on every call: a server that stopped is no longer called in memory.
+        if let Some(service) = self.local.and_then(in_process::local_service) {
+            self.ready_local = Some(service);
+            return std::task::Poll::Ready(Ok(()));
+        }
+        self.network.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        if let Some(service) = self.ready_local.take() {
+            return Box::pin(async move {
+                match service.oneshot(request).await {
+                    Ok(answer) => Ok(answer),
+                    Err(never) => match never {},
+                }
+            });
+        }
+        let answer = self.network.call(request);
+        Box::pin(async move { answer.await.map_err(Into::into) })
+    }
 }
 
 /// Connects lazily to a peer service; the first call establishes the connection. A peer at a
-/// loopback address is reached in memory when this process serves it ([`in_process`]).
-pub fn lazy_channel(address: &str) -> anyhow::Result<tonic::transport::Channel> {
+/// loopback address is called in memory when this process serves it ([`in_process`]).
+pub fn lazy_channel(address: &str) -> anyhow::Result<MeshChannel> {
     let endpoint = peer_endpoint(address)?;
-    match in_process::loopback_target(endpoint.uri()) {
-        Some(target) if in_process::enabled() => {
-            let connector = tower::service_fn(move |_: http::Uri| in_process::connect(target));
-            Ok(endpoint.connect_with_connector_lazy(connector))
-        }
-        _ => Ok(endpoint.connect_lazy()),
-    }
+    let local = in_process::loopback_target(endpoint.uri()).filter(|_| in_process::enabled());
+    Ok(MeshChannel {
+        network: endpoint.connect_lazy(),
+        local,
+        ready_local: None,
+    })
 }
 
 /// The endpoint of a peer service: connect and call timeouts, and `TCP_NODELAY` as on the
@@ -264,10 +396,10 @@ mod tests {
         // The server registers itself when its task starts; until then channels use TCP.
         let mut in_memory = false;
         for _ in 0..100 {
-            let before = in_process::handed_over();
+            let before = in_process::local_calls();
             let channel = lazy_channel(&format!("http://{address}")).unwrap();
             assert!(check(channel).await.is_ok());
-            if in_process::handed_over() > before {
+            if in_process::local_calls() > before {
                 in_memory = true;
                 break;
             }
@@ -278,16 +410,19 @@ mod tests {
             "a channel to this process's own server connects in memory"
         );
         // Through "localhost" (a name, not a loopback literal) the same server answers over TCP.
-        let before = in_process::handed_over();
+        let before = in_process::local_calls();
         let channel = lazy_channel(&format!("http://localhost:{}", address.port())).unwrap();
         assert!(check(channel).await.is_ok());
-        assert_eq!(
-            in_process::handed_over(),
-            before,
-            "no in-memory connection for a name"
-        );
+        assert_eq!(in_process::local_calls(), before, "no in-memory call for a name");
+        // A stopped server is no longer called in memory, even through a channel that called it
+        // so before: its callers fail as against a stopped pod.
+        let channel = lazy_channel(&format!("http://{address}")).unwrap();
+        assert!(check(channel.clone()).await.is_ok());
         shutdown.cancel();
         server.await.unwrap().unwrap();
+        let before = in_process::local_calls();
+        assert!(check(channel).await.is_err(), "a stopped server does not answer");
+        assert_eq!(in_process::local_calls(), before);
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! A local double of the EasyPost API, speaking its documented requests and responses for what
 //! the adapter uses: `POST /v2/shipments` (rates), `GET /v2/shipments/{id}` (the shipment, with
 //! its tracking code and selected rate once bought), `POST /v2/shipments/{id}/buy` (tracking
-//! code, label, tracker; a bought shipment is refused as EasyPost does), `POST /v2/pickups` and
-//! `POST /v2/pickups/{id}/buy` (confirmation), all with
+//! code, label, tracker; a bought shipment is refused as EasyPost does), `POST /v2/pickups`,
+//! `GET /v2/pickups/{id}` (status `unknown`, then `scheduled` with its confirmation) and
+//! `POST /v2/pickups/{id}/buy` (confirmation; a scheduled pickup is refused), all with
 //! HTTP basic authentication by API key; and the tracker webhooks it would send, signed
 //! `X-Hmac-Signature: hmac-sha256-hex=…` with the webhook secret.
 
@@ -31,6 +32,12 @@ struct Book {
     /// Purchases still to perform whose answer is then lost (500), as if our side crashed
     /// between the carrier's purchase and its own commit.
     lose_buy_answers: u32,
+    /// Each created pickup as GET answers it (scheduled ones with their confirmation).
+    pickups: std::collections::BTreeMap<String, Value>,
+    /// Pickups bought (booked and billed).
+    pickups_bought: u32,
+    /// Pickup purchases still to perform whose answer is then lost (500).
+    lose_pickup_buy_answers: u32,
 }
 
 /// A running double.
@@ -177,6 +184,15 @@ async fn buy_shipment(
     (StatusCode::OK, Json(bought))
 }
 
+fn not_found() -> (StatusCode, Json<Value>) {
+    (
+        StatusCode::NOT_FOUND,
+        Json(
+            json!({ "error": { "code": "NOT_FOUND", "message": "The requested resource could not be found." } }),
+        ),
+    )
+}
+
 async fn create_pickup(
     State(book): State<Arc<Mutex<Book>>>,
     headers: HeaderMap,
@@ -185,17 +201,32 @@ async fn create_pickup(
     if !authorized(&headers) {
         return refused();
     }
-    book.lock()
-        .unwrap()
-        .requests
-        .push(("/v2/pickups".to_owned(), body.clone()));
-    (
-        StatusCode::CREATED,
-        Json(json!({
-            "object": "Pickup", "id": "pickup_000001", "status": "unknown",
-            "pickup_rates": [{ "object": "PickupRate", "id": "prate_1", "carrier": "UPS", "service": "Same-day Pickup", "rate": "0.00" }]
-        })),
-    )
+    let mut book = book.lock().unwrap();
+    book.requests.push(("/v2/pickups".to_owned(), body.clone()));
+    let id = format!("pickup_{:06}", book.pickups.len() + 1);
+    let pickup = json!({
+        "object": "Pickup", "id": id, "status": "unknown", "confirmation": null,
+        "reference": body["pickup"]["reference"],
+        "pickup_rates": [{ "object": "PickupRate", "id": "prate_1", "carrier": "UPS", "service": "Same-day Pickup", "rate": "0.00" }]
+    });
+    book.pickups.insert(id, pickup.clone());
+    (StatusCode::CREATED, Json(pickup))
+}
+
+async fn retrieve_pickup(
+    State(book): State<Arc<Mutex<Book>>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> (StatusCode, Json<Value>) {
+    if !authorized(&headers) {
+        return refused();
+    }
+    let mut book = book.lock().unwrap();
+    book.requests.push((format!("GET /v2/pickups/{id}"), Value::Null));
+    match book.pickups.get(&id) {
+        Some(pickup) => (StatusCode::OK, Json(pickup.clone())),
+        None => not_found(),
+    }
 }
 
 async fn buy_pickup(
@@ -207,14 +238,33 @@ async fn buy_pickup(
     if !authorized(&headers) {
         return refused();
     }
-    book.lock()
-        .unwrap()
-        .requests
-        .push((format!("/v2/pickups/{id}/buy"), body));
-    (
-        StatusCode::OK,
-        Json(json!({ "object": "Pickup", "id": id, "status": "scheduled", "confirmation": "WTC12345678" })),
-    )
+    let mut book = book.lock().unwrap();
+    book.requests.push((format!("/v2/pickups/{id}/buy"), body));
+    let Some(pickup) = book.pickups.get(&id).cloned() else {
+        return not_found();
+    };
+    if pickup["status"] == "scheduled" {
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(
+                json!({ "error": { "code": "PICKUP.ALREADY_SCHEDULED", "message": "This pickup is already scheduled." } }),
+            ),
+        );
+    }
+    book.pickups_bought += 1;
+    let number = book.pickups_bought;
+    let mut bought = pickup;
+    bought["status"] = json!("scheduled");
+    bought["confirmation"] = json!(format!("WTC{:08}", 12_345_000 + number));
+    book.pickups.insert(id, bought.clone());
+    if book.lose_pickup_buy_answers > 0 {
+        book.lose_pickup_buy_answers -= 1;
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({ "error": { "code": "INTERNAL_SERVER_ERROR", "message": "the answer was lost" } })),
+        );
+    }
+    (StatusCode::OK, Json(bought))
 }
 
 impl EasyPostDouble {
@@ -226,6 +276,7 @@ impl EasyPostDouble {
             .route("/v2/shipments/{id}", get(retrieve_shipment))
             .route("/v2/shipments/{id}/buy", post(buy_shipment))
             .route("/v2/pickups", post(create_pickup))
+            .route("/v2/pickups/{id}", get(retrieve_pickup))
             .route("/v2/pickups/{id}/buy", post(buy_pickup))
             .with_state(book.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -250,6 +301,16 @@ impl EasyPostDouble {
     /// side crashes between the carrier's purchase and its own commit.
     pub fn lose_next_buy_answers(&self, count: u32) {
         self.book.lock().unwrap().lose_buy_answers = count;
+    }
+
+    /// Pickups bought (booked and billed) so far.
+    pub fn pickups_bought(&self) -> u32 {
+        self.book.lock().unwrap().pickups_bought
+    }
+
+    /// The next `count` pickup purchases are performed but their answer is lost (500).
+    pub fn lose_next_pickup_buy_answers(&self, count: u32) {
+        self.book.lock().unwrap().lose_pickup_buy_answers = count;
     }
 
     /// Every request received: (path, JSON body).

@@ -16,13 +16,13 @@ pub use read::{ORDERS, OrderView};
 pub use shipment_events::ShipmentNews;
 
 use crate::config::Settings;
+use platform::grpc::MeshChannel as Channel;
 use platform::idempotency::IdempotencyStore;
 use platform::label_links::LabelLinks;
 use platform::tokens::TokenIssuer;
 use proto::catalog::catalog_service_client::CatalogServiceClient;
 use proto::payments::payments_service_client::PaymentsServiceClient;
 use sqlx::PgPool;
-use tonic::transport::Channel;
 
 /// The orders use cases and what they need.
 #[derive(Clone)]

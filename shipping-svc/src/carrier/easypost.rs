@@ -101,6 +101,12 @@ struct PickupRate {
 #[derive(Deserialize)]
 struct CreatedPickup {
     id: String,
+    /// `unknown` until bought, then `scheduled` (or `canceled`).
+    #[serde(default)]
+    status: String,
+    /// The carrier's confirmation number once scheduled.
+    #[serde(default)]
+    confirmation: Option<String>,
     #[serde(default)]
     pickup_rates: Vec<PickupRate>,
 }
@@ -264,7 +270,7 @@ impl Carrier for EasyPostCarrier {
         Ok(purchased(bought))
     }
 
-    async fn book_pickup(&self, booking: &PickupBooking) -> Result<String, CarrierError> {
+    async fn create_pickup(&self, booking: &PickupBooking) -> Result<String, CarrierError> {
         let date = booking.date.format("%Y-%m-%d");
         let created: CreatedPickup = self
             .post(
@@ -280,13 +286,38 @@ impl Carrier for EasyPostCarrier {
                 }}),
             )
             .await?;
-        let rate = created
+        Ok(created.id)
+    }
+
+    async fn buy_pickup(
+        &self,
+        booking: &PickupBooking,
+        carrier_pickup_id: &str,
+    ) -> Result<String, CarrierError> {
+        let id = if carrier_pickup_id.is_empty() {
+            self.create_pickup(booking).await?
+        } else {
+            carrier_pickup_id.to_owned()
+        };
+        let pickup: CreatedPickup = self.get(&format!("/v2/pickups/{id}")).await?;
+        if pickup.status.eq_ignore_ascii_case("scheduled")
+            && let Some(confirmation) = pickup.confirmation.filter(|number| !number.is_empty())
+        {
+            // An earlier attempt booked it and crashed before its commit: that booking is ours.
+            tracing::warn!(
+                pickup = %booking.pickup_id,
+                carrier_pickup = %pickup.id,
+                "the carrier's pickup was booked by an interrupted attempt; using that booking"
+            );
+            return Ok(confirmation);
+        }
+        let rate = pickup
             .pickup_rates
             .first()
-            .ok_or_else(|| CarrierError::Rejected(format!("no pickup rate for pickup {}", created.id)))?;
+            .ok_or_else(|| CarrierError::Rejected(format!("no pickup rate for pickup {}", pickup.id)))?;
         let bought: BoughtPickup = self
             .post(
-                &format!("/v2/pickups/{}/buy", created.id),
+                &format!("/v2/pickups/{}/buy", pickup.id),
                 &json!({ "carrier": rate.carrier, "service": rate.service }),
             )
             .await?;

@@ -82,10 +82,21 @@ pub trait Carrier: Send + Sync {
         carrier_shipment_id: &str,
     ) -> impl Future<Output = Result<PurchasedLabel, CarrierError>> + Send;
 
-    /// Books a door pickup; returns the carrier's confirmation number.
-    fn book_pickup(
+    /// Creates the carrier's door pickup without booking it; returns the carrier's pickup id to
+    /// record, or `""` when the carrier has no such step (the sandbox). Pickups follow the
+    /// label's two steps for the same reason: a booking is billed and never repeated.
+    fn create_pickup(
         &self,
         booking: &PickupBooking,
+    ) -> impl Future<Output = Result<String, CarrierError>> + Send;
+
+    /// Books (buys) the carrier's pickup `carrier_pickup_id` (as recorded from
+    /// [`Carrier::create_pickup`]) and returns its confirmation number; when that pickup was
+    /// booked already (an earlier attempt), answers its confirmation and books nothing.
+    fn buy_pickup(
+        &self,
+        booking: &PickupBooking,
+        carrier_pickup_id: &str,
     ) -> impl Future<Output = Result<String, CarrierError>> + Send;
 }
 
@@ -130,10 +141,21 @@ impl Carrier for CarrierAdapter {
         }
     }
 
-    async fn book_pickup(&self, booking: &PickupBooking) -> Result<String, CarrierError> {
+    async fn create_pickup(&self, booking: &PickupBooking) -> Result<String, CarrierError> {
         match self {
-            CarrierAdapter::Sandbox(carrier) => carrier.book_pickup(booking).await,
-            CarrierAdapter::EasyPost(carrier) => carrier.book_pickup(booking).await,
+            CarrierAdapter::Sandbox(carrier) => carrier.create_pickup(booking).await,
+            CarrierAdapter::EasyPost(carrier) => carrier.create_pickup(booking).await,
+        }
+    }
+
+    async fn buy_pickup(
+        &self,
+        booking: &PickupBooking,
+        carrier_pickup_id: &str,
+    ) -> Result<String, CarrierError> {
+        match self {
+            CarrierAdapter::Sandbox(carrier) => carrier.buy_pickup(booking, carrier_pickup_id).await,
+            CarrierAdapter::EasyPost(carrier) => carrier.buy_pickup(booking, carrier_pickup_id).await,
         }
     }
 }

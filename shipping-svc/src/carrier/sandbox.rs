@@ -40,8 +40,17 @@ impl Carrier for SandboxCarrier {
         })
     }
 
-    async fn book_pickup(&self, booking: &PickupBooking) -> Result<String, CarrierError> {
-        // A UPS-style pickup request number: 2 letters and 8 digits from the pickup id.
+    async fn create_pickup(&self, _booking: &PickupBooking) -> Result<String, CarrierError> {
+        Ok(String::new())
+    }
+
+    async fn buy_pickup(
+        &self,
+        booking: &PickupBooking,
+        _carrier_pickup_id: &str,
+    ) -> Result<String, CarrierError> {
+        // A UPS-style pickup request number: 2 letters and 8 digits from the pickup id (the
+        // same on every attempt, so a retried booking answers the same confirmation).
         let digits: String = booking
             .pickup_id
             .as_u128()

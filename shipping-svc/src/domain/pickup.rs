@@ -177,6 +177,9 @@ pub struct Pickup {
     pub pay_expires_at: Option<DateTime<Utc>>,
     pub payment_reference: Option<String>,
     pub confirmation_number: Option<String>,
+    /// The carrier's pickup, recorded before it is bought (`None` until then; empty for the
+    /// sandbox, which has no such step).
+    pub carrier_pickup_id: Option<String>,
     pub created_at: DateTime<Utc>,
     pub booked_at: Option<DateTime<Utc>>,
 }

@@ -7,8 +7,8 @@ use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
 const SELECT_PICKUPS: &str = "SELECT id, customer_id, shipment_id, order_id, status, pickup_date, pickup_window, \
-    price_cents, pay_url, checkout_session_id, pay_expires_at, payment_reference, confirmation_number, created_at, \
-    booked_at FROM shipping.pickups ";
+    price_cents, pay_url, checkout_session_id, pay_expires_at, payment_reference, confirmation_number, carrier_pickup_id, \
+    created_at, booked_at FROM shipping.pickups ";
 
 fn pickup_from_row(row: &PgRow) -> Result<Pickup, sqlx::Error> {
     Ok(Pickup {
@@ -25,6 +25,7 @@ fn pickup_from_row(row: &PgRow) -> Result<Pickup, sqlx::Error> {
         pay_expires_at: row.try_get("pay_expires_at")?,
         payment_reference: row.try_get("payment_reference")?,
         confirmation_number: row.try_get("confirmation_number")?,
+        carrier_pickup_id: row.try_get("carrier_pickup_id")?,
         created_at: row.try_get("created_at")?,
         booked_at: row.try_get("booked_at")?,
     })
@@ -91,6 +92,20 @@ pub async fn lock(conn: &mut PgConnection, id: Uuid) -> Result<Option<Pickup>, s
         .fetch_optional(conn)
         .await?;
     row.map(|row| pickup_from_row(&row)).transpose()
+}
+
+/// Records the carrier's pickup created for a pickup, before it is bought.
+pub async fn record_carrier_pickup(
+    conn: &mut PgConnection,
+    id: Uuid,
+    carrier_pickup_id: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE shipping.pickups SET carrier_pickup_id = $2 WHERE id = $1")
+        .bind(id)
+        .bind(carrier_pickup_id)
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 /// Marks a pickup booked.

@@ -19,6 +19,7 @@ use crate::domain::Address;
 use crate::domain::pickup::PickupRules;
 use crate::mail::Mailer;
 use platform::error::{ApiError, ErrorCode};
+use platform::grpc::MeshChannel as Channel;
 use platform::idempotency::IdempotencyStore;
 use platform::label_links::LabelLinks;
 use platform::tokens::TokenIssuer;
@@ -27,7 +28,6 @@ use proto::identity::identity_service_client::IdentityServiceClient;
 use proto::payments::payments_service_client::PaymentsServiceClient;
 use sqlx::PgPool;
 use std::sync::Arc;
-use tonic::transport::Channel;
 use uuid::Uuid;
 
 /// The shipping use cases and what they need.

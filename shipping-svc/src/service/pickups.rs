@@ -237,6 +237,7 @@ impl ShippingService {
                         .and_then(platform::time::from_timestamp),
                     payment_reference: None,
                     confirmation_number: None,
+                    carrier_pickup_id: None,
                     created_at: now,
                     booked_at: None,
                 };
@@ -269,54 +270,52 @@ impl ShippingService {
                 "a payment reference is required",
             ));
         }
-        let mut tx = self.pool.begin().await?;
-        let pickup = repo::pickups::lock(&mut tx, id).await?.ok_or_else(not_found)?;
-        if customer_id.is_some_and(|customer_id| customer_id != pickup.customer_id) {
-            return Err(not_found());
-        }
-        if pickup.status == BOOKED {
-            tx.commit().await?;
-            if pickup.payment_reference.as_deref() != Some(payment_reference.trim()) {
-                tracing::warn!(
-                    pickup = %pickup.id,
-                    "a booked pickup was paid again under another reference; that payment is due a refund"
-                );
+        // Step 1: the carrier's pickup is created (nothing booked or billed yet) and its id
+        // committed, so that whatever happens during the purchase a retry buys that same
+        // pickup or reads back its booking.
+        let (pickup, shipment, booking) = {
+            let mut tx = self.pool.begin().await?;
+            let (pickup, shipment) = match self
+                .pickup_to_book(&mut tx, customer_id, id, payment_reference)
+                .await?
+            {
+                ToBook::Done(pickup) => {
+                    tx.commit().await?;
+                    return Ok(*pickup);
+                }
+                ToBook::Book(found) => *found,
+            };
+            let booking = self.booking(&pickup, &shipment);
+            if pickup.carrier_pickup_id.is_none() {
+                let carrier_pickup_id = self
+                    .carrier
+                    .create_pickup(&booking)
+                    .await
+                    .map_err(carrier_error)?;
+                repo::pickups::record_carrier_pickup(&mut tx, pickup.id, &carrier_pickup_id).await?;
             }
-            return Ok(pickup);
-        }
-        if pickup.status == PAYMENT_EXPIRED {
-            return Err(ApiError::new(
-                ErrorCode::Conflict,
-                "the pickup's payment link expired and the pickup ended; request a new pickup",
-            ));
-        }
-        let shipment = repo::shipments::by_id(&mut tx, pickup.shipment_id)
-            .await?
-            .ok_or_else(shipment_not_found)?;
-        let window = self
-            .pickup
-            .window(&pickup.window)
-            .map(|window| (window.start.clone(), window.end.clone()))
-            .unwrap_or_else(|| ("09:00".to_owned(), "17:00".to_owned()));
-        let booking = PickupBooking {
-            pickup_id: pickup.id,
-            tracking_number: shipment.tracking_number.clone(),
-            carrier_shipment_id: shipment.carrier_shipment_id.clone(),
-            date: pickup.date,
-            window,
-            address: shipment.ship_from.clone(),
+            tx.commit().await?;
+            (pickup, shipment, booking)
         };
+        // Step 2: buy it (or read back the booking of an interrupted earlier attempt) and record
+        // the booking with its event, under the pickup's lock again.
+        let mut tx = self.pool.begin().await?;
+        let pickup = match self
+            .pickup_to_book(&mut tx, customer_id, pickup.id, payment_reference)
+            .await?
+        {
+            ToBook::Done(pickup) => {
+                tx.commit().await?;
+                return Ok(*pickup);
+            }
+            ToBook::Book(found) => found.0,
+        };
+        let carrier_pickup_id = pickup.carrier_pickup_id.clone().unwrap_or_default();
         let confirmation = self
             .carrier
-            .book_pickup(&booking)
+            .buy_pickup(&booking, &carrier_pickup_id)
             .await
-            .map_err(|error| match error {
-                CarrierError::Unavailable(cause) => ApiError::unavailable("the carrier", cause),
-                CarrierError::Rejected(cause) => ApiError::new(
-                    ErrorCode::Conflict,
-                    format!("the carrier refused the pickup: {cause}"),
-                ),
-            })?;
+            .map_err(carrier_error)?;
         let now = platform::time::now();
         repo::pickups::book(&mut tx, pickup.id, payment_reference.trim(), &confirmation, now).await?;
         OUTBOX
@@ -330,6 +329,59 @@ impl ShippingService {
             booked_at: Some(now),
             ..pickup
         })
+    }
+
+    /// Locks the pickup `id` and says whether it is still to book (with its shipment) or is
+    /// answered as it stands (booked already). A pickup of another customer is 404; one whose
+    /// payment expired is 409.
+    async fn pickup_to_book(
+        &self,
+        tx: &mut sqlx::PgConnection,
+        customer_id: Option<Uuid>,
+        id: Uuid,
+        payment_reference: &str,
+    ) -> Result<ToBook, ApiError> {
+        let not_found = || ApiError::new(ErrorCode::NotFound, "pickup not found");
+        let pickup = repo::pickups::lock(&mut *tx, id).await?.ok_or_else(not_found)?;
+        if customer_id.is_some_and(|customer_id| customer_id != pickup.customer_id) {
+            return Err(not_found());
+        }
+        if pickup.status == BOOKED {
+            if pickup.payment_reference.as_deref() != Some(payment_reference.trim()) {
+                tracing::warn!(
+                    pickup = %pickup.id,
+                    "a booked pickup was paid again under another reference; that payment is due a refund"
+                );
+            }
+            return Ok(ToBook::Done(Box::new(pickup)));
+        }
+        if pickup.status == PAYMENT_EXPIRED {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                "the pickup's payment link expired and the pickup ended; request a new pickup",
+            ));
+        }
+        let shipment = repo::shipments::by_id(&mut *tx, pickup.shipment_id)
+            .await?
+            .ok_or_else(shipment_not_found)?;
+        Ok(ToBook::Book(Box::new((pickup, shipment))))
+    }
+
+    /// What the carrier needs to book `pickup` of `shipment`.
+    fn booking(&self, pickup: &Pickup, shipment: &Shipment) -> PickupBooking {
+        let window = self
+            .pickup
+            .window(&pickup.window)
+            .map(|window| (window.start.clone(), window.end.clone()))
+            .unwrap_or_else(|| ("09:00".to_owned(), "17:00".to_owned()));
+        PickupBooking {
+            pickup_id: pickup.id,
+            tracking_number: shipment.tracking_number.clone(),
+            carrier_shipment_id: shipment.carrier_shipment_id.clone(),
+            date: pickup.date,
+            window,
+            address: shipment.ship_from.clone(),
+        }
     }
 
     /// Ends a pickup whose payment expired unpaid (`pickup_payment.expired`); a booked pickup, or
@@ -387,6 +439,23 @@ impl ShippingService {
                 ))
             }
         }
+    }
+}
+
+/// A locked pickup: still to book (with its shipment), or answered as it stands.
+enum ToBook {
+    Done(Box<Pickup>),
+    Book(Box<(Pickup, Shipment)>),
+}
+
+/// The API error of a failed carrier call.
+fn carrier_error(error: CarrierError) -> ApiError {
+    match error {
+        CarrierError::Unavailable(cause) => ApiError::unavailable("the carrier", cause),
+        CarrierError::Rejected(cause) => ApiError::new(
+            ErrorCode::Conflict,
+            format!("the carrier refused the pickup: {cause}"),
+        ),
     }
 }
 

@@ -2,7 +2,7 @@
 //! bought through the API with the configured carrier and service, its tracker webhooks move
 //! the order when their HMAC verifies, and a forged webhook is refused and changes nothing; a
 //! purchase retried after the carrier bought but our side failed before its commit reuses that
-//! label and buys no second one.
+//! label and buys no second one; so does a door pickup's booking.
 
 use crate::shipping_flow::labelled_order;
 use crate::support::bank_order;
@@ -182,5 +182,93 @@ async fn a_label_purchase_retried_after_the_carrier_bought_but_before_our_commit
             == 1
     })
     .await;
+    sandbox.stop().await;
+}
+
+#[tokio::test]
+async fn a_pickup_booking_retried_after_the_carrier_booked_but_before_our_commit_reuses_that_booking() {
+    use crate::shipping_pickup::{first_choice, options_of, paid_order, request, shipment_pickup};
+    let double = EasyPostDouble::start().await;
+    let base_url = double.base_url();
+    let sandbox = Sandbox::start_with(|settings| settings.shipping.carrier = easypost(base_url)).await;
+    let agent = sandbox.customer("Pickup Retry Pete", "all").await;
+    let (order_id, shipment_id) = paid_order(&sandbox, &agent, "easy-pickup-0001").await;
+    let options = options_of(&sandbox, &agent, &order_id).await;
+    let requested = request(
+        &sandbox,
+        &agent,
+        &order_id,
+        &first_choice(&options),
+        "easy-pickup-req",
+    )
+    .await;
+    assert_eq!(requested.status, 201, "{:?}", requested.body);
+    let pickup_id = requested.body["data"]["pickup"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // The carrier books the pickup but its answer never reaches our commit (as when our side
+    // crashes in between): the confirmation fails and nothing is recorded as booked.
+    double.lose_next_pickup_buy_answers(1);
+    let confirm = || async {
+        sandbox
+            .labctl(&[
+                "shipments",
+                "pickup-paid",
+                &pickup_id,
+                "--payment-reference",
+                "PICKUP-BANK-1",
+            ])
+            .await
+    };
+    assert!(confirm().await.is_err(), "a lost carrier answer is not a booking");
+    assert_eq!(
+        shipment_pickup(&sandbox, &agent, &shipment_id).await["status"],
+        "awaiting_payment"
+    );
+
+    // The retry reads the carrier's pickup back: its booking is ours, and nothing is booked twice.
+    let booked = confirm().await.unwrap();
+    assert_eq!(booked["status"], "booked", "{booked}");
+    assert_eq!(
+        booked["confirmationNumber"], "WTC12345001",
+        "the first (billed) booking"
+    );
+    assert_eq!(double.pickups_bought(), 1, "exactly one pickup is billed");
+    let pickup_calls: Vec<String> = double
+        .requests()
+        .into_iter()
+        .map(|(path, _)| path)
+        .filter(|path| path.contains("/v2/pickups"))
+        .collect();
+    assert_eq!(
+        pickup_calls,
+        [
+            "/v2/pickups",
+            "GET /v2/pickups/pickup_000001",
+            "/v2/pickups/pickup_000001/buy",
+            "GET /v2/pickups/pickup_000001"
+        ],
+        "the retry creates no second carrier pickup and buys nothing"
+    );
+    let pickup = shipment_pickup(&sandbox, &agent, &shipment_id).await;
+    assert_eq!(
+        (pickup["status"].as_str(), pickup["confirmationNumber"].as_str()),
+        (Some("booked"), Some("WTC12345001"))
+    );
+    // A third confirmation answers the booking as it stands and calls the carrier no more.
+    let again = confirm().await.unwrap();
+    assert_eq!(again["confirmationNumber"], "WTC12345001");
+    let calls_after = double
+        .requests()
+        .iter()
+        .filter(|(path, _)| path.contains("/v2/pickups"))
+        .count();
+    assert_eq!(
+        calls_after,
+        pickup_calls.len(),
+        "a booked pickup calls the carrier no more"
+    );
     sandbox.stop().await;
 }

@@ -21,7 +21,7 @@ use tests::{Customer, Sandbox};
 use uuid::Uuid;
 
 /// A bank order of `customer`, labelled and paid; returns (order id, shipment id).
-async fn paid_order(sandbox: &Sandbox, customer: &Customer, key: &str) -> (String, String) {
+pub(crate) async fn paid_order(sandbox: &Sandbox, customer: &Customer, key: &str) -> (String, String) {
     let (order_id, invoice_number, total) = bank_order(sandbox, customer, key).await;
     let order = labelled_order(sandbox, customer, &order_id).await;
     let shipment_id = order["shipping"]["shipmentId"].as_str().unwrap().to_owned();
@@ -42,7 +42,7 @@ async fn paid_order(sandbox: &Sandbox, customer: &Customer, key: &str) -> (Strin
 }
 
 /// The pickup options once the order's payment reached shipping-svc.
-async fn options_of(sandbox: &Sandbox, customer: &Customer, order_id: &str) -> Value {
+pub(crate) async fn options_of(sandbox: &Sandbox, customer: &Customer, order_id: &str) -> Value {
     wait_for("the pickup options", Duration::from_secs(30), || async {
         let answer = sandbox
             .get(&customer.key, &format!("/orders/{order_id}/pickup"))
@@ -54,7 +54,7 @@ async fn options_of(sandbox: &Sandbox, customer: &Customer, order_id: &str) -> V
 
 /// A request body for the first offered date and the last window (never started yet on a
 /// first date that is today).
-fn first_choice(options: &Value) -> Value {
+pub(crate) fn first_choice(options: &Value) -> Value {
     json!({
         "date": options["dates"][0],
         "window": "15:00-18:00",
@@ -64,7 +64,7 @@ fn first_choice(options: &Value) -> Value {
 }
 
 /// The shipment's pickup as `GET /shipments/{id}` shows it.
-async fn shipment_pickup(sandbox: &Sandbox, customer: &Customer, shipment_id: &str) -> Value {
+pub(crate) async fn shipment_pickup(sandbox: &Sandbox, customer: &Customer, shipment_id: &str) -> Value {
     let shipment = sandbox
         .get(&customer.key, &format!("/shipments/{shipment_id}"))
         .await;
@@ -99,7 +99,7 @@ async fn pickup_payments(sandbox: &Sandbox, pickup_id: &str) -> Vec<(String, i64
     rows
 }
 
-async fn request(
+pub(crate) async fn request(
     sandbox: &Sandbox,
     customer: &Customer,
     order_id: &str,
