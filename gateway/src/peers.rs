@@ -15,9 +15,15 @@ use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
-/// Clients of every peer; cloning is cheap (channels are shared).
+/// Clients of every peer; cloning is one reference count (the gateway's state is cloned per
+/// request).
 #[derive(Clone, Debug)]
 pub struct Peers {
+    inner: std::sync::Arc<PeerChannels>,
+}
+
+#[derive(Debug)]
+struct PeerChannels {
     addrs: PeerAddrs,
     catalog: Channel,
     orders: Channel,
@@ -52,49 +58,51 @@ impl Peers {
     /// Prepares lazy channels to the peers; fails only on a malformed address.
     pub fn connect(addrs: &PeerAddrs) -> anyhow::Result<Self> {
         Ok(Self {
-            addrs: addrs.clone(),
-            catalog: platform::grpc::lazy_channel(&addrs.catalog)?,
-            orders: platform::grpc::lazy_channel(&addrs.orders)?,
-            payments: platform::grpc::lazy_channel(&addrs.payments)?,
-            shipping: platform::grpc::lazy_channel(&addrs.shipping)?,
-            webhooks: platform::grpc::lazy_channel(&addrs.webhooks)?,
-            results: platform::grpc::lazy_channel(&addrs.results)?,
+            inner: std::sync::Arc::new(PeerChannels {
+                addrs: addrs.clone(),
+                catalog: platform::grpc::lazy_channel(&addrs.catalog)?,
+                orders: platform::grpc::lazy_channel(&addrs.orders)?,
+                payments: platform::grpc::lazy_channel(&addrs.payments)?,
+                shipping: platform::grpc::lazy_channel(&addrs.shipping)?,
+                webhooks: platform::grpc::lazy_channel(&addrs.webhooks)?,
+                results: platform::grpc::lazy_channel(&addrs.results)?,
+            }),
         })
     }
 
     pub fn catalog(&self) -> CatalogServiceClient<Channel> {
-        CatalogServiceClient::new(self.catalog.clone())
+        CatalogServiceClient::new(self.inner.catalog.clone())
     }
 
     pub fn orders(&self) -> OrdersServiceClient<Channel> {
-        OrdersServiceClient::new(self.orders.clone())
+        OrdersServiceClient::new(self.inner.orders.clone())
     }
 
     pub fn payments(&self) -> PaymentsServiceClient<Channel> {
-        PaymentsServiceClient::new(self.payments.clone())
+        PaymentsServiceClient::new(self.inner.payments.clone())
     }
 
     pub fn shipping(&self) -> ShippingServiceClient<Channel> {
-        ShippingServiceClient::new(self.shipping.clone())
+        ShippingServiceClient::new(self.inner.shipping.clone())
     }
 
     pub fn webhooks(&self) -> WebhooksServiceClient<Channel> {
-        WebhooksServiceClient::new(self.webhooks.clone())
+        WebhooksServiceClient::new(self.inner.webhooks.clone())
     }
 
     pub fn results(&self) -> ResultsServiceClient<Channel> {
-        ResultsServiceClient::new(self.results.clone())
+        ResultsServiceClient::new(self.inner.results.clone())
     }
 
     /// Asks every peer's gRPC health service (overall status) in parallel, each within `timeout`.
     pub async fn health(&self, timeout: Duration) -> Vec<PeerHealth> {
         let probes = [
-            ("catalog-svc", &self.addrs.catalog, &self.catalog),
-            ("orders-svc", &self.addrs.orders, &self.orders),
-            ("payments-svc", &self.addrs.payments, &self.payments),
-            ("shipping-svc", &self.addrs.shipping, &self.shipping),
-            ("webhooks-svc", &self.addrs.webhooks, &self.webhooks),
-            ("results-svc", &self.addrs.results, &self.results),
+            ("catalog-svc", &self.inner.addrs.catalog, &self.inner.catalog),
+            ("orders-svc", &self.inner.addrs.orders, &self.inner.orders),
+            ("payments-svc", &self.inner.addrs.payments, &self.inner.payments),
+            ("shipping-svc", &self.inner.addrs.shipping, &self.inner.shipping),
+            ("webhooks-svc", &self.inner.addrs.webhooks, &self.inner.webhooks),
+            ("results-svc", &self.inner.addrs.results, &self.inner.results),
         ]
         .map(|(name, address, channel)| async move {
             let started = Instant::now();

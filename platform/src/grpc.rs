@@ -248,21 +248,39 @@ pub fn incoming(listener: TcpListener) -> tonic::transport::server::TcpIncoming 
 
 /// A channel to a peer service: over TCP (a lazy tonic channel), or, when the peer is a server
 /// of this process at a loopback address, straight into its service stack ([`in_process`]).
-/// Generated clients take it like a tonic `Channel`; cloning is cheap.
+/// Generated clients take it like a tonic `Channel`; cloning it is one reference count (the
+/// tonic channel is cloned only when a call goes over the network).
 #[derive(Clone)]
 pub struct MeshChannel {
+    shared: std::sync::Arc<PeerTarget>,
+    /// This handle's clone of the network channel, made when a call first goes over TCP.
+    network: Option<tonic::transport::Channel>,
+    /// The in-memory service found by `poll_ready`, used by the next `call`.
+    ready_local: Option<in_process::LocalService>,
+}
+
+/// Where a [`MeshChannel`] goes.
+struct PeerTarget {
     network: tonic::transport::Channel,
     /// The loopback address to look up among this process's servers, when in-memory calls are
     /// allowed for this channel.
     local: Option<std::net::SocketAddr>,
-    /// The in-memory service found by `poll_ready`, used by the next `call`.
-    ready_local: Option<in_process::LocalService>,
+}
+
+impl MeshChannel {
+    fn new(network: tonic::transport::Channel, local: Option<std::net::SocketAddr>) -> Self {
+        Self {
+            shared: std::sync::Arc::new(PeerTarget { network, local }),
+            network: None,
+            ready_local: None,
+        }
+    }
 }
 
 impl std::fmt::Debug for MeshChannel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MeshChannel")
-            .field("in_process_target", &self.local)
+            .field("in_process_target", &self.shared.local)
             .finish_non_exhaustive()
     }
 }
@@ -270,11 +288,7 @@ impl std::fmt::Debug for MeshChannel {
 impl From<tonic::transport::Channel> for MeshChannel {
     /// A channel that always goes over the network.
     fn from(network: tonic::transport::Channel) -> Self {
-        Self {
-            network,
-            local: None,
-            ready_local: None,
-        }
+        Self::new(network, None)
     }
 }
 
@@ -288,11 +302,15 @@ impl tower::Service<http::Request<tonic::body::Body>> for MeshChannel {
             return std::task::Poll::Ready(Ok(()));
         }
         // Looked up on every call: a server that stopped is no longer called in memory.
-        if let Some(service) = self.local.and_then(in_process::local_service) {
+        if let Some(service) = self.shared.local.and_then(in_process::local_service) {
             self.ready_local = Some(service);
             return std::task::Poll::Ready(Ok(()));
         }
-        self.network.poll_ready(cx).map_err(Into::into)
+        let shared = &self.shared;
+        self.network
+            .get_or_insert_with(|| shared.network.clone())
+            .poll_ready(cx)
+            .map_err(Into::into)
     }
 
     fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
@@ -304,7 +322,12 @@ impl tower::Service<http::Request<tonic::body::Body>> for MeshChannel {
                 }
             });
         }
-        let answer = self.network.call(request);
+        let Some(network) = self.network.as_mut() else {
+            return Box::pin(std::future::ready(Err(
+                "MeshChannel called before it was ready".into()
+            )));
+        };
+        let answer = network.call(request);
         Box::pin(async move { answer.await.map_err(Into::into) })
     }
 }
@@ -314,11 +337,7 @@ impl tower::Service<http::Request<tonic::body::Body>> for MeshChannel {
 pub fn lazy_channel(address: &str) -> anyhow::Result<MeshChannel> {
     let endpoint = peer_endpoint(address)?;
     let local = in_process::loopback_target(endpoint.uri()).filter(|_| in_process::enabled());
-    Ok(MeshChannel {
-        network: endpoint.connect_lazy(),
-        local,
-        ready_local: None,
-    })
+    Ok(MeshChannel::new(endpoint.connect_lazy(), local))
 }
 
 /// The endpoint of a peer service: connect and call timeouts, and `TCP_NODELAY` as on the
