@@ -325,7 +325,7 @@ class Checker:
             ]
             if not default_deny:
                 self.fail(render, f"namespace {namespace} has network policies but no default-deny "
-                          "policy for both ingress and egress (podSelector: {{}}, no rules)")
+                          "policy for both ingress and egress (podSelector: {}, no rules)")
 
         def selects_a_pod(namespace, selector) -> bool:
             return any(ns == namespace and selector_matches(selector, labels) for ns, labels in pods)

@@ -25,7 +25,7 @@ K8S_VERSION="${LAB_K8S_VERSION:-1.32.0}"
 
 if ! have kubectl; then
     if [[ -n ${CI:-} || ${LAB_REQUIRE_K8S_TOOLS:-} == 1 ]]; then
-        die "kubectl is not installed: the Kubernetes manifests cannot be rendered. Install kubectl (1.27 or later: its built-in kustomize renders components) and run again."
+        die "kubectl is not installed: the Kubernetes manifests cannot be rendered. Install kubectl (its built-in kustomize renders the overlays; checked with kubectl 1.32) and run again."
     fi
     warn "************************************************************************************"
     warn "kubectl is not installed: the Kubernetes manifests were NOT rendered or validated."
