@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: formatting, lints, then every unit, integration and end-to-end test.
+# Runs the whole test suite: the Kubernetes manifests, formatting, lints, then every unit,
+# integration and end-to-end test.
 # PostgreSQL and Redis are reused when running, installed and started privately otherwise; the tests
 # create and drop their own databases through TEST_DATABASE_URL and use unique stream prefixes.
 #
 # Usage: bash deploy/local/test.sh
 # Honours: DATABASE_URL (its server is used for the test databases), REDIS_URL, CARGO_TARGET_DIR,
-# LAB_STATE_DIR, CI (plain output).
+# LAB_STATE_DIR, CI (plain output; a missing kubectl fails the k8s step), LAB_REQUIRE_K8S_TOOLS=1
+# (the same outside CI), LAB_K8S_VERSION (deploy/k8s/validate.sh).
 set -euo pipefail
 
 # shellcheck source=deploy/local/common.sh
@@ -21,8 +23,9 @@ have redis-server || ensure_apt_packages redis-server
 # stripe verifies webhook signatures as receivers do; mcp is the official MCP Python SDK (it brings
 # jsonschema, which checks every tool's output against its outputSchema); prometheus_client's
 # OpenMetrics parser reads the metrics endpoints; aiosmtpd is the real SMTP server the label
-# email reaches.
-ensure_python_test_packages stripe mcp prometheus_client aiosmtpd
+# email reaches; kubernetes_validate checks the rendered Kubernetes manifests offline (the k8s step;
+# pip accepts the import name for the package kubernetes-validate).
+ensure_python_test_packages stripe mcp prometheus_client aiosmtpd kubernetes_validate
 # The official MCP TypeScript SDK (tests/clients/node), driven by the e2e tests like the Python one.
 ensure_node_test_packages "$LAB_REPO_ROOT/tests/clients/node"
 # The COA PDF tests read the document's text (pdftotext) and decode its QR code (pdftoppm + zbarimg).
@@ -69,6 +72,9 @@ step() {
 # $locked is empty or one word; it must vanish entirely when empty.
 # shellcheck disable=SC2086
 {
+    # Seconds: kubectl kustomize renders the base and every overlay, then each document is
+    # validated against the Kubernetes schemas and the project's rules (deploy/k8s/validate.sh).
+    step "k8s" bash deploy/k8s/validate.sh
     step "fmt" cargo fmt --all -- --check
     step "clippy" cargo clippy --workspace --all-targets $locked -- -D warnings
     step "test" cargo test --workspace $locked
@@ -78,4 +84,4 @@ if [[ ${#failed[@]} -gt 0 ]]; then
     printf '\nTest suite FAILED; failing steps: %s\n' "${failed[*]}" >&2
     exit 1
 fi
-printf '\nTest suite passed: fmt, clippy, test.\n'
+printf '\nTest suite passed: k8s, fmt, clippy, test.\n'
