@@ -41,6 +41,15 @@ pub enum Settled {
     Duplicate,
 }
 
+/// Counts a committed attempt on our checkout page (`platform::metrics`, rail `card`).
+fn count_card_attempt(outcome: &PayOutcome) {
+    match outcome {
+        PayOutcome::Paid => platform::metrics::record_settlements("card", "paid", 1),
+        PayOutcome::Declined { .. } => platform::metrics::record_settlements("card", "declined", 1),
+        PayOutcome::AlreadyPaid | PayOutcome::RequiresConfirmation | PayOutcome::Expired => {}
+    }
+}
+
 fn session_not_found() -> ApiError {
     ApiError::new(ErrorCode::NotFound, "checkout session not found")
 }
@@ -165,6 +174,7 @@ impl PaymentsService {
             }
         };
         tx.commit().await?;
+        count_card_attempt(&outcome);
         Ok((outcome, self.checkout_page(session_id).await?))
     }
 
@@ -208,6 +218,7 @@ impl PaymentsService {
             }
         };
         tx.commit().await?;
+        count_card_attempt(&outcome);
         Ok((outcome, self.checkout_page(session_id).await?))
     }
 
@@ -460,6 +471,12 @@ impl PaymentsService {
             WebhookKind::Other => "ignored",
         };
         tx.commit().await?;
+        match outcome {
+            "settled" => platform::metrics::record_settlements("card", "paid", 1),
+            "refund_due" => platform::metrics::record_settlements("card", "refund_due", 1),
+            "expired" => platform::metrics::record_settlements("card", "expired", 1),
+            _ => {}
+        }
         Ok(outcome)
     }
 

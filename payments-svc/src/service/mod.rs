@@ -359,6 +359,8 @@ impl PaymentsService {
                 .await?;
         }
         tx.commit().await?;
+        let outcome = if settlement.completes { "paid" } else { "partial" };
+        platform::metrics::record_settlements("bank", outcome, 1);
         Ok(RecordedPayment {
             payment,
             invoice,

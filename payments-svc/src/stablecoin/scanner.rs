@@ -28,6 +28,9 @@ use std::collections::HashMap;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+/// The rail's name in `platform::metrics`' settlement counter.
+const RAIL: &str = "stablecoin";
+
 /// What one scanner pass did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ScanReport {
@@ -64,10 +67,14 @@ impl StablecoinRail {
             finalized: finalized.number,
             ..ScanReport::default()
         };
+        // Each step commits on its own; its count is recorded once it did.
         report.reorged = self.detect_reorgs().await?;
+        platform::metrics::record_settlements(RAIL, "reorged", report.reorged);
         self.read_logs(&finalized, &mut report).await?;
         report.confirmed = self.confirm_finalized(&finalized).await?;
+        platform::metrics::record_settlements(RAIL, "confirmed", report.confirmed);
         report.expired = self.expire(&finalized).await?;
+        platform::metrics::record_settlements(RAIL, "expired", report.expired);
         Ok(report)
     }
 
@@ -134,10 +141,11 @@ impl StablecoinRail {
                 .await?;
             let mut times: HashMap<u64, chrono::DateTime<chrono::Utc>> = HashMap::new();
             let mut tx = self.pool.begin().await?;
+            let mut observed = 0;
             for log in logs.iter().filter_map(TransferLog::decode) {
                 report.logs_read += 1;
                 if self.record_scanned(&mut tx, &log, finalized, &mut times).await? {
-                    report.observed += 1;
+                    observed += 1;
                 }
             }
             let head = if to == finalized.number {
@@ -151,6 +159,8 @@ impl StablecoinRail {
             };
             repo::set_checkpoint(&mut tx, chain_id, to, &format!("{:#x}", head.hash)).await?;
             tx.commit().await?;
+            report.observed += observed;
+            platform::metrics::record_settlements(RAIL, "observed", observed);
             report.blocks_scanned += to - from + 1;
             from = to + 1;
         }

@@ -283,6 +283,7 @@ impl StablecoinRail {
         if block_time > locked.expires_at {
             repo::upsert_transfer(&mut tx, &record, "late", Some(locked.id)).await?;
             tx.commit().await?;
+            platform::metrics::record_settlements("stablecoin", "late", 1);
             tracing::warn!(request = %locked.id, tx = %hash_text, "a late stablecoin transfer was recorded for staff");
             return Err(ApiError::new(ErrorCode::PaymentRequestExpired, "the transfer arrived after the payment request expired; it was recorded for staff and not applied")
                 .with_details(serde_json::json!({ "expiresAt": platform::time::rfc3339(locked.expires_at), "late": true })));
@@ -313,7 +314,9 @@ impl StablecoinRail {
             .map(|head| head.number)
             .unwrap_or(0);
         let applied = apply_transfer(&mut tx, &locked, &record, confirmed_by_finalized).await?;
-        finish(tx, attempt, applied).await
+        let answer = finish(tx, attempt, applied).await?;
+        platform::metrics::record_settlements("stablecoin", "observed", 1);
+        Ok(answer)
     }
 }
 

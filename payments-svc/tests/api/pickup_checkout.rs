@@ -123,8 +123,22 @@ async fn a_pickup_session_is_opened_once_locked_to_its_price_and_paid_once_with_
                 .into_inner()
         }
     };
+    let card_paid = || {
+        platform::metrics::metrics()
+            .payment_settlements
+            .get_or_create(&platform::metrics::SettlementLabels {
+                rail: "card",
+                outcome: "paid",
+            })
+            .get()
+    };
+    let paid_before = card_paid();
     assert_eq!(pay().await.outcome, "paid");
     assert_eq!(pay().await.outcome, "already_paid");
+    assert!(
+        card_paid() > paid_before,
+        "the settlement is counted in payment_settlements_total (the second attempt charged nothing)"
+    );
     let paid = app.events_of("pickup_payment.paid").await;
     assert_eq!(paid.len(), 1, "one settlement, one event");
     let Data::PickupPaymentUpdated(event) = data(&paid[0]) else {

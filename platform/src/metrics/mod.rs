@@ -119,6 +119,16 @@ pub struct DeliveryLabels {
     pub outcome: &'static str,
 }
 
+/// A payment's settlement step on one rail (`bank`, `card`, `stablecoin`) and what it came to:
+/// `paid` (the invoice or pickup settled), `declined`, `refund_due` (captured after the invoice
+/// was settled otherwise or the link expired), `expired` (a link or request ended unpaid), and on
+/// the stablecoin rail `observed`, `confirmed` and `reorged`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SettlementLabels {
+    pub rail: &'static str,
+    pub outcome: &'static str,
+}
+
 /// Every metric family of the mesh (a process records only the ones of the parts it runs).
 pub struct Metrics {
     registry: Registry,
@@ -138,6 +148,7 @@ pub struct Metrics {
     pub dead_letter_entries: Family<StreamLabels, Gauge>,
     pub webhook_deliveries: Family<DeliveryLabels, Counter>,
     pub webhook_delivery_duration: HistogramFamily<DeliveryLabels>,
+    pub payment_settlements: Family<SettlementLabels, Counter>,
 }
 
 impl Metrics {
@@ -161,6 +172,7 @@ impl Metrics {
             dead_letter_entries: Family::default(),
             webhook_deliveries: Family::default(),
             webhook_delivery_duration: Family::new_with_constructor(latency_histogram),
+            payment_settlements: Family::default(),
         };
         registry.register(
             "rpc_server_requests",
@@ -247,6 +259,11 @@ impl Metrics {
             Unit::Seconds,
             metrics.webhook_delivery_duration.clone(),
         );
+        registry.register(
+            "payment_settlements",
+            "Payment settlement steps committed by payments-svc, by rail and outcome",
+            metrics.payment_settlements.clone(),
+        );
         Self { registry, ..metrics }
     }
 
@@ -261,6 +278,17 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 /// The process's metrics.
 pub fn metrics() -> &'static Metrics {
     &METRICS
+}
+
+/// Counts `count` settlement steps of `rail` with `outcome` (after their transaction
+/// committed).
+pub fn record_settlements(rail: &'static str, outcome: &'static str, count: u64) {
+    if count > 0 {
+        metrics()
+            .payment_settlements
+            .get_or_create(&SettlementLabels { rail, outcome })
+            .inc_by(count);
+    }
 }
 
 /// Records the sizes of a service's database pool (a refresher for [`on_scrape`]).

@@ -142,7 +142,20 @@ async fn a_scrape_parses_as_openmetrics_and_its_counters_move_when_an_order_flow
         assert!(!parsed.is_empty());
     }
 
-    let (order_id, _, _) = bank_order(&sandbox, &agent, "metrics-order-0001").await;
+    let (order_id, invoice_number, total) = bank_order(&sandbox, &agent, "metrics-order-0001").await;
+    sandbox
+        .labctl(&[
+            "payments",
+            "record",
+            "--invoice",
+            &invoice_number,
+            "--amount-cents",
+            &total,
+            "--bank-reference",
+            "BANK-METRICS-0001",
+        ])
+        .await
+        .unwrap();
     let answer = sandbox.get(&agent.key, &format!("/orders/{order_id}")).await;
     assert_eq!(answer.status, 200);
     let missing = sandbox.get(&agent.key, "/orders/ORD-DOES-NOT-EXIST").await;
@@ -233,6 +246,13 @@ async fn a_scrape_parses_as_openmetrics_and_its_counters_move_when_an_order_flow
     assert!(grew("outbox_published_events_total", &[("service", "orders-svc")]) >= 1.0);
     assert!(
         grew(
+            "payment_settlements_total",
+            &[("rail", "bank"), ("outcome", "paid")]
+        ) >= 1.0,
+        "the bank payment that paid the invoice is counted"
+    );
+    assert!(
+        grew(
             "webhook_delivery_duration_seconds_count",
             &[("outcome", "delivered")]
         ) >= 1.0,
@@ -275,6 +295,7 @@ async fn a_scrape_parses_as_openmetrics_and_its_counters_move_when_an_order_flow
         "rpc_server_",
         "db_client_",
         "webhook_",
+        "payment_",
     ];
     let named: std::collections::BTreeSet<&str> = rules
         .lines()

@@ -123,11 +123,25 @@ async fn two_requests_paid_by_one_batched_transaction_each_take_their_own_log() 
 
 #[tokio::test]
 async fn the_scanner_observes_and_confirms_a_payment_nobody_submitted() {
+    let settled = |outcome| {
+        platform::metrics::metrics()
+            .payment_settlements
+            .get_or_create(&platform::metrics::SettlementLabels {
+                rail: "stablecoin",
+                outcome,
+            })
+            .get()
+    };
+    let (observed_before, confirmed_before) = (settled("observed"), settled("confirmed"));
     let chain = start_chain(FIFTEEN_MINUTES).await;
     let request = chain.new_request(990).await;
     let hash = chain.pay_exactly(&request).await;
     chain.anvil.mine(70).await;
     let confirmed = chain.wait_for_status(&request.order_id, "confirmed").await;
+    assert!(
+        settled("observed") > observed_before && settled("confirmed") > confirmed_before,
+        "the scanner's observation and confirmation are counted in payment_settlements_total"
+    );
     assert_eq!(confirmed.transfer.unwrap().transaction_hash, format!("{hash:#x}"));
     assert_eq!(
         chain.event_types_of(&request.id).await,
