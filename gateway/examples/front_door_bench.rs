@@ -238,7 +238,7 @@ where
 async fn throughput(setup: Setup, seconds: u64, rounds: u64) -> anyhow::Result<String> {
     let state = setup.application.state();
     let guarded = serve(gateway::app(state.clone())).await?;
-    let open = serve(gateway::http::app_without_front_door_for_benchmarks(
+    let open = serve(gateway::app::app_without_front_door_for_benchmarks(
         state,
         setup.caller,
     ))

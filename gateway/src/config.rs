@@ -8,7 +8,7 @@
 //! `PAYMENTS_SVC_ADDR` [http://127.0.0.1:50053], `WEBHOOKS_SVC_ADDR` [http://127.0.0.1:50056],
 //! `GATEWAY_KEY_CACHE_TTL_MS` [5000, at most 5000], the front-door settings of
 //! [`FrontDoorSettings::from_env`], `GATEWAY_MCP_ALLOWED_ORIGINS` and `GATEWAY_MCP_ALLOWED_HOSTS`
-//! ([`crate::mcp::McpSettings`]), plus the common `DATABASE_URL`, `REDIS_URL`,
+//! ([`McpSettings`]), plus the common `DATABASE_URL`, `REDIS_URL`,
 //! `STREAM_PREFIX`, `LAB_TOKEN_TRUSTED_KEYS`, `GATEWAY_TOKEN_SIGNING_KEY`, `LAB_DEV_MODE`,
 //! `DATABASE_MAX_CONNECTIONS` (each also readable as `GATEWAY_<NAME>`).
 
@@ -196,7 +196,7 @@ pub struct Settings {
     /// How long the internal peer-health check waits for each peer's answer.
     pub peer_health_timeout: Duration,
     /// Allowed origins and hosts of the MCP endpoint.
-    pub mcp: crate::mcp::McpSettings,
+    pub mcp: McpSettings,
 }
 
 impl Settings {
@@ -220,7 +220,7 @@ impl Settings {
             front_door: FrontDoorSettings::from_env()?,
             key_cache_ttl: Duration::from_millis(u64::from(cache_ms)).min(MAX_KEY_CACHE_TTL),
             peer_health_timeout: Duration::from_secs(1),
-            mcp: crate::mcp::McpSettings::from_env(),
+            mcp: McpSettings::from_env(),
         })
     }
 
@@ -236,7 +236,7 @@ impl Settings {
             front_door: FrontDoorSettings::local(),
             key_cache_ttl: MAX_KEY_CACHE_TTL,
             peer_health_timeout: Duration::from_secs(1),
-            mcp: crate::mcp::McpSettings::default(),
+            mcp: McpSettings::default(),
         }
     }
 }
@@ -246,4 +246,72 @@ fn number(name: &str, default: u32) -> anyhow::Result<u32> {
     raw.trim()
         .parse()
         .map_err(|_| anyhow::anyhow!("setting {PREFIX}_{name}={raw:?} is not a non-negative integer"))
+}
+
+/// Where the endpoint may be called from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpSettings {
+    /// Origins allowed in `Origin` (a request without `Origin` is not from a browser and passes).
+    pub allowed_origins: Vec<String>,
+    /// Host names allowed in `Host`; empty: any.
+    pub allowed_hosts: Vec<String>,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        Self {
+            allowed_origins: ["http://localhost", "http://127.0.0.1", "http://[::1]"]
+                .map(str::to_owned)
+                .to_vec(),
+            allowed_hosts: Vec::new(),
+        }
+    }
+}
+
+impl McpSettings {
+    /// Reads `GATEWAY_MCP_ALLOWED_ORIGINS` and `GATEWAY_MCP_ALLOWED_HOSTS` (see the module
+    /// documentation).
+    pub fn from_env() -> Self {
+        let list = |name: &str, default: &str| -> Vec<String> {
+            prefixed_or_common(PREFIX, name, default)
+                .split(',')
+                .map(|entry| entry.trim().trim_end_matches('/').to_ascii_lowercase())
+                .filter(|entry| !entry.is_empty())
+                .collect()
+        };
+        Self {
+            allowed_origins: list("MCP_ALLOWED_ORIGINS", &Self::default().allowed_origins.join(",")),
+            allowed_hosts: list("MCP_ALLOWED_HOSTS", ""),
+        }
+    }
+
+    /// True when `origin` (the `Origin` header) is allowed.
+    pub fn allows_origin(&self, origin: &str) -> bool {
+        let origin = origin.trim().to_ascii_lowercase();
+        self.allowed_origins.iter().any(|allowed| {
+            allowed == "*"
+                || *allowed == origin
+                || origin
+                    .strip_prefix(allowed.as_str())
+                    .and_then(|rest| rest.strip_prefix(':'))
+                    .is_some_and(|port| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
+        })
+    }
+
+    /// True when `host` (the `Host` header, with or without port) is allowed.
+    pub fn allows_host(&self, host: &str) -> bool {
+        if self.allowed_hosts.is_empty() {
+            return true;
+        }
+        let name = host_name(&host.to_ascii_lowercase());
+        self.allowed_hosts.contains(&name)
+    }
+}
+
+/// The host name of a `Host` value: without the port, brackets kept for IPv6.
+fn host_name(host: &str) -> String {
+    if host.starts_with('[') {
+        return host.split_inclusive(']').next().unwrap_or(host).to_owned();
+    }
+    host.split(':').next().unwrap_or(host).to_owned()
 }

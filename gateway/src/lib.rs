@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod app;
 pub mod authenticator;
 pub mod caller;
 pub mod client_addr;
@@ -26,8 +27,9 @@ pub mod scopes;
 pub mod service;
 pub mod staff;
 
+pub use app::app;
 pub use config::{FrontDoorSettings, PeerAddrs, RateLimitSettings, Settings};
-pub use http::{AppState, app};
+pub use http::AppState;
 
 use authenticator::{Authenticator, AuthenticatorSettings};
 use http::auth::FrontDoor;

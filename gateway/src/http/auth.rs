@@ -197,7 +197,7 @@ fn target(method: &Method, matched: Option<&str>, path: &str) -> Target {
     if PUBLIC_PATHS.contains(&template) {
         return Target::Public;
     }
-    if template == crate::mcp::PATH {
+    if template == super::MCP_PATH {
         // POST needs a key (the tools check their scopes); other methods are 405 for anyone.
         return if method == Method::POST {
             Target::Operation(&[])

@@ -1,8 +1,9 @@
 //! The REST application: routes grouped per domain and merged here, the front door (limits and
 //! authentication, [`auth`]) around every route and the 404 / 405 fallbacks, the input guard
 //! (`platform::input`'s character rules) on the agent routes inside it, the request-id, trace,
-//! concurrency-limit and time-limit layers around everything, readiness, the OpenAPI document and
-//! the MCP endpoint's route (`crate::mcp`, behind the same front door).
+//! concurrency-limit and time-limit layers around everything, readiness and the OpenAPI document.
+//! Other front ends (the MCP endpoint) hand their routes to [`assemble`], which puts them behind
+//! the same front door; `crate::app` builds the whole application.
 
 pub mod auth;
 pub mod billing;
@@ -30,7 +31,7 @@ use axum::error_handling::HandleErrorLayer;
 use axum::extract::Request;
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{Route, get, post};
+use axum::routing::{Route, get};
 use axum::{Json, Router};
 use http::{HeaderValue, StatusCode};
 use platform::tokens::TokenIssuer;
@@ -60,7 +61,7 @@ pub struct AppState {
     /// Requests in flight at once (503 `overloaded` beyond).
     pub max_concurrent_requests: usize,
     /// Where the MCP endpoint may be called from.
-    pub mcp: Arc<crate::mcp::McpSettings>,
+    pub mcp: Arc<crate::config::McpSettings>,
 }
 
 /// Response header set when the answer is the stored result of an earlier identical request.
@@ -114,25 +115,27 @@ pub fn agent_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     (router, openapi::finish(document))
 }
 
-/// The layer in the place of the front door (see [`app_without_front_door_for_benchmarks`]).
-type FrontDoorLayer = BoxCloneSyncServiceLayer<Route, Request, Response, Infallible>;
+/// Path of the MCP endpoint (`{site_url}/api/mcp`); the front door lets a key call it and
+/// `crate::mcp` serves it.
+pub const MCP_PATH: &str = "/api/mcp";
 
-/// Builds the REST application.
-pub fn app(state: AppState) -> Router {
-    let guard = BoxCloneSyncServiceLayer::new(from_fn_with_state(auth::Guard::of(&state), auth::guard));
-    assemble(state, guard)
+/// The layer in the place of the front door (`crate::app` puts the real one or, for the
+/// front-door benchmark, a fixed caller).
+pub type FrontDoorLayer = BoxCloneSyncServiceLayer<Route, Request, Response, Infallible>;
+
+/// The front door: limits and authentication ([`auth`]).
+pub fn front_door(state: &AppState) -> FrontDoorLayer {
+    BoxCloneSyncServiceLayer::new(from_fn_with_state(auth::Guard::of(state), auth::guard))
 }
 
-/// The same application with neither authentication nor limits: every request acts as
-/// `caller`. Only the front-door benchmark (`examples/front_door_bench.rs`) uses it, to measure
-/// what the front door costs; no setting leads here.
-#[doc(hidden)]
-pub fn app_without_front_door_for_benchmarks(state: AppState, caller: crate::caller::Caller) -> Router {
-    let fixed = BoxCloneSyncServiceLayer::new(from_fn_with_state(caller, auth::fixed_caller));
-    assemble(state, fixed)
+/// In the front door's place, every request acting as `caller` (benchmarks only).
+pub fn fixed_caller(caller: crate::caller::Caller) -> FrontDoorLayer {
+    BoxCloneSyncServiceLayer::new(from_fn_with_state(caller, auth::fixed_caller))
 }
 
-fn assemble(state: AppState, front_door: FrontDoorLayer) -> Router {
+/// Builds the application: the REST routes and `more` (another front end's routes), all behind
+/// `front_door` and the layers around everything.
+pub fn assemble(state: AppState, front_door: FrontDoorLayer, more: axum::Router<AppState>) -> Router {
     let (agent, document) = agent_routes();
     let document = Arc::new(
         document
@@ -171,7 +174,6 @@ fn assemble(state: AppState, front_door: FrontDoorLayer) -> Router {
     let routed = Router::new()
         .nest(auth::AGENT_PREFIX, agent)
         .route("/api/ready", get(ready::ready))
-        .route(crate::mcp::PATH, post(crate::mcp::endpoint))
         .route(pay::PAY_PAGE, get(pay::show).post(pay::pay))
         .route(pay::PAY_CONFIRM, axum::routing::post(pay::confirm))
         .route(
@@ -190,6 +192,7 @@ fn assemble(state: AppState, front_door: FrontDoorLayer) -> Router {
         )
         .route(auth::COA_SIGNING_KEY_PATH, get(results::signing_keys))
         .route(auth::COA_DOCUMENT_PATH, get(results::coa_document))
+        .merge(more)
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         // Around the fallbacks too: an anonymous caller meets 401 before it learns what exists.

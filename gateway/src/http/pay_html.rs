@@ -158,7 +158,7 @@ pub fn render(page: &pb::CheckoutPage, banner: Option<Banner>) -> String {
         _ => body.push_str(&card_forms(&path, page)),
     }
     if session.status == "open" && !page.awaiting_confirmation {
-        body.push_str(&super::pay_stablecoin::section(&path, page));
+        body.push_str(&stablecoin_section(&path, page));
     }
     if let Some(expires) = session
         .expires_at
@@ -249,6 +249,59 @@ fn card_forms(path: &str, page: &pb::CheckoutPage) -> String {
         page.session.as_ref().map_or_else(String::new, |session| dollars(session.amount_cents))
     ));
     forms
+}
+
+/// The option's section of an open checkout page (empty when the rail is not offered).
+pub fn stablecoin_section(path: &str, page: &pb::CheckoutPage) -> String {
+    if !page.stablecoin_offered {
+        return String::new();
+    }
+    let action = format!("{path}/stablecoin");
+    let mut html = String::from("<fieldset id=\"stablecoin\"><legend>Settled stablecoin</legend>");
+    match &page.stablecoin {
+        None => html.push_str(&format!(
+            "<p>Pay with a stablecoin sent from your own self-custodied wallet (not an exchange \
+             withdrawal). We never ask for a key: you send the transfer yourself.</p>\
+             <form method=\"post\" action=\"{action}\" autocomplete=\"off\">\
+             <label>Your wallet address (checksummed) <input type=\"text\" id=\"payer-address\" \
+             name=\"payer_address\" placeholder=\"0x…\" required></label>\
+             <button id=\"stablecoin-request-button\">Pay with stablecoin</button></form>"
+        )),
+        Some(request) => {
+            let expires = request
+                .expires_at
+                .as_ref()
+                .and_then(platform::time::from_timestamp)
+                .map(|at| at.format("%Y-%m-%d %H:%M UTC").to_string())
+                .unwrap_or_default();
+            html.push_str(&format!(
+                "<dl><dt>Status</dt><dd id=\"stablecoin-status\">{}</dd>\
+                 <dt>Token contract</dt><dd id=\"stablecoin-token\">{}</dd>\
+                 <dt>Send to</dt><dd id=\"stablecoin-target\">{}</dd>\
+                 <dt>Exact amount</dt><dd id=\"stablecoin-amount\">{}</dd>\
+                 <dt>From your wallet</dt><dd id=\"stablecoin-payer\">{}</dd>\
+                 <dt>Pay before</dt><dd id=\"stablecoin-expires\">{}</dd></dl>\
+                 <p id=\"stablecoin-notice\"><strong>{}</strong></p>",
+                escape(&request.status),
+                escape(&request.token_address),
+                escape(&request.target_address),
+                escape(&request.amount_decimal),
+                escape(&request.payer_address),
+                escape(&expires),
+                escape(&request.notice),
+            ));
+            if request.status == "awaiting_transfer" {
+                html.push_str(&format!(
+                    "<form method=\"post\" action=\"{action}\" autocomplete=\"off\">\
+                     <label>Transaction hash <input type=\"text\" id=\"transaction-hash\" \
+                     name=\"transaction_hash\" placeholder=\"0x…\" required></label>\
+                     <button id=\"stablecoin-submit-button\">I sent it: verify</button></form>"
+                ));
+            }
+        }
+    }
+    html.push_str("</fieldset>");
+    html
 }
 
 #[cfg(test)]

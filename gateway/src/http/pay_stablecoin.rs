@@ -10,7 +10,7 @@
 
 use super::AppState;
 use super::pay::{error_page, html, parse_form};
-use super::pay_html::{self, Banner, escape};
+use super::pay_html::{self, Banner};
 use crate::operations::checkout as operations;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -77,59 +77,6 @@ pub async fn submit(State(state): State<AppState>, Path(session_id): Path<String
     }
 }
 
-/// The option's section of an open checkout page (empty when the rail is not offered).
-pub fn section(path: &str, page: &pb::CheckoutPage) -> String {
-    if !page.stablecoin_offered {
-        return String::new();
-    }
-    let action = format!("{path}/stablecoin");
-    let mut html = String::from("<fieldset id=\"stablecoin\"><legend>Settled stablecoin</legend>");
-    match &page.stablecoin {
-        None => html.push_str(&format!(
-            "<p>Pay with a stablecoin sent from your own self-custodied wallet (not an exchange \
-             withdrawal). We never ask for a key: you send the transfer yourself.</p>\
-             <form method=\"post\" action=\"{action}\" autocomplete=\"off\">\
-             <label>Your wallet address (checksummed) <input type=\"text\" id=\"payer-address\" \
-             name=\"payer_address\" placeholder=\"0x…\" required></label>\
-             <button id=\"stablecoin-request-button\">Pay with stablecoin</button></form>"
-        )),
-        Some(request) => {
-            let expires = request
-                .expires_at
-                .as_ref()
-                .and_then(platform::time::from_timestamp)
-                .map(|at| at.format("%Y-%m-%d %H:%M UTC").to_string())
-                .unwrap_or_default();
-            html.push_str(&format!(
-                "<dl><dt>Status</dt><dd id=\"stablecoin-status\">{}</dd>\
-                 <dt>Token contract</dt><dd id=\"stablecoin-token\">{}</dd>\
-                 <dt>Send to</dt><dd id=\"stablecoin-target\">{}</dd>\
-                 <dt>Exact amount</dt><dd id=\"stablecoin-amount\">{}</dd>\
-                 <dt>From your wallet</dt><dd id=\"stablecoin-payer\">{}</dd>\
-                 <dt>Pay before</dt><dd id=\"stablecoin-expires\">{}</dd></dl>\
-                 <p id=\"stablecoin-notice\"><strong>{}</strong></p>",
-                escape(&request.status),
-                escape(&request.token_address),
-                escape(&request.target_address),
-                escape(&request.amount_decimal),
-                escape(&request.payer_address),
-                escape(&expires),
-                escape(&request.notice),
-            ));
-            if request.status == "awaiting_transfer" {
-                html.push_str(&format!(
-                    "<form method=\"post\" action=\"{action}\" autocomplete=\"off\">\
-                     <label>Transaction hash <input type=\"text\" id=\"transaction-hash\" \
-                     name=\"transaction_hash\" placeholder=\"0x…\" required></label>\
-                     <button id=\"stablecoin-submit-button\">I sent it: verify</button></form>"
-                ));
-            }
-        }
-    }
-    html.push_str("</fieldset>");
-    html
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,7 +87,7 @@ mod tests {
             stablecoin_offered: true,
             ..Default::default()
         };
-        let first = section("/pay/cs_x", &page);
+        let first = pay_html::stablecoin_section("/pay/cs_x", &page);
         assert!(first.contains("id=\"payer-address\""));
         assert!(first.contains("action=\"/pay/cs_x/stablecoin\""));
         page.stablecoin = Some(pb::StablecoinPayment {
@@ -151,7 +98,7 @@ mod tests {
             notice: "Send exactly this amount.".into(),
             ..Default::default()
         });
-        let second = section("/pay/cs_x", &page);
+        let second = pay_html::stablecoin_section("/pay/cs_x", &page);
         assert!(second.contains("123.450042"));
         assert!(second.contains("0x&lt;t&gt;"));
         assert!(second.contains("id=\"transaction-hash\""));
@@ -160,6 +107,6 @@ mod tests {
             assert!(!lower.contains("private") && !lower.contains("seed") && !lower.contains("mnemonic"));
         }
         page.stablecoin_offered = false;
-        assert!(section("/pay/cs_x", &page).is_empty());
+        assert!(pay_html::stablecoin_section("/pay/cs_x", &page).is_empty());
     }
 }

@@ -41,7 +41,7 @@ use serde_json::{Map, Value, json};
 use std::borrow::Cow;
 
 /// Path of the endpoint (`{site_url}/api/mcp`).
-pub const PATH: &str = "/api/mcp";
+pub const PATH: &str = crate::http::MCP_PATH;
 /// Server name in `initialize`.
 pub const SERVER_NAME: &str = "lab-agent-api";
 

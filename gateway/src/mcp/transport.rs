@@ -13,7 +13,6 @@
 use super::jsonrpc::{INVALID_REQUEST, Refusal};
 use crate::http::extract::is_json;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
-use platform::config::prefixed_or_common;
 use serde_json::Value;
 
 /// The protocol version this server speaks and offers.
@@ -24,73 +23,7 @@ pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION, "2025-06-18", "2025-
 /// The protocol-version request header.
 pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 
-/// Where the endpoint may be called from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct McpSettings {
-    /// Origins allowed in `Origin` (a request without `Origin` is not from a browser and passes).
-    pub allowed_origins: Vec<String>,
-    /// Host names allowed in `Host`; empty: any.
-    pub allowed_hosts: Vec<String>,
-}
-
-impl Default for McpSettings {
-    fn default() -> Self {
-        Self {
-            allowed_origins: ["http://localhost", "http://127.0.0.1", "http://[::1]"]
-                .map(str::to_owned)
-                .to_vec(),
-            allowed_hosts: Vec::new(),
-        }
-    }
-}
-
-impl McpSettings {
-    /// Reads `GATEWAY_MCP_ALLOWED_ORIGINS` and `GATEWAY_MCP_ALLOWED_HOSTS` (see the module
-    /// documentation).
-    pub fn from_env() -> Self {
-        let list = |name: &str, default: &str| -> Vec<String> {
-            prefixed_or_common(crate::config::PREFIX, name, default)
-                .split(',')
-                .map(|entry| entry.trim().trim_end_matches('/').to_ascii_lowercase())
-                .filter(|entry| !entry.is_empty())
-                .collect()
-        };
-        Self {
-            allowed_origins: list("MCP_ALLOWED_ORIGINS", &Self::default().allowed_origins.join(",")),
-            allowed_hosts: list("MCP_ALLOWED_HOSTS", ""),
-        }
-    }
-
-    /// True when `origin` (the `Origin` header) is allowed.
-    pub fn allows_origin(&self, origin: &str) -> bool {
-        let origin = origin.trim().to_ascii_lowercase();
-        self.allowed_origins.iter().any(|allowed| {
-            allowed == "*"
-                || *allowed == origin
-                || origin
-                    .strip_prefix(allowed.as_str())
-                    .and_then(|rest| rest.strip_prefix(':'))
-                    .is_some_and(|port| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
-        })
-    }
-
-    /// True when `host` (the `Host` header, with or without port) is allowed.
-    pub fn allows_host(&self, host: &str) -> bool {
-        if self.allowed_hosts.is_empty() {
-            return true;
-        }
-        let name = host_name(&host.to_ascii_lowercase());
-        self.allowed_hosts.contains(&name)
-    }
-}
-
-/// The host name of a `Host` value: without the port, brackets kept for IPv6.
-fn host_name(host: &str) -> String {
-    if host.starts_with('[') {
-        return host.split_inclusive(']').next().unwrap_or(host).to_owned();
-    }
-    host.split(':').next().unwrap_or(host).to_owned()
-}
+pub use crate::config::McpSettings;
 
 /// Checks the headers read before the body: Origin and Host (403; `authority` is the request
 /// URI's, which HTTP/2 sends instead of `Host`), Content-Type (415), Accept (406).
