@@ -173,6 +173,33 @@ pub async fn store(conn: &mut PgConnection, order: &Order) -> Result<(), sqlx::E
     Ok(())
 }
 
+/// The orders whose stored view is not what their normalized rows render to now (or that have
+/// none): a write path that changed an order without refreshing its view. Reads every order;
+/// for tests and for an operator's consistency check, never on a request path.
+pub async fn stale_views(conn: &mut PgConnection) -> Result<Vec<Uuid>, sqlx::Error> {
+    let orders: Vec<(Uuid, Uuid)> = sqlx::query_as("SELECT customer_id, id FROM orders.orders ORDER BY id")
+        .fetch_all(&mut *conn)
+        .await?;
+    let mut stale = Vec::new();
+    for (customer_id, order_id) in orders {
+        let Some(order) = find_order(conn, customer_id, &OrderReference::Id(order_id)).await? else {
+            continue;
+        };
+        let shipping = shipping_block(conn, customer_id, order_id).await?;
+        let rendered = view::render(&order, shipping.as_ref().map(|(_, _, block)| block))
+            .map_err(|error| sqlx::Error::Encode(Box::new(error)))?;
+        let stored: Option<String> =
+            sqlx::query_scalar("SELECT document FROM orders.order_views WHERE order_id = $1")
+                .bind(order_id)
+                .fetch_optional(&mut *conn)
+                .await?;
+        if stored.as_deref() != Some(rendered.document.as_str()) {
+            stale.push(order_id);
+        }
+    }
+    Ok(stale)
+}
+
 /// Keeps the label of `shipment.label_created` as the order's shipping block (a later label of
 /// the same order replaces it); returns `false` when the customer has no such order.
 pub async fn store_label(

@@ -41,6 +41,7 @@ async fn walking_the_catalog_cursor_returns_every_item_exactly_once_with_one_rev
     assert_eq!(unique.len(), seen.len(), "no item is returned twice");
     assert_eq!(seen.len(), expected, "every test and bundle is returned");
     assert_eq!(revisions.len(), 1, "every page names the same catalog revision");
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -206,5 +207,6 @@ async fn a_bank_invoice_order_ships_first_and_its_invoice_is_paid_when_staff_rec
         assert_eq!(event.customer_id, agent.id, "every event names its customer");
         assert!(!event.id.is_empty() && !event.occurred_at.is_empty());
     }
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }

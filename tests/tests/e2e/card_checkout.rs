@@ -208,6 +208,7 @@ async fn a_card_order_is_paid_once_on_its_hosted_page_after_a_declined_card() {
     assert_eq!(updates.len(), 1, "invoice.updated is emitted exactly once");
     assert_eq!(updates[0].status, "paid");
     assert_eq!(updates[0].previous_status, "open");
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -233,6 +234,7 @@ async fn two_tabs_paying_at_once_settle_the_invoice_exactly_once() {
     );
     let invoice_id = order["payment"]["invoiceId"].as_str().unwrap();
     assert_eq!(card_payments(&sandbox, &agent, invoice_id).await.len(), 1);
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -275,6 +277,7 @@ async fn each_decline_card_names_its_reason_and_the_authentication_card_pays_aft
     .await;
     assert_eq!(confirmed.outcome(), "paid", "{}", confirmed.html);
     wait_for_order(&sandbox, &agent, order["id"].as_str().unwrap(), "paid").await;
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -315,6 +318,7 @@ async fn a_saved_card_pays_a_later_order_of_the_same_customer_only() {
     let refused = submit(&sandbox, their_url, &[("saved_card", &token)]).await;
     assert_eq!(refused.status, 400);
     assert_eq!(refused.session_status(), "open");
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -386,6 +390,7 @@ async fn an_expired_link_cannot_be_paid_and_prepare_returns_a_fresh_link_then_th
     assert_eq!(after.body["data"]["payment"]["state"], "paid");
     assert_eq!(after.body["data"]["payment"]["checkout"], Value::Null);
     assert_eq!(after.body["data"]["payment"]["invoice"]["status"], "paid");
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -443,5 +448,6 @@ async fn another_customers_checkout_and_payments_are_unreachable() {
         .await;
     assert_eq!(refused.status, 403);
     assert_eq!(refused.error_code(), "insufficient_scope");
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }

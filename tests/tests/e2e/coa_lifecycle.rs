@@ -276,6 +276,7 @@ async fn retraction_and_amendment_are_visible_through_rest_events_and_verify() {
             "coa_published"
         ]
     );
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -388,5 +389,6 @@ async fn verification_reveals_compound_and_lot_only_with_the_printed_code_and_ba
         )
         .await;
     assert_eq!((too_many.status, too_many.error_code()), (400, "invalid_request"));
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }

@@ -201,6 +201,7 @@ async fn a_paid_order_walks_through_the_lab_to_a_published_coa_with_every_event_
     }
     assert_eq!(published_payloads.len(), 2);
     assert_eq!(published_payloads[0], published_payloads[1], "the same payload");
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -327,6 +328,7 @@ async fn a_coa_approved_before_payment_is_held_and_published_when_the_payment_la
     assert_eq!(released.body["data"]["result"]["status"], "published");
     let order = wait_for_status(&sandbox, &agent.key, &order_id, "completed").await;
     assert_eq!(order["paymentState"], "paid");
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -365,6 +367,7 @@ async fn qa_approval_by_the_analyst_who_entered_the_results_is_refused() {
         .unwrap();
     assert_eq!(approved["status"], "approved");
     assert_eq!(approved["approvedBy"], "quinn");
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -407,5 +410,6 @@ async fn the_labctl_demo_walks_a_paid_order_to_a_published_coa_with_plausible_re
             && (row["specification"].is_null() || row["outcome"] == "pass")
     }));
     wait_for_status(&sandbox, &agent.key, &order_id, "completed").await;
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }

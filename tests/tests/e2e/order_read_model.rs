@@ -95,6 +95,7 @@ async fn an_order_read_by_reference_answers_the_bytes_of_its_listing_apart_from_
     // Later events of the payment (`invoice.updated`) may still touch the order: compare a
     // listing with the single reads around it once those agree.
     assert_single_read_matches_listing(&sandbox, &agent, &order_id).await;
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -150,6 +151,7 @@ async fn the_shipping_block_of_an_order_matches_its_label_and_its_url_downloads_
     let pdf = sandbox.http.get(&url).send().await.unwrap();
     assert_eq!(pdf.status(), 200);
     assert!(pdf.bytes().await.unwrap().starts_with(b"%PDF"));
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -188,5 +190,6 @@ async fn an_order_placed_before_the_read_model_existed_is_rendered_by_its_first_
         .await
         .unwrap();
     assert_eq!(views, 1, "the first read rendered the view");
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }

@@ -196,6 +196,7 @@ async fn a_bank_order_gets_a_scannable_label_at_creation_and_exactly_one_label_e
         1,
         "the label is bought once"
     );
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -310,6 +311,7 @@ async fn scripted_scans_move_the_order_to_in_transit_and_deliver_signed_shipment
         || async { receiver.requests_to("/sam").len() },
     )
     .await;
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -402,6 +404,7 @@ async fn duplicate_and_out_of_order_scans_never_move_a_shipment_or_its_order_bac
         .filter(|event| event.r#type == "order.status_changed")
         .count();
     assert_eq!(changes, 2, "label_generated, then in_transit, nothing more");
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -467,6 +470,7 @@ async fn every_shipment_route_answers_another_customer_like_a_missing_resource()
         read.body["data"]["order"]["shipping"]["trackingNumber"],
         tracking.as_str()
     );
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -543,5 +547,6 @@ async fn a_stablecoin_order_gets_no_label_before_its_payment_settles() {
             .as_str()
             .unwrap()
     ));
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }

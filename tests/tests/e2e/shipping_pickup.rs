@@ -435,6 +435,7 @@ async fn a_paid_order_books_a_door_pickup_through_options_token_request_and_paym
         .filter(|event| event.r#type == "shipment.updated")
         .count();
     assert_eq!(updated, 1, "one booking, one event");
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -502,6 +503,7 @@ async fn an_expired_pickup_payment_link_takes_no_payment_and_frees_the_shipment_
         ])
         .await;
     assert!(staff.is_err(), "an ended pickup is not booked: {staff:?}");
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -564,6 +566,7 @@ async fn a_pickup_request_is_checked_against_the_keys_spend_envelope_and_its_pay
     assert_eq!(replay.header("idempotent-replayed"), Some("true"));
     let replayed = sandbox.get(&agent.key, "/spend-envelope").await;
     assert_eq!(spent(&replayed), spent(&after));
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -605,5 +608,6 @@ async fn a_browser_pays_a_door_pickup_on_the_hosted_page_and_the_paid_link_takes
         again["hasCardForm"], false,
         "a paid pickup link cannot be paid twice"
     );
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }

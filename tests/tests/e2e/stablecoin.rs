@@ -484,6 +484,7 @@ async fn a_stablecoin_order_is_paid_by_an_exact_transfer_confirmed_after_finalit
         json!({ "tool": "svc.payment.stablecoin.submit", "schema": schema_of("svc.payment.stablecoin.submit"),
                 "instance": tool["result"]["structuredContent"] }),
     ]);
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
 
@@ -512,5 +513,6 @@ async fn without_the_rail_a_stablecoin_order_is_refused_as_unavailable_and_nothi
         .get(&customer.key, "/payments/stablecoin/ORD-2026-000001")
         .await;
     assert_eq!(read.error_code(), "payment_method_unavailable", "{:?}", read.body);
+    crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }

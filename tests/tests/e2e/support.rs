@@ -111,3 +111,22 @@ pub fn assert_fresh_bank_order(order: &Value) {
     );
     assert_eq!(order["statusHistory"][0]["toStatus"], "invoice_sent", "{order}");
 }
+
+/// Asserts that every order view of the sandbox is what its normalized rows render to now: no
+/// write path changed an order without refreshing its view (`orders.order_views`). Read in one
+/// repeatable-read snapshot, so a write committing meanwhile cannot make it fail.
+pub async fn assert_order_views_fresh(sandbox: &Sandbox) {
+    let pool = sqlx::PgPool::connect(&sandbox.database_url).await.unwrap();
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let stale = orders_svc::repo::view::stale_views(&mut tx).await.unwrap();
+    tx.rollback().await.unwrap();
+    pool.close().await;
+    assert!(
+        stale.is_empty(),
+        "orders whose view a write path did not refresh: {stale:?}"
+    );
+}
