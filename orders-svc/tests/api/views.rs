@@ -272,3 +272,25 @@ async fn an_order_without_a_view_is_rendered_by_its_first_read() {
         .unwrap();
     assert_eq!(rows, 1);
 }
+
+#[tokio::test]
+async fn the_stale_view_check_finds_an_order_changed_without_refreshing_its_view() {
+    let app = spawn_app().await;
+    let order = app.place_order().await;
+    let mut conn = app.pool.acquire().await.unwrap();
+    assert!(
+        orders_svc::repo::view::stale_views(&mut conn)
+            .await
+            .unwrap()
+            .is_empty(),
+        "every write path so far refreshed the view"
+    );
+    // A write that forgets the view (what a new path without its refresh would do).
+    sqlx::query("UPDATE orders.orders SET notes = 'changed behind the view' WHERE order_number = $1")
+        .bind(&order.order_number)
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    let stale = orders_svc::repo::view::stale_views(&mut conn).await.unwrap();
+    assert_eq!(stale, [Uuid::parse_str(&order.id).unwrap()]);
+}
