@@ -37,9 +37,19 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
     opentelemetry::global::set_text_map_propagator(
         opentelemetry_sdk::propagation::TraceContextPropagator::new(),
     );
-    let resource = opentelemetry_sdk::Resource::builder()
-        .with_service_name(service_name.to_owned())
-        .build();
+    // The SDK's detectors read OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; the process's own
+    // name applies only when the operator named none (the sampler reads OTEL_TRACES_SAMPLER and
+    // OTEL_TRACES_SAMPLER_ARG by itself).
+    let resource = opentelemetry_sdk::Resource::builder();
+    let resource = match own_service_name(
+        service_name,
+        crate::config::env_var("OTEL_SERVICE_NAME").as_deref(),
+        crate::config::env_var("OTEL_RESOURCE_ATTRIBUTES").as_deref(),
+    ) {
+        Some(name) => resource.with_service_name(name.to_owned()),
+        None => resource,
+    }
+    .build();
     let mut builder = SdkTracerProvider::builder().with_resource(resource);
     if let Some(endpoint) = crate::config::env_var("OTEL_EXPORTER_OTLP_ENDPOINT") {
         match opentelemetry_otlp::SpanExporter::builder()
@@ -78,6 +88,23 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
     TelemetryGuard { provider }
 }
 
+/// The service name this process sets on its resource: `service_name`, unless the standard
+/// variables name one (`OTEL_SERVICE_NAME`, or `service.name` in `OTEL_RESOURCE_ATTRIBUTES`).
+fn own_service_name<'a>(
+    service_name: &'a str,
+    otel_service_name: Option<&str>,
+    resource_attributes: Option<&str>,
+) -> Option<&'a str> {
+    let named_by_env = otel_service_name.is_some_and(|name| !name.trim().is_empty());
+    let named_in_attributes = resource_attributes.is_some_and(|attributes| {
+        attributes.split(',').any(|pair| {
+            pair.split_once('=')
+                .is_some_and(|(key, _)| key.trim() == "service.name")
+        })
+    });
+    (!named_by_env && !named_in_attributes).then_some(service_name)
+}
+
 /// Returns the W3C `traceparent` and `tracestate` of the current span (empty when none).
 pub fn current_trace_context() -> (String, String) {
     use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -105,4 +132,23 @@ pub fn continue_trace(span: &tracing::Span, traceparent: &str, tracestate: &str)
     }
     let parent = opentelemetry::global::get_text_map_propagator(|propagator| propagator.extract(&carrier));
     let _ = span.set_parent(parent);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::own_service_name;
+
+    #[test]
+    fn the_process_names_its_service_unless_the_standard_variables_name_one() {
+        assert_eq!(own_service_name("orders-svc", None, None), Some("orders-svc"));
+        assert_eq!(
+            own_service_name("orders-svc", Some(""), Some("deployment.environment=dev")),
+            Some("orders-svc")
+        );
+        assert_eq!(own_service_name("orders-svc", Some("orders-eu"), None), None);
+        assert_eq!(
+            own_service_name("orders-svc", None, Some("team=lab, service.name=orders-eu")),
+            None
+        );
+    }
 }
