@@ -120,12 +120,7 @@ async fn retrieve_shipment(
         .push((format!("GET /v2/shipments/{id}"), Value::Null));
     match book.created.get(&id) {
         Some(shipment) => (StatusCode::OK, Json(shipment.clone())),
-        None => (
-            StatusCode::NOT_FOUND,
-            Json(
-                json!({ "error": { "code": "NOT_FOUND", "message": "The requested resource could not be found." } }),
-            ),
-        ),
+        None => not_found(),
     }
 }
 
@@ -142,12 +137,7 @@ async fn buy_shipment(
     book.requests
         .push((format!("/v2/shipments/{id}/buy"), body.clone()));
     let Some(created) = book.created.get(&id).cloned() else {
-        return (
-            StatusCode::NOT_FOUND,
-            Json(
-                json!({ "error": { "code": "NOT_FOUND", "message": "The requested resource could not be found." } }),
-            ),
-        );
+        return not_found();
     };
     if !created["tracking_code"].is_null() {
         return (
@@ -176,12 +166,18 @@ async fn buy_shipment(
     book.labels_bought += 1;
     if book.lose_buy_answers > 0 {
         book.lose_buy_answers -= 1;
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Json(json!({ "error": { "code": "INTERNAL_SERVER_ERROR", "message": "the answer was lost" } })),
-        );
+        return lost_answer();
     }
     (StatusCode::OK, Json(bought))
+}
+
+/// A purchase performed whose answer is lost on the way (500), as when our side crashes between
+/// the carrier's purchase and its own commit.
+fn lost_answer() -> (StatusCode, Json<Value>) {
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        Json(json!({ "error": { "code": "INTERNAL_SERVER_ERROR", "message": "the answer was lost" } })),
+    )
 }
 
 fn not_found() -> (StatusCode, Json<Value>) {
@@ -259,10 +255,7 @@ async fn buy_pickup(
     book.pickups.insert(id, bought.clone());
     if book.lose_pickup_buy_answers > 0 {
         book.lose_pickup_buy_answers -= 1;
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Json(json!({ "error": { "code": "INTERNAL_SERVER_ERROR", "message": "the answer was lost" } })),
-        );
+        return lost_answer();
     }
     (StatusCode::OK, Json(bought))
 }

@@ -116,19 +116,8 @@ async fn a_bank_invoice_order_ships_first_and_its_invoice_is_paid_when_staff_rec
     crate::support::wait_for_label(&sandbox, &agent, &order_id).await;
 
     let total_text = total.to_string();
-    let recorded = sandbox
-        .labctl(&[
-            "payments",
-            "record",
-            "--invoice",
-            &invoice_number,
-            "--amount-cents",
-            &total_text,
-            "--bank-reference",
-            "BANK-REF-1",
-        ])
-        .await
-        .unwrap();
+    let recorded =
+        crate::support::record_bank_payment(&sandbox, &invoice_number, &total_text, "BANK-REF-1").await;
     assert_eq!(recorded["invoice"]["status"], "paid");
 
     // Payment gates only the COA release: the order keeps its status, its payment block is paid.

@@ -120,17 +120,5 @@ pub async fn approve_and_publish(sandbox: &Sandbox, staff: &LabStaff, accession:
 
 /// Pays a bank order in full as the sandbox's operator.
 pub async fn pay(sandbox: &Sandbox, invoice: &str, total: &str, reference: &str) {
-    sandbox
-        .labctl(&[
-            "payments",
-            "record",
-            "--invoice",
-            invoice,
-            "--amount-cents",
-            total,
-            "--bank-reference",
-            reference,
-        ])
-        .await
-        .unwrap();
+    crate::support::record_bank_payment(sandbox, invoice, total, reference).await;
 }

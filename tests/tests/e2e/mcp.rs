@@ -519,19 +519,7 @@ async fn every_tool_answers_structured_content_that_validates_against_its_output
         order["payment"]["invoiceNumber"].as_str().unwrap().to_owned(),
     );
     let total = order["totalCents"].as_i64().unwrap().to_string();
-    sandbox
-        .labctl(&[
-            "payments",
-            "record",
-            "--invoice",
-            &invoice_number,
-            "--amount-cents",
-            &total,
-            "--bank-reference",
-            "SCHEMA-REF-1",
-        ])
-        .await
-        .unwrap();
+    crate::support::record_bank_payment(&sandbox, &invoice_number, &total, "SCHEMA-REF-1").await;
     call("svc.order.list", json!({ "limit": 5 })).await;
     call("svc.order.get", json!({ "reference": order_id })).await;
     call("svc.invoice.list", json!({ "orderId": order_id })).await;

@@ -143,19 +143,7 @@ async fn a_scrape_parses_as_openmetrics_and_its_counters_move_when_an_order_flow
     }
 
     let (order_id, invoice_number, total) = bank_order(&sandbox, &agent, "metrics-order-0001").await;
-    sandbox
-        .labctl(&[
-            "payments",
-            "record",
-            "--invoice",
-            &invoice_number,
-            "--amount-cents",
-            &total,
-            "--bank-reference",
-            "BANK-METRICS-0001",
-        ])
-        .await
-        .unwrap();
+    crate::support::record_bank_payment(&sandbox, &invoice_number, &total, "BANK-METRICS-0001").await;
     let answer = sandbox.get(&agent.key, &format!("/orders/{order_id}")).await;
     assert_eq!(answer.status, 200);
     let missing = sandbox.get(&agent.key, "/orders/ORD-DOES-NOT-EXIST").await;

@@ -73,19 +73,8 @@ async fn an_order_read_by_reference_answers_the_bytes_of_its_listing_apart_from_
 
     // A payment recorded by staff reaches the view with the order's own change.
     let total = labelled["totalCents"].as_i64().unwrap().to_string();
-    let recorded = sandbox
-        .labctl(&[
-            "payments",
-            "record",
-            "--invoice",
-            &invoice_number,
-            "--amount-cents",
-            &total,
-            "--bank-reference",
-            "VIEW-BANK-REF-1",
-        ])
-        .await
-        .unwrap();
+    let recorded =
+        crate::support::record_bank_payment(&sandbox, &invoice_number, &total, "VIEW-BANK-REF-1").await;
     assert_eq!(recorded["invoice"]["status"], "paid");
     platform::testing::wait_for("the paid view", std::time::Duration::from_secs(20), || async {
         let answer = sandbox.get(&agent.key, &format!("/orders/{order_id}")).await;

@@ -62,19 +62,8 @@ async fn an_unpaid_bank_invoice_past_its_due_date_becomes_overdue_and_a_later_pa
         serde_json::Value::Null
     );
 
-    let recorded = sandbox
-        .labctl(&[
-            "payments",
-            "record",
-            "--invoice",
-            &invoice_number,
-            "--amount-cents",
-            &total,
-            "--bank-reference",
-            "LATE-WIRE-1",
-        ])
-        .await
-        .unwrap();
+    let recorded =
+        crate::support::record_bank_payment(&sandbox, &invoice_number, &total, "LATE-WIRE-1").await;
     assert_eq!(recorded["invoice"]["status"], "paid");
     wait_for_order(&sandbox, &agent, &order_id, "paid").await;
     let invoice = sandbox

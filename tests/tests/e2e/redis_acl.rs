@@ -178,19 +178,7 @@ async fn the_mesh_works_with_each_process_as_its_own_redis_user_and_redis_refuse
     let (order_id, invoice, total) = bank_order(&sandbox, &agent, "acl-order-1").await;
     // shipping-svc reads the orders stream and writes its own: the label moves the order.
     crate::support::wait_for_label(&sandbox, &agent, &order_id).await;
-    sandbox
-        .labctl(&[
-            "payments",
-            "record",
-            "--invoice",
-            &invoice,
-            "--amount-cents",
-            &total,
-            "--bank-reference",
-            "ACL-1",
-        ])
-        .await
-        .unwrap();
+    crate::support::record_bank_payment(&sandbox, &invoice, &total, "ACL-1").await;
     wait_for("the order to be paid", Duration::from_secs(30), || async {
         let answer = sandbox.get(&agent.key, &format!("/orders/{order_id}")).await;
         (answer.body["data"]["order"]["payment"]["status"] == "paid").then_some(())

@@ -153,19 +153,7 @@ async fn a_bank_order_gets_a_scannable_label_at_creation_and_exactly_one_label_e
 
     // The payment lands: one email with the label reaches the SMTP server.
     assert!(smtp.messages().is_empty(), "no email before payment");
-    sandbox
-        .labctl(&[
-            "payments",
-            "record",
-            "--invoice",
-            &invoice_number,
-            "--amount-cents",
-            &total,
-            "--bank-reference",
-            "LABEL-BANK-1",
-        ])
-        .await
-        .unwrap();
+    crate::support::record_bank_payment(&sandbox, &invoice_number, &total, "LABEL-BANK-1").await;
     let message = wait_for("the label email", Duration::from_secs(30), || async {
         smtp.messages().into_iter().next()
     })

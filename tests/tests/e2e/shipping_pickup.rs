@@ -25,19 +25,7 @@ pub(crate) async fn paid_order(sandbox: &Sandbox, customer: &Customer, key: &str
     let (order_id, invoice_number, total) = bank_order(sandbox, customer, key).await;
     let order = labelled_order(sandbox, customer, &order_id).await;
     let shipment_id = order["shipping"]["shipmentId"].as_str().unwrap().to_owned();
-    sandbox
-        .labctl(&[
-            "payments",
-            "record",
-            "--invoice",
-            &invoice_number,
-            "--amount-cents",
-            &total,
-            "--bank-reference",
-            &format!("BANK-{key}"),
-        ])
-        .await
-        .unwrap();
+    crate::support::record_bank_payment(sandbox, &invoice_number, &total, &format!("BANK-{key}")).await;
     (order_id, shipment_id)
 }
 
@@ -155,19 +143,7 @@ async fn a_paid_order_books_a_door_pickup_through_options_token_request_and_paym
         unpaid.body
     );
 
-    sandbox
-        .labctl(&[
-            "payments",
-            "record",
-            "--invoice",
-            &invoice_number,
-            "--amount-cents",
-            &total,
-            "--bank-reference",
-            "PICKUP-BANK-1",
-        ])
-        .await
-        .unwrap();
+    crate::support::record_bank_payment(&sandbox, &invoice_number, &total, "PICKUP-BANK-1").await;
     let options = wait_for("the pickup options", Duration::from_secs(30), || async {
         let answer = sandbox
             .get(&agent.key, &format!("/orders/{order_id}/pickup"))

@@ -68,19 +68,7 @@ async fn a_mesh_outside_development_mode_runs_the_order_flow_on_its_own_keys_and
     let sandbox = Sandbox::start_outside_development_mode().await;
     let agent = sandbox.customer("Production Labs", "all").await;
     let (_, invoice, total) = bank_order(&sandbox, &agent, "prod-order-1").await;
-    let recorded = sandbox
-        .labctl(&[
-            "payments",
-            "record",
-            "--invoice",
-            &invoice,
-            "--amount-cents",
-            &total,
-            "--bank-reference",
-            "PROD-1",
-        ])
-        .await
-        .unwrap();
+    let recorded = crate::support::record_bank_payment(&sandbox, &invoice, &total, "PROD-1").await;
     assert_eq!(recorded["recordedBy"], "root");
 
     // The published development operator and development-signed tokens get nowhere here.

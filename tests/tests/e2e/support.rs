@@ -130,3 +130,26 @@ pub async fn assert_order_views_fresh(sandbox: &Sandbox) {
         "orders whose view a write path did not refresh: {stale:?}"
     );
 }
+
+/// Staff record a bank transfer of `amount_cents` for `invoice` (`labctl payments record`);
+/// returns labctl's answer.
+pub async fn record_bank_payment(
+    sandbox: &Sandbox,
+    invoice: &str,
+    amount_cents: &str,
+    reference: &str,
+) -> Value {
+    sandbox
+        .labctl(&[
+            "payments",
+            "record",
+            "--invoice",
+            invoice,
+            "--amount-cents",
+            amount_cents,
+            "--bank-reference",
+            reference,
+        ])
+        .await
+        .unwrap()
+}

@@ -20,19 +20,7 @@ async fn another_customer_gets_404_for_an_order_and_sees_none_of_its_orders_invo
     let order = &order.body["data"]["order"];
     let invoice_number = order["payment"]["invoiceNumber"].as_str().unwrap();
     let total = order["totalCents"].as_i64().unwrap().to_string();
-    sandbox
-        .labctl(&[
-            "payments",
-            "record",
-            "--invoice",
-            invoice_number,
-            "--amount-cents",
-            &total,
-            "--bank-reference",
-            "ISO-1",
-        ])
-        .await
-        .unwrap();
+    crate::support::record_bank_payment(&sandbox, invoice_number, &total, "ISO-1").await;
     let alice_payment = sandbox.get(&alice.key, "/payments").await;
     let payment_id = alice_payment.body["data"][0]["id"].as_str().unwrap().to_owned();
     let invoice_id = order["payment"]["invoiceId"].as_str().unwrap();

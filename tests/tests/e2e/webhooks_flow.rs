@@ -96,19 +96,7 @@ async fn an_agent_receives_its_order_lifecycle_as_signed_webhooks_and_another_cu
     let invoice = order["payment"]["invoiceNumber"].as_str().unwrap();
     // Ship-first: the label moves the order to label_generated; the payment then moves nothing.
     crate::support::wait_for_label(&sandbox, &alice, order_id).await;
-    sandbox
-        .labctl(&[
-            "payments",
-            "record",
-            "--invoice",
-            invoice,
-            "--amount-cents",
-            &total,
-            "--bank-reference",
-            "HOOK-1",
-        ])
-        .await
-        .unwrap();
+    crate::support::record_bank_payment(&sandbox, invoice, &total, "HOOK-1").await;
 
     let deliveries = wait_for(
         "every subscribed event at the receiver",
