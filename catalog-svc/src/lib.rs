@@ -104,3 +104,19 @@ impl Application {
         .await
     }
 }
+
+/// The catalog-svc process once its telemetry is installed: settings from the environment, build,
+/// Prometheus metrics on the internal port (`CATALOG_METRICS_ADDR`, default `127.0.0.1:51051`;
+/// docs/operations.md, "Metrics"), serve until SIGTERM or SIGINT.
+pub async fn run_from_env() -> anyhow::Result<()> {
+    platform::service::run_process(
+        SERVICE_NAME,
+        "CATALOG",
+        "127.0.0.1:51051",
+        |shutdown| async move {
+            let application = Application::build(Settings::from_env()?).await?;
+            application.run_until_stopped(shutdown).await
+        },
+    )
+    .await
+}

@@ -143,6 +143,7 @@ type ItemRow = (
 );
 
 /// Returns up to `limit` items of a revision after `after_id`, by id, matching the filters.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "SELECT catalog.items", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "SELECT", db.collection.name = "catalog.items"))]
 pub async fn list_items(
     pool: &PgPool,
     revision_id: &str,
@@ -189,6 +190,7 @@ pub async fn list_items(
 }
 
 /// Stores a quote.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "INSERT catalog.quotes", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "INSERT", db.collection.name = "catalog.quotes"))]
 pub async fn insert_quote(tx: &mut PgConnection, quote: &Quote) -> Result<(), sqlx::Error> {
     let priced = &quote.priced;
     sqlx::query(
@@ -234,6 +236,7 @@ type QuoteRow = (
 );
 
 /// Returns the quote `quote_id` when it belongs to `customer_id`.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "SELECT catalog.quotes", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "SELECT", db.collection.name = "catalog.quotes"))]
 pub async fn find_quote(
     pool: &PgPool,
     customer_id: Uuid,
@@ -269,6 +272,7 @@ pub async fn find_quote(
 }
 
 /// Records that an order consumed a quote, the first time only; returns whether it changed.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "UPDATE catalog.quotes", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "UPDATE", db.collection.name = "catalog.quotes"))]
 pub async fn mark_quote_consumed(
     tx: &mut PgConnection,
     customer_id: Uuid,

@@ -2,7 +2,7 @@
 //! SIGINT. `gateway bootstrap-operator NAME [ROLE,…|all]` instead registers a deployment's first
 //! lab operator and prints their credential once.
 
-use gateway::{Application, SERVICE_NAME, Settings};
+use gateway::{SERVICE_NAME, Settings};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -11,18 +11,7 @@ async fn main() -> anyhow::Result<()> {
         return bootstrap(&arguments[1..]).await;
     }
     let _telemetry = platform::telemetry::init(SERVICE_NAME);
-    let settings = Settings::from_env()?;
-    let application = Application::build(settings).await?;
-    let shutdown = platform::shutdown::signal_token();
-    // Prometheus metrics on the internal port (docs/operations.md, "Metrics").
-    platform::metrics::MetricsEndpoint::start_from_env("GATEWAY", "127.0.0.1:51050", &shutdown).await?;
-    let outcome = application.run_until_stopped(shutdown).await;
-    if let Err(error) = &outcome {
-        tracing::error!(%error, "{SERVICE_NAME} stopped with an error");
-    } else {
-        tracing::info!("{SERVICE_NAME} stopped");
-    }
-    outcome
+    gateway::run_from_env().await
 }
 
 async fn bootstrap(arguments: &[String]) -> anyhow::Result<()> {

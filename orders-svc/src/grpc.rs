@@ -60,8 +60,12 @@ impl OrdersApi for OrdersGrpc {
         self.orders
             .create_order(&principal, key, order)
             .await
-            .into_response(|order| CreateOrderResponse {
-                order: Some((&order).into()),
+            .into_response(|order| {
+                // Operators find an order's trace by its number (docs/operations.md, "Traces").
+                platform::telemetry::annotate("lab.order.number", order.order_number.clone());
+                CreateOrderResponse {
+                    order: Some((&order).into()),
+                }
             })
     }
 

@@ -140,3 +140,14 @@ impl Application {
         .await
     }
 }
+
+/// The orders-svc process once its telemetry is installed: settings from the environment, build,
+/// Prometheus metrics on the internal port (`ORDERS_METRICS_ADDR`, default `127.0.0.1:51052`;
+/// docs/operations.md, "Metrics"), serve until SIGTERM or SIGINT.
+pub async fn run_from_env() -> anyhow::Result<()> {
+    platform::service::run_process(SERVICE_NAME, "ORDERS", "127.0.0.1:51052", |shutdown| async move {
+        let application = Application::build(Settings::from_env()?).await?;
+        application.run_until_stopped(shutdown).await
+    })
+    .await
+}

@@ -119,14 +119,45 @@ impl Extractor for HeaderExtractor<'_> {
     }
 }
 
-/// Makes the span of an incoming request a child of the caller's trace.
+/// Makes the span of an incoming request ([`crate::telemetry::semconv::rpc_server`]) a child of
+/// the caller's trace.
 pub fn span_for_request<B>(request: &http::Request<B>) -> tracing::Span {
     let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
         propagator.extract(&HeaderExtractor(request.headers()))
     });
-    let span = tracing::info_span!("grpc.request", rpc = %request.uri().path(), otel.kind = "server");
+    let span = crate::telemetry::semconv::rpc_server(request.uri().path());
     let _ = span.set_parent(parent);
     span
+}
+
+/// Writes W3C trace context into HTTP headers (the headers of an outgoing gRPC call).
+struct HeaderInjector<'a>(&'a mut http::HeaderMap);
+
+impl Injector for HeaderInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(key), Ok(value)) = (
+            http::header::HeaderName::from_bytes(key.as_bytes()),
+            http::HeaderValue::try_from(value),
+        ) {
+            self.0.insert(key, value);
+        }
+    }
+}
+
+/// The gRPC status of an answer's headers: present on a failed unary call ("trailers-only");
+/// a successful answer carries `grpc-status: 0` in its trailers, so an HTTP 200 without it
+/// counts as OK.
+fn grpc_status_of<B>(response: &http::Response<B>) -> i32 {
+    match response
+        .headers()
+        .get("grpc-status")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse().ok())
+    {
+        Some(code) => code,
+        None if response.status() == http::StatusCode::OK => 0,
+        None => 2,
+    }
 }
 
 /// How long a served call may take before it answers `DEADLINE_EXCEEDED` (over TCP and in
@@ -262,15 +293,25 @@ pub struct MeshChannel {
 /// Where a [`MeshChannel`] goes.
 struct PeerTarget {
     network: tonic::transport::Channel,
+    /// `host:port` of the peer, the `server.address` of client spans.
+    authority: String,
     /// The loopback address to look up among this process's servers, when in-memory calls are
     /// allowed for this channel.
     local: Option<std::net::SocketAddr>,
 }
 
 impl MeshChannel {
-    fn new(network: tonic::transport::Channel, local: Option<std::net::SocketAddr>) -> Self {
+    fn new(
+        network: tonic::transport::Channel,
+        authority: String,
+        local: Option<std::net::SocketAddr>,
+    ) -> Self {
         Self {
-            shared: std::sync::Arc::new(PeerTarget { network, local }),
+            shared: std::sync::Arc::new(PeerTarget {
+                network,
+                authority,
+                local,
+            }),
             network: None,
             ready_local: None,
         }
@@ -288,7 +329,7 @@ impl std::fmt::Debug for MeshChannel {
 impl From<tonic::transport::Channel> for MeshChannel {
     /// A channel that always goes over the network.
     fn from(network: tonic::transport::Channel) -> Self {
-        Self::new(network, None)
+        Self::new(network, String::new(), None)
     }
 }
 
@@ -313,31 +354,76 @@ impl tower::Service<http::Request<tonic::body::Body>> for MeshChannel {
             .map_err(Into::into)
     }
 
-    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
-        if let Some(service) = self.ready_local.take() {
-            return Box::pin(async move {
-                match service.oneshot(request).await {
-                    Ok(answer) => Ok(answer),
-                    Err(never) => match never {},
-                }
-            });
-        }
-        let Some(network) = self.network.as_mut() else {
-            return Box::pin(std::future::ready(Err(
-                "MeshChannel called before it was ready".into()
-            )));
-        };
-        let answer = network.call(request);
-        Box::pin(async move { answer.await.map_err(Into::into) })
+    /// Every call runs in an RPC client span ([`crate::telemetry::semconv::rpc_client`]) whose
+    /// context replaces the caller's in the request's `traceparent`, so the server's span is
+    /// its child.
+    fn call(&mut self, mut request: http::Request<tonic::body::Body>) -> Self::Future {
+        let span = crate::telemetry::semconv::rpc_client(request.uri().path(), &self.shared.authority);
+        let context = span.context();
+        opentelemetry::global::get_text_map_propagator(|propagator| {
+            propagator.inject_context(&context, &mut HeaderInjector(request.headers_mut()));
+        });
+        let answer: BoxFuture<'static, Result<Self::Response, Self::Error>> =
+            if let Some(service) = self.ready_local.take() {
+                Box::pin(async move {
+                    match service.oneshot(request).await {
+                        Ok(answer) => Ok(answer),
+                        Err(never) => match never {},
+                    }
+                })
+            } else if let Some(network) = self.network.as_mut() {
+                let answer = network.call(request);
+                Box::pin(async move { answer.await.map_err(Into::into) })
+            } else {
+                Box::pin(std::future::ready(Err(
+                    "MeshChannel called before it was ready".into()
+                )))
+            };
+        Box::pin(
+            async move {
+                let outcome = answer.await;
+                let code = match &outcome {
+                    Ok(response) => grpc_status_of(response),
+                    // What tonic answers for a transport failure.
+                    Err(_) => 14,
+                };
+                crate::telemetry::semconv::record_grpc_status(&tracing::Span::current(), code, false);
+                outcome
+            }
+            .instrument(span),
+        )
     }
 }
 
 /// Connects lazily to a peer service; the first call establishes the connection. A peer at a
 /// loopback address is called in memory when this process serves it ([`in_process`]).
+///
+/// `address` may list several replicas separated by commas (`http://a:50052,http://b:50052`):
+/// calls are then balanced over them (tonic's power-of-two-choices balancer, each replica
+/// reconnected on its own after it fails), always over TCP.
 pub fn lazy_channel(address: &str) -> anyhow::Result<MeshChannel> {
+    if address.contains(',') {
+        let endpoints = address
+            .split(',')
+            .map(str::trim)
+            .filter(|replica| !replica.is_empty())
+            .map(peer_endpoint)
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let authorities: Vec<String> = endpoints
+            .iter()
+            .filter_map(|endpoint| endpoint.uri().authority().map(ToString::to_string))
+            .collect();
+        let channel = tonic::transport::Channel::balance_list(endpoints.into_iter());
+        return Ok(MeshChannel::new(channel, authorities.join(","), None));
+    }
     let endpoint = peer_endpoint(address)?;
     let local = in_process::loopback_target(endpoint.uri()).filter(|_| in_process::enabled());
-    Ok(MeshChannel::new(endpoint.connect_lazy(), local))
+    let authority = endpoint
+        .uri()
+        .authority()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    Ok(MeshChannel::new(endpoint.connect_lazy(), authority, local))
 }
 
 /// The endpoint of a peer service: connect and call timeouts, and `TCP_NODELAY` as on the

@@ -138,3 +138,28 @@ impl ServiceBase {
         served
     }
 }
+
+/// The life of one service process after its telemetry is installed: Prometheus metrics on the
+/// internal port (`<metrics_prefix>_METRICS_ADDR`, default `metrics_default`; see
+/// `crate::metrics::endpoint`), then `serve` (which reads its settings, builds and serves) until
+/// SIGTERM or SIGINT cancels the token it is given. Every binary's `main`, and the test
+/// harness that runs each service as its own process, come through here.
+pub async fn run_process<F>(
+    name: &str,
+    metrics_prefix: &str,
+    metrics_default: &str,
+    serve: impl FnOnce(CancellationToken) -> F,
+) -> anyhow::Result<()>
+where
+    F: Future<Output = anyhow::Result<()>>,
+{
+    let shutdown = crate::shutdown::signal_token();
+    crate::metrics::MetricsEndpoint::start_from_env(metrics_prefix, metrics_default, &shutdown).await?;
+    let outcome = serve(shutdown).await;
+    if let Err(error) = &outcome {
+        tracing::error!(%error, "{name} stopped with an error");
+    } else {
+        tracing::info!("{name} stopped");
+    }
+    outcome
+}

@@ -67,6 +67,30 @@ pub fn owner_of_domain(domain: &str) -> Option<&'static str> {
         .map(|(_, owner)| *owner)
 }
 
+/// The domain whose stream the service `source` owns.
+pub fn domain_of_source(source: &str) -> Option<&'static str> {
+    STREAM_OWNERS
+        .iter()
+        .find(|(_, owner)| *owner == source)
+        .map(|(domain, _)| *domain)
+}
+
+/// The deployment-independent name of a domain's stream, `events:<domain>`: the
+/// `messaging.destination.name` of trace spans (the prefix differs between deployments and
+/// tests; the stream is the same).
+pub fn destination_name(domain: &str) -> String {
+    format!("events:{domain}")
+}
+
+/// The [`destination_name`] of a stream named `<prefix>:events:<domain>` (the name itself for
+/// any other stream).
+pub fn destination_of_stream(stream: &str) -> String {
+    match stream.rsplit_once(EVENTS_INFIX) {
+        Some((_, domain)) => destination_name(domain),
+        None => stream.to_owned(),
+    }
+}
+
 /// Returns the service that owns a domain stream named `<prefix>:events:<domain>`; `None` for
 /// any other name (a dead-letter stream, an unknown domain).
 pub fn owner_of_stream(stream: &str) -> Option<&'static str> {

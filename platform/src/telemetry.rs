@@ -10,6 +10,17 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
+pub mod semconv;
+
+/// Whether this process exports spans (an OTLP endpoint is configured).
+static EXPORTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// True when spans are exported: work done only for traces (spans per relayed event, say) is
+/// skipped otherwise.
+pub fn exporting() -> bool {
+    EXPORTING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Flushes exported spans when dropped.
 pub struct TelemetryGuard {
     provider: SdkTracerProvider,
@@ -57,7 +68,10 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
             .with_endpoint(endpoint.clone())
             .build()
         {
-            Ok(exporter) => builder = builder.with_batch_exporter(exporter),
+            Ok(exporter) => {
+                builder = builder.with_batch_exporter(exporter);
+                EXPORTING.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
             Err(error) => eprintln!("OTLP exporter to {endpoint} not started: {error}"),
         }
     }
@@ -78,8 +92,13 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
         fmt.boxed()
     };
     // Only spans at info level and above become trace spans: ours, not the libraries' internals.
+    // Without source locations, thread names and busy/idle times on every span: they cost per
+    // span and the span names and attributes already say where the work was.
     let otel = tracing_opentelemetry::layer()
         .with_tracer(tracer)
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
         .with_filter(tracing_subscriber::filter::LevelFilter::INFO);
     let _ = tracing_subscriber::registry()
         .with(otel)
@@ -117,6 +136,21 @@ pub fn current_trace_context() -> (String, String) {
         carrier.remove("traceparent").unwrap_or_default(),
         carrier.remove("tracestate").unwrap_or_default(),
     )
+}
+
+/// Sets an attribute on the current span's trace span (for values known only once the work is
+/// done, such as the number of an order just placed). Nothing happens without a current span.
+pub fn annotate(key: &'static str, value: impl Into<opentelemetry::Value>) {
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    tracing::Span::current().set_attribute(key, value);
+}
+
+/// Renames `span`'s trace span (the `otel.name` field is read only while a span has not
+/// started, and continuing a caller's trace starts it).
+pub fn rename(span: &tracing::Span, name: String) {
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    span.context().span().update_name(name);
 }
 
 /// Makes `span` a child of the trace named by a stored `traceparent`/`tracestate` pair.

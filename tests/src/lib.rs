@@ -3,6 +3,8 @@
 //! to create customers and keys and to call the REST API as an agent would.
 
 pub mod easypost;
+pub mod otlp;
+pub mod processes;
 pub mod smtp;
 
 use clap::Parser;
@@ -10,9 +12,17 @@ use labd::{Mesh, MeshSettings};
 use serde_json::Value;
 use std::time::Duration;
 
+/// How a sandbox's mesh runs.
+pub enum Running {
+    /// Every service in this test's process (labd).
+    InProcess(Mesh),
+    /// Every service in a process of its own ([`processes::ProcessMesh`]).
+    Processes(processes::ProcessMesh),
+}
+
 /// A running mesh for one test.
 pub struct Sandbox {
-    pub mesh: Mesh,
+    pub mesh: Running,
     pub http: reqwest::Client,
     pub base_url: String,
     pub database_url: String,
@@ -136,7 +146,63 @@ impl Sandbox {
                 .expect("the first operator registers");
         }
         let mesh = labd::start(settings).await.expect("the mesh starts");
-        let base_url = format!("http://{}", mesh.http_addr);
+        Self::ready(
+            Running::InProcess(mesh),
+            database_url,
+            redis_url,
+            stream_prefix,
+            credential,
+        )
+        .await
+    }
+
+    /// Starts the mesh as separate processes ([`processes::ProcessMesh`]) as `plan` says, in
+    /// development mode, and imports the shipped catalog.
+    pub async fn start_processes(plan: &processes::Plan) -> Self {
+        std::mem::forget(platform::telemetry::init_for_tests("sandbox"));
+        let database_url = platform::testing::fresh_database().await;
+        let redis_url = platform::testing::redis_url();
+        let stream_prefix = platform::testing::unique_stream_prefix();
+        let mesh = processes::ProcessMesh::start(plan, &database_url, &redis_url, &stream_prefix).await;
+        let credential = gateway::domain::operator::DEV_OPERATOR_CREDENTIAL.to_owned();
+        Self::ready(
+            Running::Processes(mesh),
+            database_url,
+            redis_url,
+            stream_prefix,
+            credential,
+        )
+        .await
+    }
+
+    /// The labd mesh of a sandbox started in this process.
+    pub fn in_process(&self) -> &Mesh {
+        match &self.mesh {
+            Running::InProcess(mesh) => mesh,
+            Running::Processes(_) => panic!("this sandbox runs separate processes"),
+        }
+    }
+
+    /// The process mesh of a sandbox started with [`Self::start_processes`].
+    pub fn processes(&mut self) -> &mut processes::ProcessMesh {
+        match &mut self.mesh {
+            Running::Processes(mesh) => mesh,
+            Running::InProcess(_) => panic!("this sandbox runs in one process"),
+        }
+    }
+
+    async fn ready(
+        mesh: Running,
+        database_url: String,
+        redis_url: String,
+        stream_prefix: String,
+        credential: String,
+    ) -> Self {
+        let http_addr = match &mesh {
+            Running::InProcess(mesh) => mesh.http_addr,
+            Running::Processes(mesh) => mesh.http_addr,
+        };
+        let base_url = format!("http://{http_addr}");
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
             .build()
@@ -187,7 +253,10 @@ impl Sandbox {
 
     /// Runs a labctl command as the operator whose credential is `credential`.
     pub async fn labctl_as(&self, credential: &str, args: &[&str]) -> anyhow::Result<Value> {
-        let argv = self.mesh.labctl_argv(credential, args);
+        let argv = match &self.mesh {
+            Running::InProcess(mesh) => mesh.labctl_argv(credential, args),
+            Running::Processes(mesh) => mesh.labctl_argv(credential, args),
+        };
         labctl::execute(labctl::Cli::try_parse_from(argv)?).await
     }
 
@@ -321,6 +390,9 @@ impl Sandbox {
 
     /// Stops the mesh.
     pub async fn stop(self) {
-        self.mesh.stop().await;
+        match self.mesh {
+            Running::InProcess(mesh) => mesh.stop().await,
+            Running::Processes(mesh) => mesh.stop().await,
+        }
     }
 }

@@ -23,9 +23,27 @@ impl EventHandler for FanOutHandler {
     }
 
     /// A whole read in one transaction: one commit for the batch instead of one per event.
+    ///
+    /// Each stored event keeps the trace context of its `process` span, so that the delivery
+    /// attempts made for it later are children of this service's processing of the event.
     async fn handle_batch(&self, batch: &[Consumed]) -> Vec<Result<(), HandlerError>> {
-        let envelopes: Vec<&EventEnvelope> = batch.iter().map(|consumed| &consumed.envelope).collect();
-        let span = tracing::info_span!("webhooks.fan_out", events = batch.len());
+        let traced: Vec<EventEnvelope> = batch
+            .iter()
+            .map(|consumed| {
+                let (traceparent, tracestate) = {
+                    let _entered = consumed.span.enter();
+                    platform::telemetry::current_trace_context()
+                };
+                let mut envelope = consumed.envelope.clone();
+                if !traceparent.is_empty() {
+                    envelope.traceparent = traceparent;
+                    envelope.tracestate = tracestate;
+                }
+                envelope
+            })
+            .collect();
+        let envelopes: Vec<&EventEnvelope> = traced.iter().collect();
+        let span = tracing::info_span!("webhooks.fan_out", otel.name = "fan out", events = batch.len());
         for consumed in batch {
             span.follows_from(&consumed.span);
         }

@@ -185,3 +185,19 @@ fn dispatch_pool(pool: &PgPool, max_in_flight: usize) -> PgPool {
         .acquire_timeout(std::time::Duration::from_secs(10))
         .connect_lazy_with(options)
 }
+
+/// The webhooks-svc process once its telemetry is installed: settings from the environment, build,
+/// Prometheus metrics on the internal port (`WEBHOOKS_METRICS_ADDR`, default `127.0.0.1:51056`;
+/// docs/operations.md, "Metrics"), serve until SIGTERM or SIGINT.
+pub async fn run_from_env() -> anyhow::Result<()> {
+    platform::service::run_process(
+        SERVICE_NAME,
+        "WEBHOOKS",
+        "127.0.0.1:51056",
+        |shutdown| async move {
+            let application = Application::build(Settings::from_env()?).await?;
+            application.run_until_stopped(shutdown).await
+        },
+    )
+    .await
+}

@@ -1,20 +1,9 @@
 //! webhooks-svc process: telemetry, settings, build, serve until SIGTERM or SIGINT.
 
-use webhooks_svc::{Application, SERVICE_NAME, Settings};
+use webhooks_svc::SERVICE_NAME;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let _telemetry = platform::telemetry::init(SERVICE_NAME);
-    let settings = Settings::from_env()?;
-    let application = Application::build(settings).await?;
-    let shutdown = platform::shutdown::signal_token();
-    // Prometheus metrics on the internal port (docs/operations.md, "Metrics").
-    platform::metrics::MetricsEndpoint::start_from_env("WEBHOOKS", "127.0.0.1:51056", &shutdown).await?;
-    let outcome = application.run_until_stopped(shutdown).await;
-    if let Err(error) = &outcome {
-        tracing::error!(%error, "{SERVICE_NAME} stopped with an error");
-    } else {
-        tracing::info!("{SERVICE_NAME} stopped");
-    }
-    outcome
+    webhooks_svc::run_from_env().await
 }

@@ -140,9 +140,9 @@ pub async fn guard(
     };
     let span = tracing::Span::current();
     if !span.is_disabled() {
-        span.record("key_id", record.principal.subject.as_str());
+        span.record("lab.api_key.id", record.principal.subject.as_str());
         if let Some(customer_id) = record.principal.customer_id {
-            span.record("customer_id", customer_id.to_string());
+            span.record("lab.customer.id", customer_id.to_string());
         }
     }
     let per_key = front_door.per_key.check(record.key.id).await;

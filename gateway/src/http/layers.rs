@@ -51,7 +51,11 @@ pub fn propagate_request_id() -> PropagateRequestIdLayer {
     PropagateRequestIdLayer::new(X_REQUEST_ID.clone())
 }
 
-/// The span of one request, a child of the caller's trace when `traceparent` is present.
+/// The span of one request, a child of the caller's trace when `traceparent` is present: an
+/// HTTP server span per the OpenTelemetry conventions, named `{method} {http.route}` once
+/// [`record_metrics`] knows the route, with the request id as
+/// `http.request.header.x-request-id` (how an operator finds a request's trace) and the
+/// caller's key and customer once authenticated.
 pub fn request_span(request: &Request) -> tracing::Span {
     let request_id = request
         .headers()
@@ -60,12 +64,17 @@ pub fn request_span(request: &Request) -> tracing::Span {
         .unwrap_or_default();
     let span = tracing::info_span!(
         "http.request",
+        otel.name = %request.method(),
         otel.kind = "server",
-        http.method = %request.method(),
-        http.path = %request.uri().path(),
-        request_id,
-        key_id = tracing::field::Empty,
-        customer_id = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        http.request.method = %request.method(),
+        http.route = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
+        url.path = %request.uri().path(),
+        url.scheme = "http",
+        "http.request.header.x-request-id" = request_id,
+        lab.api_key.id = tracing::field::Empty,
+        lab.customer.id = tracing::field::Empty,
     );
     let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
         propagator.extract(&platform::grpc::HeaderExtractor(request.headers()))
@@ -88,7 +97,8 @@ pub async fn allow_only_on_405(mut response: Response) -> Response {
 const OTHER: &str = "_OTHER";
 
 /// Records the answer's status and duration under the request's route template (the matched
-/// path, never the concrete path with its ids) and method.
+/// path, never the concrete path with its ids) and method, and the route and status on the
+/// request's span (`request_span`, the current one here).
 pub async fn record_metrics(request: Request, next: Next) -> Response {
     let started = std::time::Instant::now();
     let route = request
@@ -106,7 +116,16 @@ pub async fn record_metrics(request: Request, next: Next) -> Response {
         http::Method::OPTIONS => "OPTIONS",
         _ => OTHER,
     };
+    let span = tracing::Span::current();
+    if route != OTHER {
+        platform::telemetry::rename(&span, format!("{} {route}", request.method()));
+        span.record("http.route", route.as_str());
+    }
     let response = next.run(request).await;
+    span.record("http.response.status_code", response.status().as_u16());
+    if response.status().is_server_error() {
+        span.record("otel.status_code", "error");
+    }
     let metrics = platform::metrics::metrics();
     let operation = platform::metrics::HttpRouteLabels {
         http_request_method: method.to_owned(),

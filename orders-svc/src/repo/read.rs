@@ -56,6 +56,7 @@ pub struct ListFilter {
 }
 
 /// Reads one of the customer's orders by UUID, order number or invoice number.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "SELECT orders.orders", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "SELECT", db.collection.name = "orders.orders"))]
 pub async fn find_order(
     conn: &mut PgConnection,
     customer_id: Uuid,
@@ -92,6 +93,7 @@ pub async fn find_order(
 }
 
 /// Reads one page of the customer's orders, newest first.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "SELECT orders.order_views", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "SELECT", db.collection.name = "orders.order_views"))]
 pub async fn list_orders(
     conn: &mut PgConnection,
     customer_id: Uuid,

@@ -43,6 +43,7 @@ const MAX_TRACKING_NUMBER: usize = 100;
 
 /// Reads the customer's order view by UUID, order number, invoice number, accession number or
 /// tracking number: one indexed statement.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "SELECT orders.order_views", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "SELECT", db.collection.name = "orders.order_views"))]
 pub async fn find_view(
     conn: &mut PgConnection,
     customer_id: Uuid,
@@ -129,6 +130,7 @@ pub async fn refresh(
 
 /// Renders `order`, just read from the normalized tables in this transaction, with its kept
 /// shipping block, and stores its view.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "INSERT orders.order_views", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "INSERT", db.collection.name = "orders.order_views"))]
 pub async fn store(conn: &mut PgConnection, order: &Order) -> Result<(), sqlx::Error> {
     let customer_id = order.customer_id;
     let shipping = shipping_block(conn, customer_id, order.id).await?;

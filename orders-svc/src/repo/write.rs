@@ -10,6 +10,7 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 /// True when the customer's quote was already used by an order.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "SELECT orders.orders", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "SELECT", db.collection.name = "orders.orders"))]
 pub async fn quote_consumed(
     conn: &mut PgConnection,
     customer_id: Uuid,
@@ -31,6 +32,7 @@ pub async fn next_order_sequence(conn: &mut PgConnection) -> Result<i64, sqlx::E
 
 /// Inserts an order with its lines, charges and status history. Fails with a unique violation of
 /// [`super::QUOTE_UNIQUE_CONSTRAINT`] when the quote already has an order.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "INSERT orders.orders", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "INSERT", db.collection.name = "orders.orders"))]
 pub async fn insert_order(conn: &mut PgConnection, order: &Order) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO orders.orders (id, order_number, customer_id, quote_id, status, payment_method, catalog_revision, \
@@ -124,6 +126,7 @@ async fn insert_charges(conn: &mut PgConnection, order: &Order) -> Result<(), sq
 }
 
 /// Appends one status-history entry.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "INSERT orders.order_status_history", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "INSERT", db.collection.name = "orders.order_status_history"))]
 pub async fn insert_status_change(
     conn: &mut PgConnection,
     customer_id: Uuid,
@@ -146,6 +149,7 @@ pub async fn insert_status_change(
 }
 
 /// Locks a customer's order for a status change; returns its status and number.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "SELECT orders.orders", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "SELECT", db.collection.name = "orders.orders"))]
 pub async fn lock_order(
     conn: &mut PgConnection,
     customer_id: Uuid,
@@ -168,6 +172,7 @@ pub async fn lock_order(
 }
 
 /// Sets a customer's order status.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "UPDATE orders.orders", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "UPDATE", db.collection.name = "orders.orders"))]
 pub async fn set_status(
     conn: &mut PgConnection,
     customer_id: Uuid,

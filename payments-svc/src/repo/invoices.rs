@@ -29,6 +29,7 @@ pub async fn next_invoice_sequence(conn: &mut PgConnection) -> Result<i64, sqlx:
 
 /// Inserts an invoice and its lines; false (and nothing written) when the customer's order already
 /// has an invoice. A concurrent insert for the same order is waited for, then yields false.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "INSERT payments.invoices", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "INSERT", db.collection.name = "payments.invoices"))]
 pub async fn insert_invoice(conn: &mut PgConnection, invoice: &Invoice) -> Result<bool, sqlx::Error> {
     let inserted = sqlx::query(
         "INSERT INTO payments.invoices (id, invoice_number, customer_id, order_id, order_number, status, \
@@ -89,6 +90,7 @@ pub async fn insert_invoice(conn: &mut PgConnection, invoice: &Invoice) -> Resul
 }
 
 /// The customer's invoice of `order_id`, with lines.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "SELECT payments.invoices", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "SELECT", db.collection.name = "payments.invoices"))]
 pub async fn by_order(
     conn: &mut PgConnection,
     customer_id: Uuid,
@@ -187,6 +189,7 @@ pub async fn mark_overdue(
 
 /// Staff lookup across customers: the invoice with this UUID or number, locked for update
 /// (without lines), so that concurrent payments apply one after the other.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "SELECT payments.invoices", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "SELECT", db.collection.name = "payments.invoices"))]
 pub async fn lock_for_payment(
     conn: &mut PgConnection,
     reference: &InvoiceReference,
@@ -205,6 +208,7 @@ pub async fn lock_for_payment(
 }
 
 /// Writes the money state after a payment; `paid_at` is set when the payment completed it.
+#[tracing::instrument(name = "db", skip_all, fields(otel.name = "UPDATE payments.invoices", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "UPDATE", db.collection.name = "payments.invoices"))]
 pub async fn apply_settlement(
     conn: &mut PgConnection,
     customer_id: Uuid,

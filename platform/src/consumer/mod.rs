@@ -87,8 +87,9 @@ pub trait EventHandler: Send + Sync + 'static {
 #[derive(Debug)]
 pub struct Consumed {
     pub envelope: EventEnvelope,
-    /// `event.consume`, continuing the trace of the transaction that emitted the event; it
-    /// ends when the entry is acknowledged or left pending.
+    /// The `process` span of the entry (`telemetry::semconv::messaging_process`), continuing
+    /// the trace of the transaction that emitted the event; it ends when the entry is
+    /// acknowledged or left pending.
     pub span: tracing::Span,
 }
 
@@ -240,7 +241,12 @@ impl<H: EventHandler> StreamConsumer<H> {
                     .await?;
                 continue;
             }
-            let span = tracing::info_span!("event.consume", event.id = %envelope.id, event.type = %envelope.r#type, group = %self.settings.group);
+            let span = crate::telemetry::semconv::messaging_process(
+                &streams::destination_of_stream(stream),
+                &envelope.id,
+                &envelope.r#type,
+                &self.settings.group,
+            );
             crate::telemetry::continue_trace(&span, &envelope.traceparent, &envelope.tracestate);
             batch.push(Consumed { envelope, span });
             kept.push((entry.id, bytes));
@@ -264,9 +270,11 @@ impl<H: EventHandler> StreamConsumer<H> {
                 Ok(()) => applied.push(id),
                 Err(HandlerError::Retry(error)) => {
                     retried += 1;
+                    consumed.span.record("otel.status_code", "error");
                     tracing::warn!(parent: &consumed.span, event.id = %consumed.envelope.id, %error, "event handling failed, will retry");
                 }
                 Err(HandlerError::Permanent(error)) => {
+                    consumed.span.record("otel.status_code", "error");
                     let reason = error.to_string();
                     self.dead_letter(redis, stream, id, Some(bytes.clone()), &reason)
                         .await?;

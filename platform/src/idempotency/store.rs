@@ -72,6 +72,7 @@ impl IdempotencyStore {
     }
 
     /// Claims `scope` for a request with `fingerprint`.
+    #[tracing::instrument(name = "db", skip_all, fields(otel.name = "INSERT idempotency_keys", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "INSERT", db.collection.name = "idempotency_keys"))]
     pub async fn claim(
         &self,
         pool: &PgPool,
@@ -218,6 +219,7 @@ impl IdempotencyStore {
 
     /// Stores the outcome in the caller's business transaction; fails with a conflict when the
     /// lease was lost to another worker (the transaction must then roll back).
+    #[tracing::instrument(name = "db", skip_all, fields(otel.name = "UPDATE idempotency_keys", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "UPDATE", db.collection.name = "idempotency_keys"))]
     pub async fn complete(
         &self,
         tx: &mut PgConnection,

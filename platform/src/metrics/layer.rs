@@ -2,6 +2,7 @@
 //! `rpc_server_requests_total` by method and status code and `rpc_server_duration_seconds` by
 //! method. A path that is not a method of the mesh (a probe, a typo, a scanner) is recorded as
 //! `_OTHER`, as the OpenTelemetry conventions name it, so that callers cannot grow the label set.
+//! It also records the status code on the call's trace span.
 
 use super::{RpcLabels, RpcMethodLabels, metrics};
 use futures::future::BoxFuture;
@@ -50,7 +51,10 @@ where
         let answer = self.inner.call(request);
         Box::pin(async move {
             let response = answer.await?;
-            record(operation, status_code(&response), started.elapsed().as_secs_f64());
+            let code = status_code(&response);
+            // The call's span (`platform::grpc::span_for_request`) is the current one here.
+            crate::telemetry::semconv::record_grpc_status(&tracing::Span::current(), i32::from(code), true);
+            record(operation, code, started.elapsed().as_secs_f64());
             Ok(response)
         })
     }

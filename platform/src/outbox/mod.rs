@@ -29,6 +29,7 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use uuid::Uuid;
 
 mod cap;
@@ -85,9 +86,19 @@ impl Outbox {
     /// the transaction commits.
     pub async fn enqueue(&self, tx: &mut PgConnection, event: NewEvent) -> Result<Uuid, sqlx::Error> {
         let event_id = Uuid::now_v7();
-        let (traceparent, tracestate) = crate::telemetry::current_trace_context();
+        // The event's creation context (a producer span of the caller's trace): consumers and
+        // webhook attempts continue it.
+        let destination = crate::streams::destination_name(
+            crate::streams::domain_of_source(self.source).unwrap_or(self.schema),
+        );
+        let event_id_text = event_id.to_string();
+        let create = crate::telemetry::semconv::messaging_create(&destination, &event_id_text);
+        let (traceparent, tracestate) = {
+            let _entered = create.enter();
+            crate::telemetry::current_trace_context()
+        };
         let envelope = EventEnvelope {
-            id: event_id.to_string(),
+            id: event_id_text,
             r#type: event.event_type.to_owned(),
             occurred_at: crate::time::rfc3339(crate::time::now()),
             customer_id: event.customer_id.to_string(),
@@ -107,10 +118,12 @@ impl Outbox {
             .bind(event.event_type)
             .bind(envelope.encode_to_vec())
             .execute(&mut *tx)
+            .instrument(create.clone())
             .await?;
         sqlx::query("SELECT pg_notify($1, '')")
             .bind(self.channel())
             .execute(&mut *tx)
+            .instrument(create)
             .await?;
         Ok(event_id)
     }
@@ -264,11 +277,22 @@ impl OutboxRelay {
         let mut pipeline = redis::pipe();
         let mut ids = Vec::with_capacity(rows.len());
         let mut ages = Vec::with_capacity(rows.len());
+        // One `send` span per event, a child of its creation context, when spans are exported
+        // (reading the context means decoding the envelope; without an exporter nothing does).
+        let mut sends = Vec::new();
+        let destination = crate::telemetry::exporting().then(|| streams::destination_of_stream(&self.stream));
         for row in rows {
             let id: i64 = row.try_get("id")?;
             ages.push(row.try_get::<f64, _>("age").unwrap_or_default());
             let event_type: String = row.try_get("event_type")?;
             let envelope: Vec<u8> = row.try_get("envelope")?;
+            if let Some(destination) = &destination
+                && let Ok(decoded) = EventEnvelope::decode(envelope.as_slice())
+            {
+                let span = crate::telemetry::semconv::messaging_send(destination, &decoded.id);
+                crate::telemetry::continue_trace(&span, &decoded.traceparent, &decoded.tracestate);
+                sends.push(span);
+            }
             pipeline
                 .cmd("XADD")
                 .arg(&self.stream)
@@ -281,9 +305,17 @@ impl OutboxRelay {
             ids.push(id);
         }
         pipeline.cmd("XLEN").arg(&self.stream);
-        let (length,): (u64,) = tokio::time::timeout(Duration::from_secs(5), pipeline.query_async(redis))
-            .await
-            .map_err(|_| anyhow::anyhow!("XADD timed out"))??;
+        let sent: anyhow::Result<(u64,)> =
+            match tokio::time::timeout(Duration::from_secs(5), pipeline.query_async(redis)).await {
+                Ok(answer) => answer.map_err(anyhow::Error::from),
+                Err(_) => Err(anyhow::anyhow!("XADD timed out")),
+            };
+        if sent.is_err() {
+            for span in &sends {
+                span.record("otel.status_code", "error");
+            }
+        }
+        let (length,) = sent?;
         self.observe_length(length);
         let update = format!(
             "UPDATE {}.outbox SET published_at = now() WHERE id = ANY($1)",

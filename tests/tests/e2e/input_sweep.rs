@@ -213,7 +213,7 @@ async fn sweep_operation(
 /// Sends a request with raw header bytes (reqwest refuses control characters in headers) and
 /// returns the answer's status.
 async fn raw_status(sandbox: &Sandbox, method: &Method, path: &str, headers: &[(&str, &str)]) -> u16 {
-    let mut stream = tokio::net::TcpStream::connect(sandbox.mesh.http_addr)
+    let mut stream = tokio::net::TcpStream::connect(sandbox.in_process().http_addr)
         .await
         .unwrap();
     let mut request = format!("{method} /api/v1/agent{path} HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n");

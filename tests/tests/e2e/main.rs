@@ -27,5 +27,6 @@ mod stablecoin;
 mod staff_identity;
 mod support;
 mod tenant_isolation;
+mod traces;
 mod webhook_operations;
 mod webhooks_flow;

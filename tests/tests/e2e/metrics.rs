@@ -16,7 +16,10 @@ use tests::Sandbox;
 type Samples = HashMap<String, f64>;
 
 async fn scrape(sandbox: &Sandbox) -> (String, String) {
-    let addr = sandbox.mesh.metrics_addr.expect("a sandbox serves metrics");
+    let addr = sandbox
+        .in_process()
+        .metrics_addr
+        .expect("a sandbox serves metrics");
     let response = reqwest::get(format!("http://{addr}/metrics")).await.unwrap();
     assert_eq!(response.status(), 200);
     let content_type = response.headers()["content-type"].to_str().unwrap().to_owned();
@@ -306,7 +309,7 @@ async fn a_scrape_parses_as_openmetrics_and_its_counters_move_when_an_order_flow
 #[tokio::test]
 async fn the_metrics_port_serves_only_metrics() {
     let sandbox = Sandbox::start().await;
-    let addr = sandbox.mesh.metrics_addr.unwrap();
+    let addr = sandbox.in_process().metrics_addr.unwrap();
     let client = reqwest::Client::new();
     let other = client.get(format!("http://{addr}/")).send().await.unwrap();
     assert_eq!(other.status(), 404);

@@ -204,12 +204,15 @@ async fn the_mesh_works_with_each_process_as_its_own_redis_user_and_redis_refuse
     .await;
     // A metrics scrape reads every consumer group's lag and pending entries and the dead-letter
     // streams' lengths, each process as its own user.
-    let metrics = reqwest::get(format!("http://{}/metrics", sandbox.mesh.metrics_addr.unwrap()))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = reqwest::get(format!(
+        "http://{}/metrics",
+        sandbox.in_process().metrics_addr.unwrap()
+    ))
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap();
     assert!(
         metrics
             .contains("stream_consumer_lag_entries{stream=\"lab:events:payments\",group=\"webhooks-svc\"} 0"),

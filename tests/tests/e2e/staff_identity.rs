@@ -86,7 +86,7 @@ async fn a_mesh_outside_development_mode_runs_the_order_flow_on_its_own_keys_and
     let forged =
         platform::tokens::testing::DevTokens::new("payments-svc").staff("mallory", &["payments.admin"]);
     let mut payments = proto::payments::payments_service_client::PaymentsServiceClient::connect(
-        sandbox.mesh.payments_uri.clone(),
+        sandbox.in_process().payments_uri.clone(),
     )
     .await
     .unwrap();

@@ -85,19 +85,39 @@ impl Dispatcher {
     /// Makes one attempt of a claimed delivery (signed, traced) and decides what follows.
     pub async fn attempt(&self, claimed: &Claimed) -> RecordedAttempt {
         let attempt_number = claimed.attempt_count + 1;
+        // An HTTP client span per the conventions (name `POST`); the URL is the customer's
+        // endpoint without its query, which may hold a token.
+        let (server_address, server_port) = url_parts(&claimed.url);
         let span = tracing::info_span!(
             "webhook.attempt",
+            otel.name = "POST",
             otel.kind = "client",
-            delivery.id = %claimed.delivery_id,
-            event.id = %claimed.event_id,
-            event.type = %claimed.event_type,
-            attempt = attempt_number,
-            http.status_code = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            http.request.method = "POST",
+            url.full = %url_without_query(&claimed.url),
+            server.address = %server_address,
+            server.port = server_port,
+            http.request.resend_count = attempt_number - 1,
+            http.response.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            lab.webhook.delivery.id = %claimed.delivery_id,
+            lab.event.id = %claimed.event_id,
+            lab.event.type = %claimed.event_type,
         );
         platform::telemetry::continue_trace(&span, &claimed.traceparent, &claimed.tracestate);
         let response = self.send(claimed).instrument(span.clone()).await;
-        if let Some(status) = response.status {
-            span.record("http.status_code", status);
+        match response.status {
+            Some(status) => {
+                span.record("http.response.status_code", status);
+                if status >= 400 {
+                    span.record("otel.status_code", "error");
+                    span.record("error.type", status);
+                }
+            }
+            None => {
+                span.record("otel.status_code", "error");
+                span.record("error.type", "no_response");
+            }
         }
         let in_round = usize::try_from(attempt_number - claimed.round_start).unwrap_or(usize::MAX);
         let signal = AttemptSignal {
@@ -211,3 +231,27 @@ fn record_metrics(decision: Decision, latency_ms: i64) {
 }
 
 mod worker;
+
+/// The host and port of an endpoint URL, for the attempt span (`server.address`,
+/// `server.port`; 443 when the URL names none).
+fn url_parts(url: &str) -> (String, u16) {
+    match reqwest::Url::parse(url) {
+        Ok(parsed) => (
+            parsed.host_str().unwrap_or_default().to_owned(),
+            parsed.port_or_known_default().unwrap_or(443),
+        ),
+        Err(_) => (String::new(), 443),
+    }
+}
+
+/// An endpoint URL without its query and fragment (they may carry a customer's token).
+fn url_without_query(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        Err(_) => String::new(),
+    }
+}

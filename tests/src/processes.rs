@@ -1,0 +1,345 @@
+//! The mesh as separate processes, as a deployment runs it: the gateway and each domain service
+//! in a process of its own (the `lab-process` binary of this crate, which runs a service's own
+//! `run_from_env`), configured only by environment variables, talking gRPC over TCP, with as
+//! many replicas of a service as a test asks for. A service with several replicas is reached
+//! through one comma-separated address list (`platform::grpc::lazy_channel` balances over it).
+//! Replicas can be killed (`SIGKILL`, no drain) and started again on the same port.
+//!
+//! Each process writes its output to `<log dir>/<service>-<replica>.log`; a test that fails
+//! prints the tails with [`ProcessMesh::log_tails`].
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::process::{Child, Command};
+
+/// The services of the mesh with their environment prefix.
+pub const SERVICES: [(&str, &str); 7] = [
+    ("gateway", "GATEWAY"),
+    ("catalog-svc", "CATALOG"),
+    ("orders-svc", "ORDERS"),
+    ("payments-svc", "PAYMENTS"),
+    ("shipping-svc", "SHIPPING"),
+    ("results-svc", "RESULTS"),
+    ("webhooks-svc", "WEBHOOKS"),
+];
+
+/// What to start.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The `lab-process` binary (`env!("CARGO_BIN_EXE_lab-process")` in an integration test:
+    /// cargo tells its path only to those).
+    pub binary: PathBuf,
+    /// Replicas per service (1 for a service not named).
+    pub replicas: BTreeMap<&'static str, usize>,
+    /// Environment given to every process, after the harness's own (so it can override it).
+    pub env: Vec<(String, String)>,
+}
+
+impl Plan {
+    /// One replica of every service, run by `binary`.
+    pub fn new(binary: impl Into<PathBuf>) -> Self {
+        Self {
+            binary: binary.into(),
+            replicas: BTreeMap::new(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Runs `count` replicas of `service`.
+    pub fn replicas(mut self, service: &'static str, count: usize) -> Self {
+        self.replicas.insert(service, count.max(1));
+        self
+    }
+
+    /// Adds an environment variable for every process.
+    pub fn env(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.env.push((name.to_owned(), value.into()));
+        self
+    }
+}
+
+/// One running (or killed) process.
+struct Replica {
+    service: &'static str,
+    index: usize,
+    grpc: SocketAddr,
+    http: Option<SocketAddr>,
+    env: Vec<(String, String)>,
+    child: Option<Child>,
+}
+
+/// A mesh of processes.
+pub struct ProcessMesh {
+    binary: PathBuf,
+    replicas: Vec<Replica>,
+    log_dir: PathBuf,
+    /// REST address of the gateway.
+    pub http_addr: SocketAddr,
+}
+
+/// A free loopback port (bound, then released for the process to take).
+fn free_port() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("its address")
+}
+
+impl ProcessMesh {
+    /// Starts every service of `plan` on `database_url`, `redis_url` and `stream_prefix` in
+    /// development mode and waits until each listens.
+    pub async fn start(plan: &Plan, database_url: &str, redis_url: &str, stream_prefix: &str) -> Self {
+        let log_dir = std::env::temp_dir().join(format!("lab-processes-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&log_dir).expect("a log directory");
+        let mut replicas = Vec::new();
+        for (service, _) in SERVICES {
+            for index in 0..plan.replicas.get(service).copied().unwrap_or(1) {
+                replicas.push(Replica {
+                    service,
+                    index,
+                    grpc: free_port(),
+                    http: (service == "gateway").then(free_port),
+                    env: Vec::new(),
+                    child: None,
+                });
+            }
+        }
+        let list = |service: &str| {
+            replicas
+                .iter()
+                .filter(|replica| replica.service == service)
+                .map(|replica| format!("http://{}", replica.grpc))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let http_addr = replicas
+            .iter()
+            .find_map(|replica| replica.http)
+            .expect("a gateway");
+        let shared: Vec<(String, String)> = [
+            ("DATABASE_URL", database_url.to_owned()),
+            ("REDIS_URL", redis_url.to_owned()),
+            ("STREAM_PREFIX", stream_prefix.to_owned()),
+            ("LAB_DEV_MODE", "1".to_owned()),
+            (
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned()),
+            ),
+            ("METRICS_ADDR", "off".to_owned()),
+            ("CATALOG_SVC_ADDR", list("catalog-svc")),
+            ("ORDERS_SVC_ADDR", list("orders-svc")),
+            ("PAYMENTS_SVC_ADDR", list("payments-svc")),
+            ("SHIPPING_SVC_ADDR", list("shipping-svc")),
+            ("RESULTS_SVC_ADDR", list("results-svc")),
+            ("WEBHOOKS_SVC_ADDR", list("webhooks-svc")),
+            ("SHIPPING_IDENTITY_ADDR", list("gateway")),
+            ("SITE_URL", format!("http://{http_addr}")),
+            // Load tests come from one address with a few keys.
+            ("GATEWAY_RATE_LIMIT_PER_SECOND", "100000".to_owned()),
+            ("GATEWAY_RATE_LIMIT_BURST", "100000".to_owned()),
+            ("GATEWAY_ADDRESS_RATE_LIMIT_PER_SECOND", "100000".to_owned()),
+            ("GATEWAY_ADDRESS_RATE_LIMIT_BURST", "100000".to_owned()),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect();
+        for replica in &mut replicas {
+            let prefix = SERVICES
+                .iter()
+                .find(|(service, _)| *service == replica.service)
+                .map(|(_, prefix)| *prefix)
+                .expect("a known service");
+            let mut env = shared.clone();
+            env.push((format!("{prefix}_GRPC_ADDR"), replica.grpc.to_string()));
+            if let Some(http) = replica.http {
+                env.push(("GATEWAY_HTTP_ADDR".to_owned(), http.to_string()));
+            }
+            env.extend(plan.env.iter().cloned());
+            replica.env = env;
+        }
+        let mut mesh = Self {
+            binary: plan.binary.clone(),
+            replicas,
+            log_dir,
+            http_addr,
+        };
+        for index in 0..mesh.replicas.len() {
+            mesh.spawn(index);
+        }
+        for index in 0..mesh.replicas.len() {
+            mesh.wait_listening(index).await;
+        }
+        mesh
+    }
+
+    fn position(&self, service: &str, index: usize) -> usize {
+        self.replicas
+            .iter()
+            .position(|replica| replica.service == service && replica.index == index)
+            .unwrap_or_else(|| panic!("no replica {index} of {service}"))
+    }
+
+    fn spawn(&mut self, position: usize) {
+        let replica = &mut self.replicas[position];
+        let log_path = self
+            .log_dir
+            .join(format!("{}-{}.log", replica.service, replica.index));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .expect("a log file");
+        let mut command = Command::new(&self.binary);
+        command
+            .arg(replica.service)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log.try_clone().expect("a log handle")))
+            .stderr(Stdio::from(log))
+            .kill_on_drop(true);
+        // Nothing of the test's own environment configures the process by accident.
+        for (name, _) in std::env::vars() {
+            let ours = name.starts_with("OTEL_")
+                || name.ends_with("_URL")
+                || name.ends_with("_ADDR")
+                || name.starts_with("LAB_")
+                || SERVICES
+                    .iter()
+                    .any(|(_, prefix)| name.starts_with(&format!("{prefix}_")));
+            if ours {
+                command.env_remove(&name);
+            }
+        }
+        command.envs(
+            replica
+                .env
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_str())),
+        );
+        replica.child = Some(command.spawn().expect("lab-process starts"));
+    }
+
+    async fn wait_listening(&mut self, position: usize) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+        loop {
+            let replica = &mut self.replicas[position];
+            let addresses = [Some(replica.grpc), replica.http];
+            let mut all = true;
+            for address in addresses.into_iter().flatten() {
+                all &= tokio::net::TcpStream::connect(address).await.is_ok();
+            }
+            if all {
+                return;
+            }
+            if let Some(child) = replica.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                let (service, index) = (replica.service, replica.index);
+                panic!(
+                    "{service} #{index} exited with {status} before listening:\n{}",
+                    self.log_tails()
+                );
+            }
+            if tokio::time::Instant::now() > deadline {
+                let (service, index) = (replica.service, replica.index);
+                panic!(
+                    "{service} #{index} did not listen within 90 s:\n{}",
+                    self.log_tails()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Kills replica `index` of `service` at once (`SIGKILL`: no drain, no flush).
+    pub async fn kill(&mut self, service: &str, index: usize) {
+        let position = self.position(service, index);
+        if let Some(mut child) = self.replicas[position].child.take() {
+            child.kill().await.expect("the process is killed");
+        }
+    }
+
+    /// Starts replica `index` of `service` again (same port, same settings) and waits until it
+    /// listens.
+    pub async fn restart(&mut self, service: &str, index: usize) {
+        let position = self.position(service, index);
+        self.spawn(position);
+        self.wait_listening(position).await;
+    }
+
+    /// Stops every process with `SIGTERM` (they drain and flush their spans) and waits for each.
+    pub async fn stop(mut self) {
+        for replica in &mut self.replicas {
+            if let Some(child) = replica.child.as_mut()
+                && let Some(pid) = child.id()
+            {
+                let _ = Command::new("kill")
+                    .args(["-TERM", &pid.to_string()])
+                    .status()
+                    .await;
+            }
+        }
+        for replica in &mut self.replicas {
+            if let Some(mut child) = replica.child.take() {
+                match tokio::time::timeout(Duration::from_secs(30), child.wait()).await {
+                    Ok(_) => {}
+                    Err(_) => {
+                        let _ = child.kill().await;
+                    }
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.log_dir);
+    }
+
+    /// The gRPC URI of a live replica of `service` (the first one running).
+    pub fn uri(&self, service: &str) -> String {
+        let replica = self
+            .replicas
+            .iter()
+            .find(|replica| replica.service == service && replica.child.is_some())
+            .unwrap_or_else(|| panic!("no live replica of {service}"));
+        format!("http://{}", replica.grpc)
+    }
+
+    /// The labctl command line for this mesh (live replicas) as the operator `credential`.
+    pub fn labctl_argv(&self, credential: &str, args: &[&str]) -> Vec<String> {
+        let mut argv = vec!["labctl".to_owned(), "--json".to_owned()];
+        for (flag, service) in [
+            ("--identity-addr", "gateway"),
+            ("--catalog-addr", "catalog-svc"),
+            ("--payments-addr", "payments-svc"),
+            ("--shipping-addr", "shipping-svc"),
+            ("--orders-addr", "orders-svc"),
+            ("--results-addr", "results-svc"),
+            ("--webhooks-addr", "webhooks-svc"),
+        ] {
+            argv.push(flag.to_owned());
+            argv.push(self.uri(service));
+        }
+        argv.push("--credential".to_owned());
+        argv.push(credential.to_owned());
+        argv.extend(args.iter().map(|arg| (*arg).to_owned()));
+        argv
+    }
+
+    /// The last lines each process wrote, for a failing test's message.
+    pub fn log_tails(&self) -> String {
+        let mut out = String::new();
+        for replica in &self.replicas {
+            let path = self
+                .log_dir
+                .join(format!("{}-{}.log", replica.service, replica.index));
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(15)..];
+            out.push_str(&format!(
+                "--- {} #{} ---\n{}\n",
+                replica.service,
+                replica.index,
+                tail.join("\n")
+            ));
+        }
+        out
+    }
+}
