@@ -381,14 +381,19 @@ impl tower::Service<http::Request<tonic::body::Body>> for MeshChannel {
             };
         Box::pin(
             async move {
-                let outcome = answer.await;
-                let code = match &outcome {
-                    Ok(response) => grpc_status_of(response),
-                    // What tonic answers for a transport failure.
-                    Err(_) => 14,
+                // A peer that cannot be reached (refused, reset, a replica killed mid-call) is
+                // answered as `UNAVAILABLE`, which callers retry, rather than the `UNKNOWN` a
+                // balanced channel's transport error would become.
+                let response = match answer.await {
+                    Ok(response) => response,
+                    Err(error) => {
+                        tracing::warn!(%error, "peer unreachable");
+                        Status::unavailable(format!("peer unreachable: {error}")).into_http()
+                    }
                 };
+                let code = grpc_status_of(&response);
                 crate::telemetry::semconv::record_grpc_status(&tracing::Span::current(), code, false);
-                outcome
+                Ok(response)
             }
             .instrument(span),
         )

@@ -62,7 +62,8 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
     }
     .build();
     let mut builder = SdkTracerProvider::builder().with_resource(resource);
-    if let Some(endpoint) = crate::config::env_var("OTEL_EXPORTER_OTLP_ENDPOINT") {
+    let disabled = sdk_disabled(crate::config::env_var("OTEL_SDK_DISABLED").as_deref());
+    if let Some(endpoint) = crate::config::env_var("OTEL_EXPORTER_OTLP_ENDPOINT").filter(|_| !disabled) {
         match opentelemetry_otlp::SpanExporter::builder()
             .with_tonic()
             .with_endpoint(endpoint.clone())
@@ -100,11 +101,20 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
         .with_threads(false)
         .with_tracked_inactivity(false)
         .with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+    // `OTEL_SDK_DISABLED=true` (the standard switch) leaves the OpenTelemetry layer out: no trace
+    // span is made at all, and trace context is neither continued nor passed on.
+    let otel = (!disabled).then_some(otel);
     let _ = tracing_subscriber::registry()
         .with(otel)
         .with(fmt.with_filter(filter))
         .try_init();
     TelemetryGuard { provider }
+}
+
+/// True when `OTEL_SDK_DISABLED` says `true` (any case), as the OpenTelemetry specification
+/// reads it.
+fn sdk_disabled(value: Option<&str>) -> bool {
+    value.is_some_and(|value| value.trim().eq_ignore_ascii_case("true"))
 }
 
 /// The service name this process sets on its resource: `service_name`, unless the standard
@@ -170,7 +180,16 @@ pub fn continue_trace(span: &tracing::Span, traceparent: &str, tracestate: &str)
 
 #[cfg(test)]
 mod tests {
-    use super::own_service_name;
+    use super::{own_service_name, sdk_disabled};
+
+    #[test]
+    fn only_otel_sdk_disabled_true_disables_the_trace_layer() {
+        assert!(sdk_disabled(Some("true")));
+        assert!(sdk_disabled(Some(" TRUE ")));
+        assert!(!sdk_disabled(Some("false")));
+        assert!(!sdk_disabled(Some("1")));
+        assert!(!sdk_disabled(None));
+    }
 
     #[test]
     fn the_process_names_its_service_unless_the_standard_variables_name_one() {

@@ -184,8 +184,8 @@ impl Sandbox {
     }
 
     /// The process mesh of a sandbox started with [`Self::start_processes`].
-    pub fn processes(&mut self) -> &mut processes::ProcessMesh {
-        match &mut self.mesh {
+    pub fn processes(&self) -> &processes::ProcessMesh {
+        match &self.mesh {
             Running::Processes(mesh) => mesh,
             Running::InProcess(_) => panic!("this sandbox runs in one process"),
         }

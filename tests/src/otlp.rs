@@ -54,6 +54,10 @@ pub mod kind {
 #[derive(Clone, Default)]
 struct Store {
     spans: Arc<Mutex<Vec<Span>>>,
+    /// Spans received (kept or not).
+    received: Arc<std::sync::atomic::AtomicU64>,
+    /// Count spans without keeping them (benchmarks send millions).
+    count_only: bool,
 }
 
 #[tonic::async_trait]
@@ -62,8 +66,20 @@ impl TraceService for Store {
         &self,
         request: tonic::Request<ExportTraceServiceRequest>,
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        let request = request.into_inner();
+        let count: usize = request
+            .resource_spans
+            .iter()
+            .flat_map(|resource| &resource.scope_spans)
+            .map(|scope| scope.spans.len())
+            .sum();
+        self.received
+            .fetch_add(count as u64, std::sync::atomic::Ordering::Relaxed);
+        if self.count_only {
+            return Ok(tonic::Response::new(ExportTraceServiceResponse::default()));
+        }
         let mut received = Vec::new();
-        for resource_spans in request.into_inner().resource_spans {
+        for resource_spans in request.resource_spans {
             let service = resource_spans
                 .resource
                 .as_ref()
@@ -126,13 +142,30 @@ pub struct OtlpReceiver {
 }
 
 impl OtlpReceiver {
-    /// Starts listening.
+    /// Starts listening, keeping every span.
     pub async fn start() -> Self {
+        Self::start_with(Store::default()).await
+    }
+
+    /// Starts listening, only counting the spans ([`Self::received`]).
+    pub async fn start_counting() -> Self {
+        Self::start_with(Store {
+            count_only: true,
+            ..Store::default()
+        })
+        .await
+    }
+
+    /// How many spans were received.
+    pub fn received(&self) -> u64 {
+        self.store.received.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    async fn start_with(store: Store) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("a port");
         let address = listener.local_addr().expect("its address");
-        let store = Store::default();
         let shutdown = CancellationToken::new();
         let service = TraceServiceServer::new(store.clone()).max_decoding_message_size(64 * 1024 * 1024);
         let stop = shutdown.clone();

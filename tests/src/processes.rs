@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Mutex;
 use std::time::Duration;
 use tokio::process::{Child, Command};
 
@@ -68,7 +69,9 @@ struct Replica {
     grpc: SocketAddr,
     http: Option<SocketAddr>,
     env: Vec<(String, String)>,
-    child: Option<Child>,
+    /// The running process (`None` once killed): behind a lock so that a test can kill and
+    /// restart replicas while other tasks send requests through the mesh.
+    child: Mutex<Option<Child>>,
 }
 
 /// A mesh of processes.
@@ -101,7 +104,7 @@ impl ProcessMesh {
                     grpc: free_port(),
                     http: (service == "gateway").then(free_port),
                     env: Vec::new(),
-                    child: None,
+                    child: Mutex::new(None),
                 });
             }
         }
@@ -158,7 +161,7 @@ impl ProcessMesh {
             env.extend(plan.env.iter().cloned());
             replica.env = env;
         }
-        let mut mesh = Self {
+        let mesh = Self {
             binary: plan.binary.clone(),
             replicas,
             log_dir,
@@ -180,8 +183,8 @@ impl ProcessMesh {
             .unwrap_or_else(|| panic!("no replica {index} of {service}"))
     }
 
-    fn spawn(&mut self, position: usize) {
-        let replica = &mut self.replicas[position];
+    fn spawn(&self, position: usize) {
+        let replica = &self.replicas[position];
         let log_path = self
             .log_dir
             .join(format!("{}-{}.log", replica.service, replica.index));
@@ -216,13 +219,13 @@ impl ProcessMesh {
                 .iter()
                 .map(|(name, value)| (name.as_str(), value.as_str())),
         );
-        replica.child = Some(command.spawn().expect("lab-process starts"));
+        *replica.child.lock().unwrap() = Some(command.spawn().expect("lab-process starts"));
     }
 
-    async fn wait_listening(&mut self, position: usize) {
+    async fn wait_listening(&self, position: usize) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
         loop {
-            let replica = &mut self.replicas[position];
+            let replica = &self.replicas[position];
             let addresses = [Some(replica.grpc), replica.http];
             let mut all = true;
             for address in addresses.into_iter().flatten() {
@@ -231,9 +234,13 @@ impl ProcessMesh {
             if all {
                 return;
             }
-            if let Some(child) = replica.child.as_mut()
-                && let Ok(Some(status)) = child.try_wait()
-            {
+            let exited = replica
+                .child
+                .lock()
+                .unwrap()
+                .as_mut()
+                .and_then(|child| child.try_wait().ok().flatten());
+            if let Some(status) = exited {
                 let (service, index) = (replica.service, replica.index);
                 panic!(
                     "{service} #{index} exited with {status} before listening:\n{}",
@@ -252,35 +259,36 @@ impl ProcessMesh {
     }
 
     /// Kills replica `index` of `service` at once (`SIGKILL`: no drain, no flush).
-    pub async fn kill(&mut self, service: &str, index: usize) {
+    pub async fn kill(&self, service: &str, index: usize) {
         let position = self.position(service, index);
-        if let Some(mut child) = self.replicas[position].child.take() {
+        let child = self.replicas[position].child.lock().unwrap().take();
+        if let Some(mut child) = child {
             child.kill().await.expect("the process is killed");
         }
     }
 
     /// Starts replica `index` of `service` again (same port, same settings) and waits until it
     /// listens.
-    pub async fn restart(&mut self, service: &str, index: usize) {
+    pub async fn restart(&self, service: &str, index: usize) {
         let position = self.position(service, index);
         self.spawn(position);
         self.wait_listening(position).await;
     }
 
     /// Stops every process with `SIGTERM` (they drain and flush their spans) and waits for each.
-    pub async fn stop(mut self) {
-        for replica in &mut self.replicas {
-            if let Some(child) = replica.child.as_mut()
-                && let Some(pid) = child.id()
-            {
+    pub async fn stop(self) {
+        for replica in &self.replicas {
+            let pid = replica.child.lock().unwrap().as_ref().and_then(Child::id);
+            if let Some(pid) = pid {
                 let _ = Command::new("kill")
                     .args(["-TERM", &pid.to_string()])
                     .status()
                     .await;
             }
         }
-        for replica in &mut self.replicas {
-            if let Some(mut child) = replica.child.take() {
+        for replica in &self.replicas {
+            let child = replica.child.lock().unwrap().take();
+            if let Some(mut child) = child {
                 match tokio::time::timeout(Duration::from_secs(30), child.wait()).await {
                     Ok(_) => {}
                     Err(_) => {
@@ -297,7 +305,7 @@ impl ProcessMesh {
         let replica = self
             .replicas
             .iter()
-            .find(|replica| replica.service == service && replica.child.is_some())
+            .find(|replica| replica.service == service && replica.child.lock().unwrap().is_some())
             .unwrap_or_else(|| panic!("no live replica of {service}"));
         format!("http://{}", replica.grpc)
     }
@@ -323,6 +331,32 @@ impl ProcessMesh {
         argv
     }
 
+    /// Memory of every live process from `/proc/<pid>/status`: (service, replica, resident KiB
+    /// now, peak resident KiB).
+    pub fn memory_kib(&self) -> Vec<(&'static str, usize, u64, u64)> {
+        let field = |status: &str, name: &str| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix(name))
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|value| value.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        self.replicas
+            .iter()
+            .filter_map(|replica| {
+                let pid = replica.child.lock().unwrap().as_ref().and_then(Child::id)?;
+                let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+                Some((
+                    replica.service,
+                    replica.index,
+                    field(&status, "VmRSS:"),
+                    field(&status, "VmHWM:"),
+                ))
+            })
+            .collect()
+    }
+
     /// The last lines each process wrote, for a failing test's message.
     pub fn log_tails(&self) -> String {
         let mut out = String::new();
@@ -332,7 +366,7 @@ impl ProcessMesh {
                 .join(format!("{}-{}.log", replica.service, replica.index));
             let text = std::fs::read_to_string(&path).unwrap_or_default();
             let lines: Vec<&str> = text.lines().collect();
-            let tail = &lines[lines.len().saturating_sub(15)..];
+            let tail = &lines[lines.len().saturating_sub(25)..];
             out.push_str(&format!(
                 "--- {} #{} ---\n{}\n",
                 replica.service,

@@ -19,6 +19,7 @@ mod order_read_model;
 mod overdue_invoices;
 mod redis_acl;
 mod results_isolation;
+mod scaling;
 mod shipping_carrier;
 mod shipping_flow;
 mod shipping_pickup;

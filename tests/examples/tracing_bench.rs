@@ -1,0 +1,272 @@
+//! What tracing costs on `GET /orders/{reference}` (issue 13): the mesh as separate processes
+//! (the gateway and each service in its own, gRPC over loopback TCP, as deployed) is measured
+//! with `wrk` in three modes, each twice in the order none, off, on, on, off, none so that a
+//! machine getting busier weighs on every mode alike, with `pgbench -S` beside each run:
+//!
+//! * `none`: `OTEL_SDK_DISABLED=true`, no OpenTelemetry layer at all (the reference);
+//! * `off`: the default without `OTEL_EXPORTER_OTLP_ENDPOINT`: trace context is continued and
+//!   passed on, nothing is exported;
+//! * `on`: every span exported (sampled 100 %) over OTLP/gRPC to a receiver in this process
+//!   that counts them.
+//!
+//! `deploy/bench/tracing.sh [--seconds 10] [--connections 16]` builds release and runs it; it
+//! prints a Markdown table for docs/performance.md. Needs `wrk` and `pgbench`, TEST_DATABASE_URL
+//! and TEST_REDIS_URL as the tests (defaults: the local servers).
+
+use serde_json::json;
+use std::process::Command;
+use std::time::Duration;
+use tests::Sandbox;
+use tests::otlp::OtlpReceiver;
+use tests::processes::Plan;
+
+struct Run {
+    mode: &'static str,
+    requests_per_second: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    spans_per_request: Option<f64>,
+    pgbench_tps: f64,
+    /// Peak resident memory of each service after the load (KiB).
+    peak_kib: Vec<(&'static str, u64)>,
+}
+
+fn argument(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|arg| arg == name)
+        .and_then(|at| args.get(at + 1))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The `lab-process` binary next to this example's directory (`target/<profile>/lab-process`),
+/// unless `LAB_PROCESS_BIN` names one.
+fn lab_process() -> std::path::PathBuf {
+    if let Ok(path) = std::env::var("LAB_PROCESS_BIN") {
+        return path.into();
+    }
+    let example = std::env::current_exe().expect("this program's path");
+    example
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("target/<profile>/examples")
+        .join("lab-process")
+}
+
+/// Milliseconds from a wrk latency figure such as `1.23ms`, `850.00us` or `1.02s`.
+fn millis(text: &str) -> f64 {
+    let (number, factor) = if let Some(number) = text.strip_suffix("us") {
+        (number, 0.001)
+    } else if let Some(number) = text.strip_suffix("ms") {
+        (number, 1.0)
+    } else if let Some(number) = text.strip_suffix('s') {
+        (number, 1000.0)
+    } else {
+        (text, 1.0)
+    };
+    number.parse::<f64>().unwrap_or(f64::NAN) * factor
+}
+
+/// Runs wrk and answers (requests per second, p50 ms, p99 ms).
+fn wrk(url: &str, key: &str, connections: u64, seconds: u64) -> (f64, f64, f64) {
+    let output = Command::new("wrk")
+        .args([
+            "-t2",
+            &format!("-c{connections}"),
+            &format!("-d{seconds}s"),
+            "--latency",
+            "-H",
+            &format!("Authorization: Bearer {key}"),
+            url,
+        ])
+        .output()
+        .expect("wrk runs (apt-get install wrk)");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut rate = f64::NAN;
+    let (mut p50, mut p99) = (f64::NAN, f64::NAN);
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["Requests/sec:", value] => rate = value.parse().unwrap_or(f64::NAN),
+            ["50%", value] => p50 = millis(value),
+            ["99%", value] => p99 = millis(value),
+            _ => {}
+        }
+    }
+    assert!(rate.is_finite(), "wrk answered: {text}");
+    (rate, p50, p99)
+}
+
+/// Runs `pgbench -S -c16 -j2` on `database` and answers its TPS.
+fn pgbench(database: &str, seconds: u64) -> f64 {
+    let output = Command::new("pgbench")
+        .args(["-S", "-c16", "-j2", "-T", &seconds.to_string(), database])
+        .output()
+        .expect("pgbench runs");
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.lines()
+        .find_map(|line| {
+            let line = line.strip_prefix("tps = ")?;
+            line.split_whitespace().next()?.parse().ok()
+        })
+        .unwrap_or(f64::NAN)
+}
+
+async fn measure(
+    mode: &'static str,
+    receiver: &OtlpReceiver,
+    pgbench_url: &str,
+    connections: u64,
+    seconds: u64,
+) -> Run {
+    let mut plan = Plan::new(lab_process());
+    match mode {
+        "none" => plan = plan.env("OTEL_SDK_DISABLED", "true"),
+        "on" => {
+            plan = plan
+                .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+                .env("OTEL_BSP_SCHEDULE_DELAY", "1000")
+                .env("OTEL_BSP_MAX_QUEUE_SIZE", "65536")
+                .env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "2048");
+        }
+        _ => {}
+    }
+    let sandbox = Sandbox::start_processes(&plan).await;
+    let agent = sandbox.customer("Bench Tracy", "all").await;
+    let page = sandbox
+        .get(&agent.key, "/catalog?category=peptides&limit=2")
+        .await;
+    let tests: Vec<String> = page.body["data"]
+        .as_array()
+        .expect("catalog items")
+        .iter()
+        .map(|item| item["id"].as_str().unwrap().to_owned())
+        .collect();
+    let body = json!({ "categoryId": "peptides", "compoundNames": ["BPC-157"], "testIds": tests });
+    let quote = sandbox.post(&agent.key, "/quotes", &body, &[]).await;
+    let order = json!({ "quoteId": quote.body["data"]["quote"]["id"], "paymentMethod": "bank_invoice", "confirm": true });
+    let created = sandbox
+        .post(
+            &agent.key,
+            "/orders",
+            &order,
+            &[("Idempotency-Key", "tracing-bench-1")],
+        )
+        .await;
+    let order_id = created.body["data"]["order"]["id"]
+        .as_str()
+        .expect("an order")
+        .to_owned();
+    let url = format!("{}/api/v1/agent/orders/{order_id}", sandbox.base_url);
+    // Warm up (connections, caches, the label's events settling), then measure.
+    wrk(&url, &agent.key, connections, 2);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = receiver.received();
+    let (rate, p50, p99) = wrk(&url, &agent.key, connections, seconds);
+    // Spans still queued are exported within the schedule delay.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let spans = receiver.received() - before;
+    let peak_kib = sandbox
+        .processes()
+        .memory_kib()
+        .into_iter()
+        .map(|(service, _, _, peak)| (service, peak))
+        .collect();
+    sandbox.stop().await;
+    let pgbench_tps = pgbench(pgbench_url, seconds);
+    Run {
+        mode,
+        requests_per_second: rate,
+        p50_ms: p50,
+        p99_ms: p99,
+        spans_per_request: (mode == "on").then(|| spans as f64 / (rate * seconds as f64)),
+        pgbench_tps,
+        peak_kib,
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let seconds = argument("--seconds", 10);
+    let connections = argument("--connections", 16);
+    let receiver = OtlpReceiver::start_counting().await;
+    // pgbench's scratch database on the same server as the mesh's.
+    let pgbench_url = platform::testing::fresh_database().await;
+    let status = Command::new("pgbench")
+        .args(["-i", "-q", "-s", "10", &pgbench_url])
+        .status()
+        .expect("pgbench -i runs");
+    assert!(status.success(), "pgbench -i failed");
+    let mut runs = Vec::new();
+    for mode in ["none", "off", "on", "on", "off", "none"] {
+        eprintln!("tracing_bench: {mode} …");
+        runs.push(measure(mode, &receiver, &pgbench_url, connections, seconds).await);
+    }
+    let mean = |mode: &str, value: fn(&Run) -> f64| {
+        let values: Vec<f64> = runs.iter().filter(|run| run.mode == mode).map(value).collect();
+        values.iter().sum::<f64>() / values.len() as f64
+    };
+    let reference = mean("none", |run| run.requests_per_second);
+    println!(
+        "`GET /orders/{{id}}`, {connections} connections, {seconds} s per run, the mesh as separate \
+         processes (release), runs in the order none, off, on, on, off, none, pgbench on the \
+         mesh's PostgreSQL server\n"
+    );
+    println!(
+        "| Mode | req/s (each run) | mean req/s | vs none | p50 ms | p99 ms | spans exported per request | pgbench -S TPS beside |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for mode in ["none", "off", "on"] {
+        let each: Vec<String> = runs
+            .iter()
+            .filter(|run| run.mode == mode)
+            .map(|run| format!("{:.0}", run.requests_per_second))
+            .collect();
+        let rate = mean(mode, |run| run.requests_per_second);
+        let spans = runs
+            .iter()
+            .filter(|run| run.mode == mode)
+            .filter_map(|run| run.spans_per_request)
+            .map(|spans| format!("{spans:.1}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let tps: Vec<String> = runs
+            .iter()
+            .filter(|run| run.mode == mode)
+            .map(|run| format!("{:.0}", run.pgbench_tps))
+            .collect();
+        println!(
+            "| {mode} | {} | {rate:.0} | {:+.1} % | {:.2} | {:.2} | {} | {} |",
+            each.join(", "),
+            (rate / reference - 1.0) * 100.0,
+            mean(mode, |run| run.p50_ms),
+            mean(mode, |run| run.p99_ms),
+            if spans.is_empty() { "—".to_owned() } else { spans },
+            tps.join(", "),
+        );
+    }
+    println!(
+        "\nPeak resident memory (VmHWM) of each process after its run, MiB (largest of the two runs):\n"
+    );
+    let services: Vec<&str> = runs[0].peak_kib.iter().map(|(service, _)| *service).collect();
+    println!("| Mode | {} |", services.join(" | "));
+    println!("|---|{}", "---|".repeat(services.len()));
+    for mode in ["none", "off", "on"] {
+        let peaks: Vec<String> = services
+            .iter()
+            .map(|service| {
+                let peak = runs
+                    .iter()
+                    .filter(|run| run.mode == mode)
+                    .flat_map(|run| &run.peak_kib)
+                    .filter(|(name, _)| name == service)
+                    .map(|(_, kib)| *kib)
+                    .max()
+                    .unwrap_or(0);
+                format!("{:.1}", peak as f64 / 1024.0)
+            })
+            .collect();
+        println!("| {mode} | {} |", peaks.join(" | "));
+    }
+}
