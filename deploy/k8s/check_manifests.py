@@ -129,6 +129,13 @@ def namespace_of(doc: dict) -> str:
     return (doc.get("metadata") or {}).get("namespace") or "default"
 
 
+def name_of_service(service: dict) -> str:
+    return service["metadata"]["name"]
+
+
+PEER_TARGET = re.compile(r"dns:///(?P<host>[a-z0-9-]+):(?P<port>[0-9]+)")
+
+
 def name_of(doc: dict) -> str:
     return f"{doc.get('kind')}/{(doc.get('metadata') or {}).get('name')}"
 
@@ -198,6 +205,7 @@ class Checker:
                 self.fail(render, f"{name_of(secret)} carries inline data: outside the dev overlay "
                           "Secrets are referenced, never written in the manifests")
         self.network_policies(render, by_kind["NetworkPolicy"], pods, production)
+        self.peer_addresses(render, docs, by_kind["Service"])
         if development:
             self.postgres_passwords(render, by_kind["Secret"])
 
@@ -292,6 +300,33 @@ class Checker:
                     self.fail(render, f"{where} is a URL with a password: use a secretKeyRef")
                 if name == "LAB_DEV_MODE" and value.strip().lower() in ("1", "true") and not development:
                     self.fail(render, f"{where} turns development mode on outside the dev overlay")
+
+    def peer_addresses(self, render, docs, services) -> None:
+        """Every peer address a mesh process is given (`*_SVC_ADDR`, `*IDENTITY_ADDR`) is a gRPC
+        `dns:///<service>:<port>` target of a headless Service of the render, so that calls are
+        balanced over every pod (platform::grpc::dns) instead of pinned to one through a
+        ClusterIP address."""
+        headless = {
+            name_of_service(service): {str(port.get("port")) for port in service["spec"].get("ports") or []}
+            for service in services
+            if service["spec"].get("clusterIP") == "None"
+        }
+        for doc in docs:
+            template = pod_template(doc)
+            if template is None:
+                continue
+            for container in template["spec"].get("containers") or []:
+                for variable in container.get("env") or []:
+                    name = variable["name"]
+                    if not (name.endswith("_SVC_ADDR") or name.endswith("IDENTITY_ADDR")) or "value" not in variable:
+                        continue
+                    value = str(variable["value"])
+                    where = f"{name_of(doc)} container {container.get('name')} env {name}={value}"
+                    match = PEER_TARGET.fullmatch(value)
+                    if not match:
+                        self.fail(render, f"{where} is not a dns:///<service>:<port> target")
+                    elif match["port"] not in headless.get(match["host"], set()):
+                        self.fail(render, f"{where} names no headless Service port of the render")
 
     def images(self, render, doc, template) -> None:
         spec = template["spec"]

@@ -3,6 +3,7 @@
 //! shutdown token (over TCP, and in memory for peers in the same process: [`in_process`]), and
 //! the channel peers are called through ([`MeshChannel`]).
 
+pub mod dns;
 pub mod in_process;
 
 use crate::error::{ApiError, ErrorCode};
@@ -405,8 +406,21 @@ impl tower::Service<http::Request<tonic::body::Body>> for MeshChannel {
 ///
 /// `address` may list several replicas separated by commas (`http://a:50052,http://b:50052`):
 /// calls are then balanced over them (tonic's power-of-two-choices balancer, each replica
-/// reconnected on its own after it fails), always over TCP.
+/// reconnected on its own after it fails), always over TCP. A gRPC `dns:` target
+/// (`dns:///orders-svc-peers:50052`) is balanced over every address its name resolves to,
+/// resolved again every few seconds ([`dns`]): a Kubernetes headless Service's ready pods.
 pub fn lazy_channel(address: &str) -> anyhow::Result<MeshChannel> {
+    if let Some((host, port)) = dns::target(address) {
+        let authority = format!("{host}:{port}");
+        let channel = dns::balanced(
+            host,
+            port,
+            dns::REFRESH,
+            |replica| peer_endpoint(&format!("http://{replica}")),
+            dns::system_resolve,
+        );
+        return Ok(MeshChannel::new(channel, authority, None));
+    }
     if address.contains(',') {
         let endpoints = address
             .split(',')

@@ -29,6 +29,8 @@ struct Run {
     pgbench_tps: f64,
     /// Peak resident memory of each service after the load (KiB).
     peak_kib: Vec<(&'static str, u64)>,
+    /// CPU each service used per request during the measured run (µs).
+    cpu_us_per_request: Vec<(&'static str, f64)>,
 }
 
 fn argument(name: &str, default: u64) -> u64 {
@@ -163,7 +165,20 @@ async fn measure(
     wrk(&url, &agent.key, connections, 2);
     tokio::time::sleep(Duration::from_secs(2)).await;
     let before = receiver.received();
+    let cpu_before = sandbox.processes().cpu_seconds();
     let (rate, p50, p99) = wrk(&url, &agent.key, connections, seconds);
+    let cpu_after = sandbox.processes().cpu_seconds();
+    let requests = rate * seconds as f64;
+    let cpu_us_per_request = cpu_after
+        .iter()
+        .map(|(service, index, after)| {
+            let before = cpu_before
+                .iter()
+                .find(|(name, replica, _)| name == service && replica == index)
+                .map_or(0.0, |(_, _, seconds)| *seconds);
+            (*service, (after - before) * 1e6 / requests)
+        })
+        .collect();
     // Spans still queued are exported within the schedule delay.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let spans = receiver.received() - before;
@@ -183,6 +198,7 @@ async fn measure(
         spans_per_request: (mode == "on").then(|| spans as f64 / (rate * seconds as f64)),
         pgbench_tps,
         peak_kib,
+        cpu_us_per_request,
     }
 }
 
@@ -268,5 +284,27 @@ async fn main() {
             })
             .collect();
         println!("| {mode} | {} |", peaks.join(" | "));
+    }
+    println!("\nCPU of each process per request during the measured runs, µs (mean of the two runs):\n");
+    println!("| Mode | {} | all |", services.join(" | "));
+    println!("|---|{}---|", "---|".repeat(services.len()));
+    for mode in ["none", "off", "on"] {
+        let mut total = 0.0;
+        let cells: Vec<String> = services
+            .iter()
+            .map(|service| {
+                let values: Vec<f64> = runs
+                    .iter()
+                    .filter(|run| run.mode == mode)
+                    .flat_map(|run| &run.cpu_us_per_request)
+                    .filter(|(name, _)| name == service)
+                    .map(|(_, micros)| *micros)
+                    .collect();
+                let mean = values.iter().sum::<f64>() / values.len().max(1) as f64;
+                total += mean;
+                format!("{mean:.1}")
+            })
+            .collect();
+        println!("| {mode} | {} | {total:.1} |", cells.join(" | "));
     }
 }

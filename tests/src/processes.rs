@@ -1,8 +1,9 @@
 //! The mesh as separate processes, as a deployment runs it: the gateway and each domain service
 //! in a process of its own (the `lab-process` binary of this crate, which runs a service's own
 //! `run_from_env`), configured only by environment variables, talking gRPC over TCP, with as
-//! many replicas of a service as a test asks for. A service with several replicas is reached
-//! through one comma-separated address list (`platform::grpc::lazy_channel` balances over it).
+//! many replicas of a service as a test asks for. A service with one replica is reached through
+//! a gRPC `dns:` target (as in Kubernetes), one with several through a comma-separated address
+//! list (`platform::grpc::lazy_channel` balances over either).
 //! Replicas can be killed (`SIGKILL`, no drain) and started again on the same port.
 //!
 //! Each process writes its output to `<log dir>/<service>-<replica>.log`; a test that fails
@@ -68,6 +69,8 @@ struct Replica {
     index: usize,
     grpc: SocketAddr,
     http: Option<SocketAddr>,
+    /// Its Prometheus endpoint (`<PREFIX>_METRICS_ADDR`).
+    metrics: SocketAddr,
     env: Vec<(String, String)>,
     /// The running process (`None` once killed): behind a lock so that a test can kill and
     /// restart replicas while other tasks send requests through the mesh.
@@ -103,18 +106,29 @@ impl ProcessMesh {
                     index,
                     grpc: free_port(),
                     http: (service == "gateway").then(free_port),
+                    metrics: free_port(),
                     env: Vec::new(),
                     child: Mutex::new(None),
                 });
             }
         }
+        // One replica is named as a gRPC `dns:` target, as the Kubernetes manifests name their
+        // headless Services (resolved by the system resolver, balanced, re-resolved); several
+        // as a list of their addresses.
         let list = |service: &str| {
-            replicas
+            let addresses: Vec<SocketAddr> = replicas
                 .iter()
                 .filter(|replica| replica.service == service)
-                .map(|replica| format!("http://{}", replica.grpc))
-                .collect::<Vec<_>>()
-                .join(",")
+                .map(|replica| replica.grpc)
+                .collect();
+            match addresses.as_slice() {
+                [one] => format!("dns:///{one}"),
+                many => many
+                    .iter()
+                    .map(|address| format!("http://{address}"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            }
         };
         let http_addr = replicas
             .iter()
@@ -129,7 +143,6 @@ impl ProcessMesh {
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned()),
             ),
-            ("METRICS_ADDR", "off".to_owned()),
             ("CATALOG_SVC_ADDR", list("catalog-svc")),
             ("ORDERS_SVC_ADDR", list("orders-svc")),
             ("PAYMENTS_SVC_ADDR", list("payments-svc")),
@@ -155,6 +168,7 @@ impl ProcessMesh {
                 .expect("a known service");
             let mut env = shared.clone();
             env.push((format!("{prefix}_GRPC_ADDR"), replica.grpc.to_string()));
+            env.push((format!("{prefix}_METRICS_ADDR"), replica.metrics.to_string()));
             if let Some(http) = replica.http {
                 env.push(("GATEWAY_HTTP_ADDR".to_owned(), http.to_string()));
             }
@@ -310,6 +324,11 @@ impl ProcessMesh {
         format!("http://{}", replica.grpc)
     }
 
+    /// The Prometheus endpoint of replica `index` of `service`.
+    pub fn metrics_addr(&self, service: &str, index: usize) -> SocketAddr {
+        self.replicas[self.position(service, index)].metrics
+    }
+
     /// The labctl command line for this mesh (live replicas) as the operator `credential`.
     pub fn labctl_argv(&self, credential: &str, args: &[&str]) -> Vec<String> {
         let mut argv = vec!["labctl".to_owned(), "--json".to_owned()];
@@ -357,6 +376,24 @@ impl ProcessMesh {
             .collect()
     }
 
+    /// CPU time (user + system) every live process has used so far, from `/proc/<pid>/stat`:
+    /// (service, replica, seconds).
+    pub fn cpu_seconds(&self) -> Vec<(&'static str, usize, f64)> {
+        let ticks_per_second = clock_ticks_per_second();
+        self.replicas
+            .iter()
+            .filter_map(|replica| {
+                let pid = replica.child.lock().unwrap().as_ref().and_then(Child::id)?;
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                // Fields after the command name (which may hold spaces) start at the state.
+                let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+                let user: f64 = fields.get(11)?.parse().ok()?;
+                let system: f64 = fields.get(12)?.parse().ok()?;
+                Some((replica.service, replica.index, (user + system) / ticks_per_second))
+            })
+            .collect()
+    }
+
     /// The last lines each process wrote, for a failing test's message.
     pub fn log_tails(&self) -> String {
         let mut out = String::new();
@@ -376,4 +413,15 @@ impl ProcessMesh {
         }
         out
     }
+}
+
+/// `getconf CLK_TCK` (100 on Linux unless it says otherwise).
+fn clock_ticks_per_second() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|output| String::from_utf8(output.stdout).ok())
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(100.0)
 }

@@ -322,3 +322,103 @@ async fn the_metrics_port_serves_only_metrics() {
     assert_eq!(post.headers()["allow"], "GET, HEAD");
     sandbox.stop().await;
 }
+
+/// Scrapes the endpoint at `addr`: checks the content type and the reference parser, and
+/// returns the samples.
+async fn scrape_process(addr: std::net::SocketAddr) -> Samples {
+    let response = reqwest::get(format!("http://{addr}/metrics")).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let content_type = response.headers()["content-type"].to_str().unwrap().to_owned();
+    assert!(
+        content_type.starts_with("application/openmetrics-text"),
+        "{content_type}"
+    );
+    let text = response.text().await.unwrap();
+    if let Some(parsed) = parse_with_reference_parser(&text) {
+        assert!(
+            !parsed.is_empty(),
+            "the reference parser read samples from {addr}"
+        );
+    }
+    samples(&text)
+}
+
+/// A process, a metric of its registry and the labels of the samples that must grow.
+type Moving = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
+#[tokio::test]
+async fn every_service_process_serves_metrics_that_parse_and_move_when_an_order_flows() {
+    let receiver = TestReceiver::start().await;
+    let ca_file = std::env::temp_dir().join(format!("lab-metrics-ca-{}.pem", uuid::Uuid::new_v4()));
+    std::fs::write(&ca_file, receiver.ca_pem()).unwrap();
+    let plan = tests::processes::Plan::new(env!("CARGO_BIN_EXE_lab-process"))
+        .env("WEBHOOKS_ALLOW_LOOPBACK_TARGETS", "1")
+        .env("WEBHOOKS_EXTRA_ROOT_CERTS_FILE", ca_file.to_string_lossy());
+    let sandbox = Sandbox::start_processes(&plan).await;
+    let agent = sandbox.customer("Process Metrics", "all").await;
+    let hook = json!({ "url": receiver.url("/process-hook"), "events": ["order.created"] });
+    let registered = sandbox
+        .post(
+            &agent.key,
+            "/webhooks",
+            &hook,
+            &[("Idempotency-Key", "process-hook-1")],
+        )
+        .await;
+    assert_eq!(registered.status, 201, "{:?}", registered.body);
+    let mesh = sandbox.processes();
+    // What must move in each process's own registry when an order flows.
+    let moving: [Moving; 7] = [
+        (
+            "gateway",
+            "http_server_requests_total",
+            &[("http_route", "/api/v1/agent/orders")],
+        ),
+        ("catalog-svc", "rpc_server_requests_total", &[]),
+        (
+            "orders-svc",
+            "rpc_server_requests_total",
+            &[("rpc_method", "CreateOrder")],
+        ),
+        ("payments-svc", "rpc_server_requests_total", &[]),
+        (
+            "shipping-svc",
+            "stream_events_consumed_total",
+            &[("outcome", "applied")],
+        ),
+        (
+            "results-svc",
+            "stream_events_consumed_total",
+            &[("outcome", "applied")],
+        ),
+        (
+            "webhooks-svc",
+            "webhook_deliveries_total",
+            &[("outcome", "delivered")],
+        ),
+    ];
+    let mut before = HashMap::new();
+    for (service, name, labels) in moving {
+        let samples = scrape_process(mesh.metrics_addr(service, 0)).await;
+        before.insert(service, value(&samples, name, labels));
+    }
+    bank_order(&sandbox, &agent, "process-metrics-order-1").await;
+    for (service, name, labels) in moving {
+        let addr = mesh.metrics_addr(service, 0);
+        let was = before[service];
+        wait_for(
+            &format!("{service}'s {name} to move"),
+            Duration::from_secs(30),
+            || async move {
+                let now = value(&scrape_process(addr).await, name, labels);
+                (now > was).then_some(())
+            },
+        )
+        .await;
+    }
+    sandbox.stop().await;
+}
