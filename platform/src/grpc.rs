@@ -86,8 +86,20 @@ pub fn mark_replayed<T>(response: &mut tonic::Response<T>) {
         .insert(IDEMPOTENT_REPLAYED, MetadataValue::from_static("true"));
 }
 
-/// Injects the current span's W3C trace context into gRPC metadata.
+/// Injects the W3C trace context to pass on into gRPC metadata: the current span's while spans
+/// are exported, else the one the work arrived with (`telemetry::passed_on`).
 pub fn inject_trace_context(metadata: &mut MetadataMap) {
+    if !crate::telemetry::exporting() {
+        let (traceparent, tracestate) = crate::telemetry::current_trace_context();
+        for (key, value) in [("traceparent", traceparent), ("tracestate", tracestate)] {
+            if let Ok(value) = MetadataValue::try_from(value)
+                && !value.is_empty()
+            {
+                metadata.insert(key, value);
+            }
+        }
+        return;
+    }
     let context = tracing::Span::current().context();
     opentelemetry::global::get_text_map_propagator(|propagator| {
         propagator.inject_context(&context, &mut MetadataInjector(metadata));
@@ -129,6 +141,70 @@ pub fn span_for_request<B>(request: &http::Request<B>) -> tracing::Span {
     let span = crate::telemetry::semconv::rpc_server(request.uri().path());
     let _ = span.set_parent(parent);
     span
+}
+
+/// While spans are not exported, runs each call passing on the `traceparent`/`tracestate` it
+/// arrived with (`telemetry::passed_on`), so that the calls, events and webhooks it causes carry
+/// them; while they are, the call's span ([`span_for_request`]) continues the caller's trace.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PassTraceContextLayer;
+
+impl<S> tower::Layer<S> for PassTraceContextLayer {
+    type Service = PassTraceContext<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        PassTraceContext { inner }
+    }
+}
+
+/// The service of [`PassTraceContextLayer`].
+#[derive(Clone, Debug)]
+pub struct PassTraceContext<S> {
+    inner: S,
+}
+
+impl<S, B> tower::Service<http::Request<B>> for PassTraceContext<S>
+where
+    S: tower::Service<http::Request<B>>,
+    S::Future: Send + 'static,
+    S::Response: 'static,
+    S::Error: 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = futures::future::Either<
+        S::Future,
+        tokio::task::futures::TaskLocalFuture<crate::telemetry::PassedContext, S::Future>,
+    >;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        if crate::telemetry::exporting() {
+            return futures::future::Either::Left(self.inner.call(request));
+        }
+        let header = |name: &str| {
+            request
+                .headers()
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        // A call that brings no valid context starts a trace of its own (a root), as a span
+        // would while exporting.
+        let (traceparent, tracestate) = match header("traceparent") {
+            valid if crate::telemetry::is_valid_traceparent(&valid) => (valid, header("tracestate")),
+            _ => (crate::telemetry::new_traceparent(), String::new()),
+        };
+        futures::future::Either::Right(crate::telemetry::passed_on(
+            traceparent,
+            tracestate,
+            self.inner.call(request),
+        ))
+    }
 }
 
 /// Writes W3C trace context into HTTP headers (the headers of an outgoing gRPC call).
@@ -210,6 +286,7 @@ pub async fn serve(
     let routes = router.routes.routes().prepare();
     let local = LocalDispatch {
         inner: tower::ServiceBuilder::new()
+            .layer(PassTraceContextLayer)
             .layer(crate::metrics::layer::RpcMetricsLayer)
             .layer(crate::input::layer::InputLayer)
             .service(routes.clone()),
@@ -218,6 +295,7 @@ pub async fn serve(
     tonic::transport::Server::builder()
         .timeout(CALL_TIMEOUT)
         .trace_fn(span_for_request)
+        .layer(PassTraceContextLayer)
         .layer(crate::metrics::layer::RpcMetricsLayer)
         .layer(crate::input::layer::InputLayer)
         .add_routes(routes)
@@ -359,11 +437,18 @@ impl tower::Service<http::Request<tonic::body::Body>> for MeshChannel {
     /// context replaces the caller's in the request's `traceparent`, so the server's span is
     /// its child.
     fn call(&mut self, mut request: http::Request<tonic::body::Body>) -> Self::Future {
-        let span = crate::telemetry::semconv::rpc_client(request.uri().path(), &self.shared.authority);
-        let context = span.context();
-        opentelemetry::global::get_text_map_propagator(|propagator| {
-            propagator.inject_context(&context, &mut HeaderInjector(request.headers_mut()));
-        });
+        // Without an exporter there is no span to make: the request already carries the context
+        // passed on (`outgoing`).
+        let span = if crate::telemetry::exporting() {
+            let span = crate::telemetry::semconv::rpc_client(request.uri().path(), &self.shared.authority);
+            let context = span.context();
+            opentelemetry::global::get_text_map_propagator(|propagator| {
+                propagator.inject_context(&context, &mut HeaderInjector(request.headers_mut()));
+            });
+            span
+        } else {
+            tracing::Span::none()
+        };
         let answer: BoxFuture<'static, Result<Self::Response, Self::Error>> =
             if let Some(service) = self.ready_local.take() {
                 Box::pin(async move {

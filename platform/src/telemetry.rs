@@ -15,8 +15,9 @@ pub mod semconv;
 /// Whether this process exports spans (an OTLP endpoint is configured).
 static EXPORTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// True when spans are exported: work done only for traces (spans per relayed event, say) is
-/// skipped otherwise.
+/// True when spans are exported (the OpenTelemetry layer is installed): work done only for
+/// traces (spans per relayed event, say) is skipped otherwise, and trace context is passed on
+/// unchanged instead ([`passed_on`]).
 pub fn exporting() -> bool {
     EXPORTING.load(std::sync::atomic::Ordering::Relaxed)
 }
@@ -101,9 +102,10 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
         .with_threads(false)
         .with_tracked_inactivity(false)
         .with_filter(tracing_subscriber::filter::LevelFilter::INFO);
-    // `OTEL_SDK_DISABLED=true` (the standard switch) leaves the OpenTelemetry layer out: no trace
-    // span is made at all, and trace context is neither continued nor passed on.
-    let otel = (!disabled).then_some(otel);
+    // The OpenTelemetry layer exists only while spans are exported: without an exporter (or with
+    // `OTEL_SDK_DISABLED=true`) no trace span is made at all, and the W3C context a request
+    // arrived with (or the gateway started) is passed on as it is ([`passed_on`]).
+    let otel = exporting().then_some(otel);
     let _ = tracing_subscriber::registry()
         .with(otel)
         .with(fmt.with_filter(filter))
@@ -134,9 +136,66 @@ fn own_service_name<'a>(
     (!named_by_env && !named_in_attributes).then_some(service_name)
 }
 
-/// Returns the W3C `traceparent` and `tracestate` of the current span (empty when none).
+/// The W3C trace context a unit of work passes on while spans are not exported: the
+/// `traceparent` and `tracestate` it arrived with (an HTTP or gRPC request, an event), which its
+/// calls, events and webhooks carry unchanged. Without an exporter this costs a header copy per
+/// hop instead of a span per hop, and one trace id still ties an API call to its events and
+/// webhook deliveries.
+#[derive(Clone, Debug, Default)]
+pub struct PassedContext {
+    pub traceparent: String,
+    pub tracestate: String,
+}
+
+tokio::task_local! {
+    static PASSED: PassedContext;
+}
+
+/// Runs `work` passing on `traceparent`/`tracestate` (see [`PassedContext`]); while spans are
+/// exported the context comes from the current span instead and this only runs `work`.
+pub fn passed_on<F: std::future::Future>(
+    traceparent: String,
+    tracestate: String,
+    work: F,
+) -> tokio::task::futures::TaskLocalFuture<PassedContext, F> {
+    PASSED.scope(
+        PassedContext {
+            traceparent,
+            tracestate,
+        },
+        work,
+    )
+}
+
+/// True when `value` is a W3C `traceparent` of version 00 (`00-<32 hex>-<16 hex>-<2 hex>`, ids
+/// not all zero).
+pub fn is_valid_traceparent(value: &str) -> bool {
+    let parts: Vec<&str> = value.split('-').collect();
+    let hex = |part: &str, length: usize| {
+        part.len() == length && part.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+    };
+    matches!(parts.as_slice(), [version, trace, span, flags]
+        if *version == "00" && hex(trace, 32) && hex(span, 16) && hex(flags, 2)
+            && trace.bytes().any(|byte| byte != b'0') && span.bytes().any(|byte| byte != b'0'))
+}
+
+/// A new sampled root `traceparent` (random trace and span ids).
+pub fn new_traceparent() -> String {
+    let trace: u128 = rand::random::<u128>().max(1);
+    let span: u64 = rand::random::<u64>().max(1);
+    format!("00-{trace:032x}-{span:016x}-01")
+}
+
+/// Returns the W3C `traceparent` and `tracestate` to pass on from here: the current span's
+/// while spans are exported, else the context the work arrived with ([`passed_on`]); empty
+/// when none.
 pub fn current_trace_context() -> (String, String) {
     use tracing_opentelemetry::OpenTelemetrySpanExt;
+    if !exporting() {
+        return PASSED
+            .try_with(|passed| (passed.traceparent.clone(), passed.tracestate.clone()))
+            .unwrap_or_default();
+    }
     let context = tracing::Span::current().context();
     let mut carrier = std::collections::HashMap::new();
     opentelemetry::global::get_text_map_propagator(|propagator| {
@@ -180,7 +239,31 @@ pub fn continue_trace(span: &tracing::Span, traceparent: &str, tracestate: &str)
 
 #[cfg(test)]
 mod tests {
-    use super::{own_service_name, sdk_disabled};
+    use super::{is_valid_traceparent, new_traceparent, own_service_name, sdk_disabled};
+
+    #[test]
+    fn only_a_version_00_traceparent_with_nonzero_ids_is_passed_on() {
+        assert!(is_valid_traceparent(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        ));
+        assert!(!is_valid_traceparent(
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01"
+        ));
+        assert!(!is_valid_traceparent(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"
+        ));
+        assert!(!is_valid_traceparent(
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        ));
+        assert!(!is_valid_traceparent(
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"
+        ));
+        assert!(!is_valid_traceparent("00-4bf92f35-00f067aa0ba902b7-01"));
+        assert!(!is_valid_traceparent(""));
+        let fresh = new_traceparent();
+        assert!(is_valid_traceparent(&fresh), "{fresh}");
+        assert_ne!(fresh, new_traceparent());
+    }
 
     #[test]
     fn only_otel_sdk_disabled_true_disables_the_trace_layer() {

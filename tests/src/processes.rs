@@ -138,6 +138,9 @@ impl ProcessMesh {
             ("DATABASE_URL", database_url.to_owned()),
             ("REDIS_URL", redis_url.to_owned()),
             ("STREAM_PREFIX", stream_prefix.to_owned()),
+            // Ten processes of a test share the server's 100 connections with the other tests
+            // running at the same time.
+            ("DATABASE_MAX_CONNECTIONS", "4".to_owned()),
             ("LAB_DEV_MODE", "1".to_owned()),
             (
                 "RUST_LOG",

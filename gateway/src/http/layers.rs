@@ -83,6 +83,32 @@ pub fn request_span(request: &Request) -> tracing::Span {
     span
 }
 
+/// While spans are not exported, runs the request passing on its W3C trace context (the
+/// caller's `traceparent` when it is a valid one, else a new root), so that the calls, events
+/// and webhooks it causes share one trace id (`platform::telemetry::passed_on`). While spans
+/// are exported, [`request_span`] continues or starts the trace instead.
+pub async fn pass_trace_context(request: Request, next: Next) -> Response {
+    if platform::telemetry::exporting() {
+        return next.run(request).await;
+    }
+    let (traceparent, tracestate) = {
+        let header = |name: &str| {
+            request
+                .headers()
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or_default()
+        };
+        match header("traceparent") {
+            valid if platform::telemetry::is_valid_traceparent(valid) => {
+                (valid.to_owned(), header("tracestate").to_owned())
+            }
+            _ => (platform::telemetry::new_traceparent(), String::new()),
+        }
+    };
+    platform::telemetry::passed_on(traceparent, tracestate, next.run(request)).await
+}
+
 /// Drops the `Allow` header axum adds on known paths unless the answer is a 405, so that a
 /// refusal (401) does not reveal which methods a path has.
 pub async fn allow_only_on_405(mut response: Response) -> Response {

@@ -165,6 +165,7 @@ pub fn assemble(state: AppState, front_door: FrontDoorLayer, more: axum::Router<
                 // Internal errors are logged with their cause where they arise; a 503 is a warning.
                 .on_failure(DefaultOnFailure::new().level(tracing::Level::WARN)),
         )
+        .layer(axum::middleware::from_fn(layers::pass_trace_context))
         .layer(axum::middleware::from_fn(layers::record_metrics))
         .layer(CatchPanicLayer::custom(error::panic_response))
         .layer(HandleErrorLayer::new(layers::overloaded))

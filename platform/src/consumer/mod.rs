@@ -75,7 +75,13 @@ pub trait EventHandler: Send + Sync + 'static {
         async move {
             let mut outcomes = Vec::with_capacity(batch.len());
             for consumed in batch {
-                let handled = self.handle(&consumed.envelope);
+                // The event's trace context, passed on to what handling it causes (while spans
+                // are exported, the span continues it instead).
+                let handled = crate::telemetry::passed_on(
+                    consumed.envelope.traceparent.clone(),
+                    consumed.envelope.tracestate.clone(),
+                    self.handle(&consumed.envelope),
+                );
                 outcomes.push(tracing::Instrument::instrument(handled, consumed.span.clone()).await);
             }
             outcomes

@@ -93,10 +93,15 @@ impl Outbox {
         );
         let event_id_text = event_id.to_string();
         let create = crate::telemetry::semconv::messaging_create(&destination, &event_id_text);
-        let (traceparent, tracestate) = {
+        let (mut traceparent, tracestate) = {
             let _entered = create.enter();
             crate::telemetry::current_trace_context()
         };
+        if traceparent.is_empty() {
+            // Work that arrived with no trace context (a scheduled job) still gives its events
+            // one, so that their consumers and webhooks share a trace id.
+            traceparent = crate::telemetry::new_traceparent();
+        }
         let envelope = EventEnvelope {
             id: event_id_text,
             r#type: event.event_type.to_owned(),

@@ -134,7 +134,28 @@ async fn one_post_orders_is_one_trace_through_every_hop_consumer_and_webhook_att
                         .unwrap_or_default()
                 })
                 .collect();
-            attempts >= 2 && groups.iter().all(|group| processed.contains(group.as_str()))
+            // The relay's `send` ends after its commit, possibly after a consumer processed
+            // the event: wait for every event's.
+            let created: BTreeSet<&str> = trace
+                .iter()
+                .filter(|span| span.name == "create events:orders")
+                .filter_map(|span| span.attribute("messaging.message.id"))
+                .collect();
+            let sent: BTreeSet<&str> = trace
+                .iter()
+                .filter(|span| span.name == "send events:orders")
+                .filter_map(|span| span.attribute("messaging.message.id"))
+                .collect();
+            // A parent span ends (and is exported) after its children: wait for every parent.
+            let ids: BTreeSet<&str> = trace.iter().map(|span| span.span_id.as_str()).collect();
+            let complete = trace
+                .iter()
+                .all(|span| span.parent_span_id.is_empty() || ids.contains(span.parent_span_id.as_str()));
+            attempts >= 2
+                && groups.iter().all(|group| processed.contains(group.as_str()))
+                && !created.is_empty()
+                && created == sent
+                && complete
         })
         .await;
     let trace_id = root_of(&spans).unwrap_or_else(|| panic!("no gateway span for {REQUEST_ID}: {spans:#?}"));
