@@ -11,16 +11,8 @@
 set -eu
 cd "$(dirname "$0")/../.."
 
-if ! command -v wrk >/dev/null 2>&1; then
-    echo "installing wrk (Debian package)" >&2
-    if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
-    $SUDO apt-get install -y --no-install-recommends wrk >/dev/null \
-        || { $SUDO apt-get update >/dev/null && $SUDO apt-get install -y --no-install-recommends wrk >/dev/null; }
-fi
-command -v pgbench >/dev/null 2>&1 || {
-    echo "pgbench is missing: apt-get install postgresql (Debian ships pgbench with the server package)" >&2
-    exit 1
-}
+# shellcheck source=deploy/bench/common.sh
+. deploy/bench/common.sh
 
 export RUST_LOG="${RUST_LOG:-warn}"
 export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"

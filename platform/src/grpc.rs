@@ -185,20 +185,9 @@ where
         if crate::telemetry::exporting() {
             return futures::future::Either::Left(self.inner.call(request));
         }
-        let header = |name: &str| {
-            request
-                .headers()
-                .get(name)
-                .and_then(|value| value.to_str().ok())
-                .unwrap_or_default()
-                .to_owned()
-        };
         // A call that brings no valid context starts a trace of its own (a root), as a span
         // would while exporting.
-        let (traceparent, tracestate) = match header("traceparent") {
-            valid if crate::telemetry::is_valid_traceparent(&valid) => (valid, header("tracestate")),
-            _ => (crate::telemetry::new_traceparent(), String::new()),
-        };
+        let (traceparent, tracestate) = crate::telemetry::incoming_context(request.headers());
         futures::future::Either::Right(crate::telemetry::passed_on(
             traceparent,
             tracestate,

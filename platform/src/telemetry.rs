@@ -179,6 +179,21 @@ pub fn is_valid_traceparent(value: &str) -> bool {
             && trace.bytes().any(|byte| byte != b'0') && span.bytes().any(|byte| byte != b'0'))
 }
 
+/// The context to pass on for work that arrived with `headers` (HTTP or gRPC): its
+/// `traceparent` and `tracestate` when the `traceparent` is valid, else a new root.
+pub fn incoming_context(headers: &http::HeaderMap) -> (String, String) {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+    };
+    match header("traceparent") {
+        valid if is_valid_traceparent(valid) => (valid.to_owned(), header("tracestate").to_owned()),
+        _ => (new_traceparent(), String::new()),
+    }
+}
+
 /// A new sampled root `traceparent` (random trace and span ids).
 pub fn new_traceparent() -> String {
     let trace: u128 = rand::random::<u128>().max(1);

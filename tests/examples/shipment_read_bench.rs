@@ -6,7 +6,6 @@
 //! `shipping` block) the same way. `cargo run --release -p tests --example shipment_read_bench
 //! [-- C S]` (needs TEST_DATABASE_URL and TEST_REDIS_URL, as the tests).
 
-use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tests::Sandbox;
@@ -17,28 +16,7 @@ async fn main() {
     let clients: usize = args.first().and_then(|text| text.parse().ok()).unwrap_or(16);
     let seconds: u64 = args.get(1).and_then(|text| text.parse().ok()).unwrap_or(10);
     let sandbox = Sandbox::start().await;
-    let agent = sandbox.customer("Bench Bo", "all").await;
-    let page = sandbox
-        .get(&agent.key, "/catalog?category=peptides&limit=2")
-        .await;
-    let tests: Vec<String> = page.body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|item| item["id"].as_str().unwrap().to_owned())
-        .collect();
-    let body = json!({ "categoryId": "peptides", "compoundNames": ["BPC-157"], "testIds": tests });
-    let quote = sandbox.post(&agent.key, "/quotes", &body, &[]).await;
-    let order = json!({ "quoteId": quote.body["data"]["quote"]["id"], "paymentMethod": "bank_invoice", "confirm": true });
-    let created = sandbox
-        .post(
-            &agent.key,
-            "/orders",
-            &order,
-            &[("Idempotency-Key", "bench-order-0001")],
-        )
-        .await;
-    let order_id = created.body["data"]["order"]["id"].as_str().unwrap().to_owned();
+    let (agent, order_id) = sandbox.seeded_bank_order("Bench Bo", "bench-order-0001").await;
     let tracking = platform::testing::wait_for("the label", Duration::from_secs(30), || async {
         let answer = sandbox.get(&agent.key, &format!("/orders/{order_id}")).await;
         answer.body["data"]["order"]["shipping"]["trackingNumber"]

@@ -13,7 +13,6 @@
 //! prints a Markdown table for docs/performance.md. Needs `wrk` and `pgbench`, TEST_DATABASE_URL
 //! and TEST_REDIS_URL as the tests (defaults: the local servers).
 
-use serde_json::json;
 use std::process::Command;
 use std::time::Duration;
 use tests::Sandbox;
@@ -133,31 +132,7 @@ async fn measure(
         _ => {}
     }
     let sandbox = Sandbox::start_processes(&plan).await;
-    let agent = sandbox.customer("Bench Tracy", "all").await;
-    let page = sandbox
-        .get(&agent.key, "/catalog?category=peptides&limit=2")
-        .await;
-    let tests: Vec<String> = page.body["data"]
-        .as_array()
-        .expect("catalog items")
-        .iter()
-        .map(|item| item["id"].as_str().unwrap().to_owned())
-        .collect();
-    let body = json!({ "categoryId": "peptides", "compoundNames": ["BPC-157"], "testIds": tests });
-    let quote = sandbox.post(&agent.key, "/quotes", &body, &[]).await;
-    let order = json!({ "quoteId": quote.body["data"]["quote"]["id"], "paymentMethod": "bank_invoice", "confirm": true });
-    let created = sandbox
-        .post(
-            &agent.key,
-            "/orders",
-            &order,
-            &[("Idempotency-Key", "tracing-bench-1")],
-        )
-        .await;
-    let order_id = created.body["data"]["order"]["id"]
-        .as_str()
-        .expect("an order")
-        .to_owned();
+    let (agent, order_id) = sandbox.seeded_bank_order("Bench Tracy", "tracing-bench-1").await;
     let url = format!("{}/api/v1/agent/orders/{order_id}", sandbox.base_url);
     // Warm up (connections, caches, the label's events settling), then measure.
     wrk(&url, &agent.key, connections, 2);

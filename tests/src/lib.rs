@@ -287,6 +287,41 @@ impl Sandbox {
         }
     }
 
+    /// A customer `name` with a key of every scope and one bank-rail order (BPC-157, two
+    /// peptide tests), placed with `idempotency_key`: the seed of the benchmarks. Returns the
+    /// customer and the order's id.
+    pub async fn seeded_bank_order(&self, name: &str, idempotency_key: &str) -> (Customer, String) {
+        let agent = self.customer(name, "all").await;
+        let page = self.get(&agent.key, "/catalog?category=peptides&limit=2").await;
+        let tests: Vec<String> = page.body["data"]
+            .as_array()
+            .expect("catalog items")
+            .iter()
+            .map(|item| item["id"].as_str().unwrap().to_owned())
+            .collect();
+        let body =
+            serde_json::json!({ "categoryId": "peptides", "compoundNames": ["BPC-157"], "testIds": tests });
+        let quote = self.post(&agent.key, "/quotes", &body, &[]).await;
+        let order = serde_json::json!({
+            "quoteId": quote.body["data"]["quote"]["id"],
+            "paymentMethod": "bank_invoice",
+            "confirm": true,
+        });
+        let created = self
+            .post(
+                &agent.key,
+                "/orders",
+                &order,
+                &[("Idempotency-Key", idempotency_key)],
+            )
+            .await;
+        let order_id = created.body["data"]["order"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("an order: {:?}", created.body))
+            .to_owned();
+        (agent, order_id)
+    }
+
     /// Sends a request as `key` (None: no Authorization header) with optional JSON body and headers.
     pub async fn call(
         &self,

@@ -91,21 +91,7 @@ pub async fn pass_trace_context(request: Request, next: Next) -> Response {
     if platform::telemetry::exporting() {
         return next.run(request).await;
     }
-    let (traceparent, tracestate) = {
-        let header = |name: &str| {
-            request
-                .headers()
-                .get(name)
-                .and_then(|value| value.to_str().ok())
-                .unwrap_or_default()
-        };
-        match header("traceparent") {
-            valid if platform::telemetry::is_valid_traceparent(valid) => {
-                (valid.to_owned(), header("tracestate").to_owned())
-            }
-            _ => (platform::telemetry::new_traceparent(), String::new()),
-        }
-    };
+    let (traceparent, tracestate) = platform::telemetry::incoming_context(request.headers());
     platform::telemetry::passed_on(traceparent, tracestate, next.run(request)).await
 }
 

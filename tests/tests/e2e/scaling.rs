@@ -103,17 +103,7 @@ async fn pay(sandbox: &Sandbox, customer: &Customer, placed: &Placed, index: usi
     let total = order["totalCents"].as_i64().unwrap().to_string();
     let reference = format!("SCALE-{index}");
     retry("the payment", || async {
-        sandbox
-            .labctl(&[
-                "payments",
-                "record",
-                "--invoice",
-                &invoice,
-                "--amount-cents",
-                &total,
-                "--bank-reference",
-                &reference,
-            ])
+        crate::support::try_record_bank_payment(sandbox, &invoice, &total, &reference)
             .await
             .map_err(|error| error.to_string())
     })

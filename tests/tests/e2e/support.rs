@@ -139,6 +139,18 @@ pub async fn record_bank_payment(
     amount_cents: &str,
     reference: &str,
 ) -> Value {
+    try_record_bank_payment(sandbox, invoice, amount_cents, reference)
+        .await
+        .unwrap()
+}
+
+/// [`record_bank_payment`], answering labctl's error instead of failing (to retry it).
+pub async fn try_record_bank_payment(
+    sandbox: &Sandbox,
+    invoice: &str,
+    amount_cents: &str,
+    reference: &str,
+) -> anyhow::Result<Value> {
     sandbox
         .labctl(&[
             "payments",
@@ -151,5 +163,4 @@ pub async fn record_bank_payment(
             reference,
         ])
         .await
-        .unwrap()
 }
