@@ -71,7 +71,7 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
             .build()
         {
             Ok(exporter) => {
-                builder = builder.with_batch_exporter(exporter);
+                builder = builder.with_span_processor(batch_processor(exporter));
                 EXPORTING.store(true, std::sync::atomic::Ordering::Relaxed);
             }
             Err(error) => eprintln!("OTLP exporter to {endpoint} not started: {error}"),
@@ -111,6 +111,23 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
         .with(fmt.with_filter(filter))
         .try_init();
     TelemetryGuard { provider }
+}
+
+/// The batch span processor: the `OTEL_BSP_*` variables where set; otherwise batches of 2,048
+/// spans from a queue of 8,192 instead of the SDK's 512 and 2,048 (measured in
+/// docs/performance.md, "Tracing": larger batches cost less per span to export, and a busy
+/// process fills 512 in a few milliseconds).
+fn batch_processor(exporter: opentelemetry_otlp::SpanExporter) -> opentelemetry_sdk::trace::BatchSpanProcessor {
+    let mut config = opentelemetry_sdk::trace::BatchConfigBuilder::default();
+    if crate::config::env_var("OTEL_BSP_MAX_QUEUE_SIZE").is_none() {
+        config = config.with_max_queue_size(8192);
+    }
+    if crate::config::env_var("OTEL_BSP_MAX_EXPORT_BATCH_SIZE").is_none() {
+        config = config.with_max_export_batch_size(2048);
+    }
+    opentelemetry_sdk::trace::BatchSpanProcessor::builder(exporter)
+        .with_batch_config(config.build())
+        .build()
 }
 
 /// True when `OTEL_SDK_DISABLED` says `true` (any case), as the OpenTelemetry specification

@@ -5,6 +5,11 @@
 //! binary of the tests crate, so that cargo builds it for the tests (the services' own
 //! binaries belong to other packages).
 
+/// The allocator of the binary (see the `mimalloc` feature).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let Some(service) = std::env::args().nth(1) else {
