@@ -22,6 +22,17 @@ pub fn exporting() -> bool {
     EXPORTING.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Whether trace context is passed on while spans are not exported (off with
+/// `OTEL_SDK_DISABLED=true`).
+static PASSING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// True unless `OTEL_SDK_DISABLED=true`: work that arrives without a span passes the W3C
+/// context it came with on ([`passed_on`]); the gateway and gRPC servers start one when none
+/// came.
+pub fn passing() -> bool {
+    PASSING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Flushes exported spans when dropped.
 pub struct TelemetryGuard {
     provider: SdkTracerProvider,
@@ -64,6 +75,7 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
     .build();
     let mut builder = SdkTracerProvider::builder().with_resource(resource);
     let disabled = sdk_disabled(crate::config::env_var("OTEL_SDK_DISABLED").as_deref());
+    PASSING.store(!disabled, std::sync::atomic::Ordering::Relaxed);
     if let Some(endpoint) = crate::config::env_var("OTEL_EXPORTER_OTLP_ENDPOINT").filter(|_| !disabled) {
         match opentelemetry_otlp::SpanExporter::builder()
             .with_tonic()
@@ -102,9 +114,9 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
         .with_threads(false)
         .with_tracked_inactivity(false)
         .with_filter(tracing_subscriber::filter::LevelFilter::INFO);
-    // The OpenTelemetry layer exists only while spans are exported: without an exporter (or with
-    // `OTEL_SDK_DISABLED=true`) no trace span is made at all, and the W3C context a request
-    // arrived with (or the gateway started) is passed on as it is ([`passed_on`]).
+    // The OpenTelemetry layer exists only while spans are exported: without an exporter no trace
+    // span is made at all, and the W3C context a request arrived with (or the gateway started)
+    // is passed on as it is ([`passed_on`]); `OTEL_SDK_DISABLED=true` does neither.
     let otel = exporting().then_some(otel);
     let _ = tracing_subscriber::registry()
         .with(otel)
@@ -117,7 +129,9 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
 /// spans from a queue of 8,192 instead of the SDK's 512 and 2,048 (measured in
 /// docs/performance.md, "Tracing": larger batches cost less per span to export, and a busy
 /// process fills 512 in a few milliseconds).
-fn batch_processor(exporter: opentelemetry_otlp::SpanExporter) -> opentelemetry_sdk::trace::BatchSpanProcessor {
+fn batch_processor(
+    exporter: opentelemetry_otlp::SpanExporter,
+) -> opentelemetry_sdk::trace::BatchSpanProcessor {
     let mut config = opentelemetry_sdk::trace::BatchConfigBuilder::default();
     if crate::config::env_var("OTEL_BSP_MAX_QUEUE_SIZE").is_none() {
         config = config.with_max_queue_size(8192);

@@ -1,13 +1,16 @@
 //! What tracing costs on `GET /orders/{reference}` (issue 13): the mesh as separate processes
 //! (the gateway and each service in its own, gRPC over loopback TCP, as deployed) is measured
-//! with `wrk` in three modes, each twice in the order none, off, on, on, off, none so that a
+//! with `wrk` in four modes, each twice in the order none, off, sampled, on, on, sampled, off,
+//! none so that a
 //! machine getting busier weighs on every mode alike, with `pgbench -S` beside each run:
 //!
 //! * `none`: `OTEL_SDK_DISABLED=true`, no OpenTelemetry layer at all (the reference);
 //! * `off`: the default without `OTEL_EXPORTER_OTLP_ENDPOINT`: no span is made, the trace
 //!   context a request arrives with (or the gateway starts) is passed on unchanged;
 //! * `on`: every span exported (sampled 100 %) over OTLP/gRPC to a receiver in this process
-//!   that counts them.
+//!   that counts them;
+//! * `sampled`: the same with one request in ten traced (`parentbased_traceidratio`, 0.1), as
+//!   the production overlay sets.
 //!
 //! `deploy/bench/tracing.sh [--seconds 10] [--connections 16]` builds release and runs it; it
 //! prints a Markdown table for docs/performance.md. Needs `wrk` and `pgbench`, TEST_DATABASE_URL
@@ -18,6 +21,9 @@ use std::time::Duration;
 use tests::Sandbox;
 use tests::otlp::OtlpReceiver;
 use tests::processes::Plan;
+
+/// The modes, in the order of the tables.
+const MODES: [&str; 4] = ["none", "off", "sampled", "on"];
 
 struct Run {
     mode: &'static str,
@@ -129,6 +135,12 @@ async fn measure(
             // spans-per-request column shows whether any were dropped.
             plan = plan.env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint());
         }
+        "sampled" => {
+            plan = plan
+                .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+                .env("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+                .env("OTEL_TRACES_SAMPLER_ARG", "0.1");
+        }
         _ => {}
     }
     let sandbox = Sandbox::start_processes(&plan).await;
@@ -153,7 +165,7 @@ async fn measure(
         })
         .collect();
     // Spans still queued are exported within the schedule delay.
-    if mode == "on" {
+    if mode == "on" || mode == "sampled" {
         tokio::time::sleep(Duration::from_millis(5500)).await;
     }
     let spans = receiver.received() - before;
@@ -170,7 +182,8 @@ async fn measure(
         requests_per_second: rate,
         p50_ms: p50,
         p99_ms: p99,
-        spans_per_request: (mode == "on").then(|| spans as f64 / (rate * seconds as f64)),
+        spans_per_request: (mode == "on" || mode == "sampled")
+            .then(|| spans as f64 / (rate * seconds as f64)),
         pgbench_tps,
         peak_kib,
         cpu_us_per_request,
@@ -190,7 +203,7 @@ async fn main() {
         .expect("pgbench -i runs");
     assert!(status.success(), "pgbench -i failed");
     let mut runs = Vec::new();
-    for mode in ["none", "off", "on", "on", "off", "none"] {
+    for mode in ["none", "off", "sampled", "on", "on", "sampled", "off", "none"] {
         eprintln!("tracing_bench: {mode} …");
         runs.push(measure(mode, &receiver, &pgbench_url, connections, seconds).await);
     }
@@ -201,14 +214,15 @@ async fn main() {
     let reference = mean("none", |run| run.requests_per_second);
     println!(
         "`GET /orders/{{id}}`, {connections} connections, {seconds} s per run, the mesh as separate \
-         processes (release), runs in the order none, off, on, on, off, none, pgbench on the \
+         processes (release), runs in the order none, off, sampled, on, on, sampled, off, none, \
+         pgbench on the \
          mesh's PostgreSQL server\n"
     );
     println!(
         "| Mode | req/s (each run) | mean req/s | vs none | p50 ms | p99 ms | spans exported per request | pgbench -S TPS beside |"
     );
     println!("|---|---|---|---|---|---|---|---|");
-    for mode in ["none", "off", "on"] {
+    for mode in MODES {
         let each: Vec<String> = runs
             .iter()
             .filter(|run| run.mode == mode)
@@ -243,7 +257,7 @@ async fn main() {
     let services: Vec<&str> = runs[0].peak_kib.iter().map(|(service, _)| *service).collect();
     println!("| Mode | {} |", services.join(" | "));
     println!("|---|{}", "---|".repeat(services.len()));
-    for mode in ["none", "off", "on"] {
+    for mode in MODES {
         let peaks: Vec<String> = services
             .iter()
             .map(|service| {
@@ -263,7 +277,7 @@ async fn main() {
     println!("\nCPU of each process per request during the measured runs, µs (mean of the two runs):\n");
     println!("| Mode | {} | all |", services.join(" | "));
     println!("|---|{}---|", "---|".repeat(services.len()));
-    for mode in ["none", "off", "on"] {
+    for mode in MODES {
         let mut total = 0.0;
         let cells: Vec<String> = services
             .iter()

@@ -88,7 +88,7 @@ pub fn request_span(request: &Request) -> tracing::Span {
 /// and webhooks it causes share one trace id (`platform::telemetry::passed_on`). While spans
 /// are exported, [`request_span`] continues or starts the trace instead.
 pub async fn pass_trace_context(request: Request, next: Next) -> Response {
-    if platform::telemetry::exporting() {
+    if platform::telemetry::exporting() || !platform::telemetry::passing() {
         return next.run(request).await;
     }
     let (traceparent, tracestate) = platform::telemetry::incoming_context(request.headers());

@@ -97,7 +97,7 @@ impl Outbox {
             let _entered = create.enter();
             crate::telemetry::current_trace_context()
         };
-        if traceparent.is_empty() {
+        if traceparent.is_empty() && crate::telemetry::passing() {
             // Work that arrived with no trace context (a scheduled job) still gives its events
             // one, so that their consumers and webhooks share a trace id.
             traceparent = crate::telemetry::new_traceparent();
