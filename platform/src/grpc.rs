@@ -13,7 +13,7 @@ use opentelemetry::propagation::{Extractor, Injector};
 use std::convert::Infallible;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
+use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::{Request, Status};
 use tower::ServiceExt;
 use tower::util::BoxCloneSyncService;
@@ -89,32 +89,12 @@ pub fn mark_replayed<T>(response: &mut tonic::Response<T>) {
 /// Injects the W3C trace context to pass on into gRPC metadata: the current span's while spans
 /// are exported, else the one the work arrived with (`telemetry::passed_on`).
 pub fn inject_trace_context(metadata: &mut MetadataMap) {
-    if !crate::telemetry::exporting() {
-        let (traceparent, tracestate) = crate::telemetry::current_trace_context();
-        for (key, value) in [("traceparent", traceparent), ("tracestate", tracestate)] {
-            if let Ok(value) = MetadataValue::try_from(value)
-                && !value.is_empty()
-            {
-                metadata.insert(key, value);
-            }
-        }
-        return;
-    }
-    let context = tracing::Span::current().context();
-    opentelemetry::global::get_text_map_propagator(|propagator| {
-        propagator.inject_context(&context, &mut MetadataInjector(metadata));
-    });
-}
-
-struct MetadataInjector<'a>(&'a mut MetadataMap);
-
-impl Injector for MetadataInjector<'_> {
-    fn set(&mut self, key: &str, value: String) {
-        if let (Ok(key), Ok(value)) = (
-            MetadataKey::from_bytes(key.as_bytes()),
-            MetadataValue::try_from(value),
-        ) {
-            self.0.insert(key, value);
+    let (traceparent, tracestate) = crate::telemetry::current_trace_context();
+    for (key, value) in [("traceparent", traceparent), ("tracestate", tracestate)] {
+        if let Ok(value) = MetadataValue::try_from(value)
+            && !value.is_empty()
+        {
+            metadata.insert(key, value);
         }
     }
 }
@@ -135,11 +115,13 @@ impl Extractor for HeaderExtractor<'_> {
 /// Makes the span of an incoming request ([`crate::telemetry::semconv::rpc_server`]) a child of
 /// the caller's trace.
 pub fn span_for_request<B>(request: &http::Request<B>) -> tracing::Span {
-    let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
-        propagator.extract(&HeaderExtractor(request.headers()))
-    });
     let span = crate::telemetry::semconv::rpc_server(request.uri().path());
-    let _ = span.set_parent(parent);
+    if crate::telemetry::exporting() {
+        let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
+            propagator.extract(&HeaderExtractor(request.headers()))
+        });
+        let _ = span.set_parent(parent);
+    }
     span
 }
 
@@ -166,9 +148,6 @@ pub struct PassTraceContext<S> {
 impl<S, B> tower::Service<http::Request<B>> for PassTraceContext<S>
 where
     S: tower::Service<http::Request<B>>,
-    S::Future: Send + 'static,
-    S::Response: 'static,
-    S::Error: 'static,
 {
     type Response = S::Response;
     type Error = S::Error;
@@ -182,7 +161,7 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        if crate::telemetry::exporting() || !crate::telemetry::passing() {
+        if !crate::telemetry::passes_context() {
             return futures::future::Either::Left(self.inner.call(request));
         }
         // A call that brings no valid context starts a trace of its own (a root), as a span
@@ -212,8 +191,8 @@ impl Injector for HeaderInjector<'_> {
 
 /// The gRPC status of an answer's headers: present on a failed unary call ("trailers-only");
 /// a successful answer carries `grpc-status: 0` in its trailers, so an HTTP 200 without it
-/// counts as OK.
-fn grpc_status_of<B>(response: &http::Response<B>) -> i32 {
+/// counts as OK (and anything else as `UNKNOWN`).
+pub(crate) fn grpc_status_of<B>(response: &http::Response<B>) -> i32 {
     match response
         .headers()
         .get("grpc-status")

@@ -33,6 +33,12 @@ pub fn passing() -> bool {
     PASSING.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// True when work passes on the context it arrived with ([`passed_on`]): spans are not
+/// exported and `OTEL_SDK_DISABLED` is not `true`.
+pub fn passes_context() -> bool {
+    !exporting() && passing()
+}
+
 /// Flushes exported spans when dropped.
 pub struct TelemetryGuard {
     provider: SdkTracerProvider,
@@ -201,13 +207,22 @@ pub fn passed_on<F: std::future::Future>(
 /// True when `value` is a W3C `traceparent` of version 00 (`00-<32 hex>-<16 hex>-<2 hex>`, ids
 /// not all zero).
 pub fn is_valid_traceparent(value: &str) -> bool {
-    let parts: Vec<&str> = value.split('-').collect();
-    let hex = |part: &str, length: usize| {
-        part.len() == length && part.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+    let bytes = value.as_bytes();
+    let hex = |range: std::ops::Range<usize>| {
+        bytes[range.clone()]
+            .iter()
+            .all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+            && bytes[range].iter().any(|byte| *byte != b'0')
     };
-    matches!(parts.as_slice(), [version, trace, span, flags]
-        if *version == "00" && hex(trace, 32) && hex(span, 16) && hex(flags, 2)
-            && trace.bytes().any(|byte| byte != b'0') && span.bytes().any(|byte| byte != b'0'))
+    bytes.len() == 55
+        && bytes.starts_with(b"00-")
+        && bytes[35] == b'-'
+        && bytes[52] == b'-'
+        && hex(3..35)
+        && hex(36..52)
+        && bytes[53..]
+            .iter()
+            .all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// The context to pass on for work that arrived with `headers` (HTTP or gRPC): its

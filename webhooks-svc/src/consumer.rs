@@ -27,26 +27,36 @@ impl EventHandler for FanOutHandler {
     /// Each stored event keeps the trace context of its `process` span, so that the delivery
     /// attempts made for it later are children of this service's processing of the event.
     async fn handle_batch(&self, batch: &[Consumed]) -> Vec<Result<(), HandlerError>> {
-        let traced: Vec<EventEnvelope> = batch
-            .iter()
-            .map(|consumed| {
-                let (traceparent, tracestate) = {
-                    let _entered = consumed.span.enter();
-                    platform::telemetry::current_trace_context()
-                };
-                let mut envelope = consumed.envelope.clone();
-                if !traceparent.is_empty() {
-                    envelope.traceparent = traceparent;
-                    envelope.tracestate = tracestate;
-                }
-                envelope
-            })
-            .collect();
-        let envelopes: Vec<&EventEnvelope> = traced.iter().collect();
+        // Without an exporter the envelopes already carry the context to pass on.
+        let traced: Vec<EventEnvelope> = if platform::telemetry::exporting() {
+            batch.iter().map(with_process_context).collect()
+        } else {
+            Vec::new()
+        };
+        let envelopes: Vec<&EventEnvelope> = if traced.is_empty() {
+            batch.iter().map(|consumed| &consumed.envelope).collect()
+        } else {
+            traced.iter().collect()
+        };
         let span = tracing::info_span!("webhooks.fan_out", otel.name = "fan out", events = batch.len());
         for consumed in batch {
             span.follows_from(&consumed.span);
         }
         tracing::Instrument::instrument(self.service.fan_out(&envelopes), span).await
     }
+}
+
+/// The envelope of `consumed` carrying the trace context of its `process` span instead of the
+/// event's creation context.
+fn with_process_context(consumed: &Consumed) -> EventEnvelope {
+    let (traceparent, tracestate) = {
+        let _entered = consumed.span.enter();
+        platform::telemetry::current_trace_context()
+    };
+    let mut envelope = consumed.envelope.clone();
+    if !traceparent.is_empty() {
+        envelope.traceparent = traceparent;
+        envelope.tracestate = tracestate;
+    }
+    envelope
 }

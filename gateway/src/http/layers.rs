@@ -76,10 +76,12 @@ pub fn request_span(request: &Request) -> tracing::Span {
         lab.api_key.id = tracing::field::Empty,
         lab.customer.id = tracing::field::Empty,
     );
-    let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
-        propagator.extract(&platform::grpc::HeaderExtractor(request.headers()))
-    });
-    let _ = span.set_parent(parent);
+    if platform::telemetry::exporting() {
+        let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
+            propagator.extract(&platform::grpc::HeaderExtractor(request.headers()))
+        });
+        let _ = span.set_parent(parent);
+    }
     span
 }
 
@@ -88,7 +90,7 @@ pub fn request_span(request: &Request) -> tracing::Span {
 /// and webhooks it causes share one trace id (`platform::telemetry::passed_on`). While spans
 /// are exported, [`request_span`] continues or starts the trace instead.
 pub async fn pass_trace_context(request: Request, next: Next) -> Response {
-    if platform::telemetry::exporting() || !platform::telemetry::passing() {
+    if !platform::telemetry::passes_context() {
         return next.run(request).await;
     }
     let (traceparent, tracestate) = platform::telemetry::incoming_context(request.headers());
@@ -130,8 +132,11 @@ pub async fn record_metrics(request: Request, next: Next) -> Response {
     };
     let span = tracing::Span::current();
     if route != OTHER {
-        platform::telemetry::rename(&span, format!("{} {route}", request.method()));
         span.record("http.route", route.as_str());
+        // The conventional name (`{method} {route}`) matters only to an exported span.
+        if platform::telemetry::exporting() {
+            platform::telemetry::rename(&span, format!("{} {route}", request.method()));
+        }
     }
     let response = next.run(request).await;
     span.record("http.response.status_code", response.status().as_u16());

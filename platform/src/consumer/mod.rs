@@ -221,6 +221,7 @@ impl<H: EventHandler> StreamConsumer<H> {
     ) -> anyhow::Result<()> {
         let mut batch = Vec::with_capacity(entries.len());
         let mut kept: Vec<(String, Vec<u8>)> = Vec::with_capacity(entries.len());
+        let destination = streams::destination_of_stream(stream);
         for entry in entries {
             let Some(bytes) = envelope_bytes(&entry) else {
                 self.dead_letter(redis, stream, &entry.id, None, "entry has no envelope")
@@ -248,7 +249,7 @@ impl<H: EventHandler> StreamConsumer<H> {
                 continue;
             }
             let span = crate::telemetry::semconv::messaging_process(
-                &streams::destination_of_stream(stream),
+                &destination,
                 &envelope.id,
                 &envelope.r#type,
                 &self.settings.group,

@@ -75,15 +75,9 @@ fn operation(path: &str) -> RpcMethodLabels {
     }
 }
 
-/// The gRPC status of an answer: a failed unary call is answered "trailers-only", its status in
-/// the headers; a successful one carries `grpc-status: 0` in trailers that follow the message.
+/// The gRPC status of an answer (`crate::grpc::grpc_status_of`) as a label value.
 fn status_code<B>(response: &http::Response<B>) -> u16 {
-    response
-        .headers()
-        .get("grpc-status")
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(0)
+    u16::try_from(crate::grpc::grpc_status_of(response)).unwrap_or(2)
 }
 
 fn record(operation: RpcMethodLabels, code: u16, seconds: f64) {

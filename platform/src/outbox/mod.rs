@@ -86,13 +86,18 @@ impl Outbox {
     /// the transaction commits.
     pub async fn enqueue(&self, tx: &mut PgConnection, event: NewEvent) -> Result<Uuid, sqlx::Error> {
         let event_id = Uuid::now_v7();
-        // The event's creation context (a producer span of the caller's trace): consumers and
-        // webhook attempts continue it.
-        let destination = crate::streams::destination_name(
-            crate::streams::domain_of_source(self.source).unwrap_or(self.schema),
-        );
         let event_id_text = event_id.to_string();
-        let create = crate::telemetry::semconv::messaging_create(&destination, &event_id_text);
+        // While spans are exported, the event's creation context is a producer span of the
+        // caller's trace, which consumers and webhook attempts continue; otherwise the context
+        // the work arrived with is passed on.
+        let create = if crate::telemetry::exporting() {
+            let destination = crate::streams::destination_name(
+                crate::streams::domain_of_source(self.source).unwrap_or(self.schema),
+            );
+            crate::telemetry::semconv::messaging_create(&destination, &event_id_text)
+        } else {
+            tracing::Span::none()
+        };
         let (mut traceparent, tracestate) = {
             let _entered = create.enter();
             crate::telemetry::current_trace_context()

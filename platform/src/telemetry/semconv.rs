@@ -10,6 +10,11 @@
 //! | an event put on its stream | `send {destination}` | producer | the same |
 //! | an event handled by a consumer group | `process {destination}` | consumer | the same, plus `messaging.consumer.group.name` |
 //!
+//! A database span is made by the repository function itself, with the attribute
+//! `#[tracing::instrument(name = "db", skip_all, fields(otel.name = "INSERT orders.orders",
+//! otel.kind = "client", db.system.name = "postgresql", db.operation.name = "INSERT",
+//! db.collection.name = "orders.orders"))]` (a function cannot make an `instrument` span).
+//!
 //! The HTTP server span of the gateway (`{method} {http.route}`) and the webhook attempt
 //! (`POST`, an HTTP client span) are made where their attributes are known
 //! (`gateway::http::layers`, `webhooks-svc`'s dispatcher). Spans record `otel.status_code =
@@ -76,20 +81,6 @@ pub fn record_grpc_status(span: &tracing::Span, code: i32, server: bool) {
     if (server && is_server_error(code)) || (!server && code != 0) {
         span.record("otel.status_code", "error");
     }
-}
-
-/// The span of a group of statements on `collection` (`schema.table`), for example
-/// `db("INSERT", "orders.orders")`.
-pub fn db(operation: &'static str, collection: &'static str) -> tracing::Span {
-    tracing::info_span!(
-        "db",
-        otel.name = %format_args!("{operation} {collection}"),
-        otel.kind = "client",
-        otel.status_code = Empty,
-        db.system.name = "postgresql",
-        db.operation.name = operation,
-        db.collection.name = collection,
-    )
 }
 
 /// The span of writing event `message_id` to the outbox for `destination` (its stream's
