@@ -189,22 +189,6 @@ impl Injector for HeaderInjector<'_> {
     }
 }
 
-/// The gRPC status of an answer's headers: present on a failed unary call ("trailers-only");
-/// a successful answer carries `grpc-status: 0` in its trailers, so an HTTP 200 without it
-/// counts as OK (and anything else as `UNKNOWN`).
-pub(crate) fn grpc_status_of<B>(response: &http::Response<B>) -> i32 {
-    match response
-        .headers()
-        .get("grpc-status")
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.parse().ok())
-    {
-        Some(code) => code,
-        None if response.status() == http::StatusCode::OK => 0,
-        None => 2,
-    }
-}
-
 /// How long a served call may take before it answers `DEADLINE_EXCEEDED` (over TCP and in
 /// memory alike).
 pub const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -445,7 +429,7 @@ impl tower::Service<http::Request<tonic::body::Body>> for MeshChannel {
                         Status::unavailable(format!("peer unreachable: {error}")).into_http()
                     }
                 };
-                let code = grpc_status_of(&response);
+                let code = crate::telemetry::semconv::grpc_status_of(&response);
                 crate::telemetry::semconv::record_grpc_status(&tracing::Span::current(), code, false);
                 Ok(response)
             }

@@ -75,9 +75,9 @@ fn operation(path: &str) -> RpcMethodLabels {
     }
 }
 
-/// The gRPC status of an answer (`crate::grpc::grpc_status_of`) as a label value.
+/// The gRPC status of an answer (`crate::telemetry::semconv::grpc_status_of`) as a label value.
 fn status_code<B>(response: &http::Response<B>) -> u16 {
-    u16::try_from(crate::grpc::grpc_status_of(response)).unwrap_or(2)
+    u16::try_from(crate::telemetry::semconv::grpc_status_of(response)).unwrap_or(2)
 }
 
 fn record(operation: RpcMethodLabels, code: u16, seconds: f64) {

@@ -68,6 +68,22 @@ pub fn rpc_client(path: &str, authority: &str) -> tracing::Span {
     )
 }
 
+/// The gRPC status of an answer's headers: present on a failed unary call ("trailers-only");
+/// a successful answer carries `grpc-status: 0` in its trailers, so an HTTP 200 without it
+/// counts as OK (and anything else as `UNKNOWN`).
+pub fn grpc_status_of<B>(response: &http::Response<B>) -> i32 {
+    match response
+        .headers()
+        .get("grpc-status")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse().ok())
+    {
+        Some(code) => code,
+        None if response.status() == http::StatusCode::OK => 0,
+        None => 2,
+    }
+}
+
 /// True for the gRPC codes a server span counts as its own error (the conventions: UNKNOWN,
 /// DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE, DATA_LOSS); the others are the
 /// caller's mistakes.
