@@ -9,7 +9,6 @@ pub mod in_process;
 use crate::error::{ApiError, ErrorCode};
 use crate::principal::Principal;
 use futures::future::BoxFuture;
-use opentelemetry::propagation::{Extractor, Injector};
 use std::convert::Infallible;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -18,7 +17,6 @@ use tonic::{Request, Status};
 use tower::ServiceExt;
 use tower::util::BoxCloneSyncService;
 use tracing::Instrument;
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// Metadata entry carrying the idempotency key of a mutating call.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -91,25 +89,25 @@ pub fn mark_replayed<T>(response: &mut tonic::Response<T>) {
 pub fn inject_trace_context(metadata: &mut MetadataMap) {
     let (traceparent, tracestate) = crate::telemetry::current_trace_context();
     for (key, value) in [("traceparent", traceparent), ("tracestate", tracestate)] {
-        if let Ok(value) = MetadataValue::try_from(value)
+        if let Ok(mut value) = MetadataValue::try_from(value)
             && !value.is_empty()
         {
+            // A value that changes with every call is sent "never indexed" ([`trace_header`]).
+            value.set_sensitive(true);
             metadata.insert(key, value);
         }
     }
 }
 
-/// Reads W3C trace context from HTTP headers (gRPC metadata travels as HTTP/2 headers).
-pub struct HeaderExtractor<'a>(pub &'a http::HeaderMap);
-
-impl Extractor for HeaderExtractor<'_> {
-    fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).and_then(|value| value.to_str().ok())
-    }
-
-    fn keys(&self) -> Vec<&str> {
-        self.0.keys().map(|key| key.as_str()).collect()
-    }
+/// A `traceparent`/`tracestate` header value for an outgoing call, marked so that HPACK sends
+/// it as a literal that is never indexed: a value new with every call would otherwise enter
+/// the connection's header table each time and, filling it, evict the headers that repeat
+/// (the authorization token, content type, timeout), which then go out in full again. Measured
+/// in docs/performance.md, "Tracing".
+pub fn trace_header(value: String) -> Option<http::HeaderValue> {
+    let mut value = http::HeaderValue::try_from(value).ok()?;
+    value.set_sensitive(true);
+    Some(value)
 }
 
 /// Makes the span of an incoming request ([`crate::telemetry::semconv::rpc_server`]) a child of
@@ -117,10 +115,7 @@ impl Extractor for HeaderExtractor<'_> {
 pub fn span_for_request<B>(request: &http::Request<B>) -> tracing::Span {
     let span = crate::telemetry::semconv::rpc_server(request.uri().path());
     if crate::telemetry::exporting() {
-        let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
-            propagator.extract(&HeaderExtractor(request.headers()))
-        });
-        let _ = span.set_parent(parent);
+        crate::telemetry::continue_from_headers(&span, request.headers());
     }
     span
 }
@@ -172,20 +167,6 @@ where
             tracestate,
             self.inner.call(request),
         ))
-    }
-}
-
-/// Writes W3C trace context into HTTP headers (the headers of an outgoing gRPC call).
-struct HeaderInjector<'a>(&'a mut http::HeaderMap);
-
-impl Injector for HeaderInjector<'_> {
-    fn set(&mut self, key: &str, value: String) {
-        if let (Ok(key), Ok(value)) = (
-            http::header::HeaderName::from_bytes(key.as_bytes()),
-            http::HeaderValue::try_from(value),
-        ) {
-            self.0.insert(key, value);
-        }
     }
 }
 
@@ -393,10 +374,16 @@ impl tower::Service<http::Request<tonic::body::Body>> for MeshChannel {
         // passed on (`outgoing`).
         let span = if crate::telemetry::exporting() {
             let span = crate::telemetry::semconv::rpc_client(request.uri().path(), &self.shared.authority);
-            let context = span.context();
-            opentelemetry::global::get_text_map_propagator(|propagator| {
-                propagator.inject_context(&context, &mut HeaderInjector(request.headers_mut()));
-            });
+            if let Some((traceparent, tracestate)) = crate::telemetry::trace_context_of(&span) {
+                let headers = request.headers_mut();
+                for (name, value) in [("traceparent", traceparent), ("tracestate", tracestate)] {
+                    if value.is_empty() {
+                        headers.remove(name);
+                    } else if let Some(value) = trace_header(value) {
+                        headers.insert(name, value);
+                    }
+                }
+            }
             span
         } else {
             tracing::Span::none()

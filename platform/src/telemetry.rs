@@ -1,22 +1,25 @@
-//! Tracing setup: a log layer filtered by `RUST_LOG`, and an OpenTelemetry layer whose spans are
-//! exported over OTLP/gRPC when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. The W3C trace-context
-//! propagator is always installed, so trace ids flow through gRPC metadata and event envelopes
-//! even when nothing is exported.
+//! Tracing setup: a log layer filtered by `RUST_LOG`, and, when `OTEL_EXPORTER_OTLP_ENDPOINT`
+//! is set, the trace span layer ([`spans`]) whose spans are exported over OTLP/gRPC
+//! ([`otlp`]). Without an exporter no trace span is made and the W3C trace context a unit of
+//! work arrived with is passed on unchanged ([`passed_on`]), so trace ids still flow through
+//! gRPC metadata, event envelopes and webhooks.
 
-use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::WithExportConfig;
-use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
+pub mod otlp;
 pub mod semconv;
+pub mod spans;
+
+pub use otlp::AttributeValue;
+pub use spans::{Sampler, SpanContext};
 
 /// Whether this process exports spans (an OTLP endpoint is configured).
 static EXPORTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// True when spans are exported (the OpenTelemetry layer is installed): work done only for
-/// traces (spans per relayed event, say) is skipped otherwise, and trace context is passed on
+/// True when spans are exported (the span layer is installed): work done only for traces
+/// (spans per relayed event, say) is skipped otherwise, and trace context is passed on
 /// unchanged instead ([`passed_on`]).
 pub fn exporting() -> bool {
     EXPORTING.load(std::sync::atomic::Ordering::Relaxed)
@@ -39,19 +42,37 @@ pub fn passes_context() -> bool {
     !exporting() && passing()
 }
 
-/// Flushes exported spans when dropped.
+/// The sampler of this process's spans (`OTEL_TRACES_SAMPLER`), read when spans continue a
+/// remote trace.
+static SAMPLER: std::sync::OnceLock<Sampler> = std::sync::OnceLock::new();
+
+fn sampler() -> Sampler {
+    SAMPLER.get().copied().unwrap_or(Sampler {
+        parent_based: true,
+        ratio: 1.0,
+    })
+}
+
+/// The export thread of this process, once started.
+static EXPORTER: std::sync::OnceLock<otlp::Exporter> = std::sync::OnceLock::new();
+
+/// Sends the spans still queued when dropped (at the end of `main`).
 pub struct TelemetryGuard {
-    provider: SdkTracerProvider,
+    flushes: bool,
 }
 
 impl Drop for TelemetryGuard {
     fn drop(&mut self) {
-        let _ = self.provider.shutdown();
+        if self.flushes
+            && let Some(exporter) = EXPORTER.get()
+        {
+            exporter.shutdown();
+        }
     }
 }
 
-/// Installs the global subscriber and propagator for a process named `service_name`.
-/// Safe to call more than once (later calls only return a guard).
+/// Installs the global subscriber for a process named `service_name`. Safe to call more than
+/// once (later calls only return a guard that does nothing).
 pub fn init(service_name: &str) -> TelemetryGuard {
     install(service_name, false)
 }
@@ -63,42 +84,8 @@ pub fn init_for_tests(service_name: &str) -> TelemetryGuard {
 }
 
 fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
-    opentelemetry::global::set_text_map_propagator(
-        opentelemetry_sdk::propagation::TraceContextPropagator::new(),
-    );
-    // The SDK's detectors read OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; the process's own
-    // name applies only when the operator named none (the sampler reads OTEL_TRACES_SAMPLER and
-    // OTEL_TRACES_SAMPLER_ARG by itself).
-    let resource = opentelemetry_sdk::Resource::builder();
-    let resource = match own_service_name(
-        service_name,
-        crate::config::env_var("OTEL_SERVICE_NAME").as_deref(),
-        crate::config::env_var("OTEL_RESOURCE_ATTRIBUTES").as_deref(),
-    ) {
-        Some(name) => resource.with_service_name(name.to_owned()),
-        None => resource,
-    }
-    .build();
-    let mut builder = SdkTracerProvider::builder().with_resource(resource);
     let disabled = sdk_disabled(crate::config::env_var("OTEL_SDK_DISABLED").as_deref());
-    PASSING.store(!disabled, std::sync::atomic::Ordering::Relaxed);
-    if let Some(endpoint) = crate::config::env_var("OTEL_EXPORTER_OTLP_ENDPOINT").filter(|_| !disabled) {
-        match opentelemetry_otlp::SpanExporter::builder()
-            .with_tonic()
-            .with_endpoint(endpoint.clone())
-            .build()
-        {
-            Ok(exporter) => {
-                builder = builder.with_span_processor(batch_processor(exporter));
-                EXPORTING.store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-            Err(error) => eprintln!("OTLP exporter to {endpoint} not started: {error}"),
-        }
-    }
-    let provider = builder.build();
-    let tracer = provider.tracer(service_name.to_owned());
-    opentelemetry::global::set_tracer_provider(provider.clone());
-
+    let settings = otlp::Settings::from_env(service_name, crate::config::env_var).filter(|_| !disabled);
     let default_filter = if for_tests {
         "warn"
     } else {
@@ -111,66 +98,60 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
     } else {
         fmt.boxed()
     };
-    // Only spans at info level and above become trace spans: ours, not the libraries' internals.
-    // Without source locations, thread names and busy/idle times on every span: they cost per
-    // span and the span names and attributes already say where the work was.
-    let otel = tracing_opentelemetry::layer()
-        .with_tracer(tracer)
-        .with_location(false)
-        .with_threads(false)
-        .with_tracked_inactivity(false)
-        .with_filter(tracing_subscriber::filter::LevelFilter::INFO);
-    // The OpenTelemetry layer exists only while spans are exported: without an exporter no trace
-    // span is made at all, and the W3C context a request arrived with (or the gateway started)
-    // is passed on as it is ([`passed_on`]); `OTEL_SDK_DISABLED=true` does neither.
-    let otel = exporting().then_some(otel);
-    let _ = tracing_subscriber::registry()
-        .with(otel)
+    // The span layer exists only while spans are exported: without an exporter no trace span is
+    // made at all, and the W3C context a request arrived with (or the gateway started) is
+    // passed on as it is ([`passed_on`]); `OTEL_SDK_DISABLED=true` does neither. Only spans at
+    // info level and above become trace spans (ours, not the libraries' internals), and only
+    // warnings and errors become span events.
+    let mut queue = None;
+    let spans = settings.as_ref().map(|settings| {
+        let sampler = Sampler::from_env(
+            crate::config::env_var("OTEL_TRACES_SAMPLER").as_deref(),
+            crate::config::env_var("OTEL_TRACES_SAMPLER_ARG").as_deref(),
+        );
+        let shared = std::sync::Arc::new(otlp::Queue::new(settings.batch_size, settings.max_queued));
+        queue = Some((std::sync::Arc::clone(&shared), sampler));
+        spans::SpanLayer::new(sampler, shared).with_filter(tracing_subscriber::filter::filter_fn(
+            |metadata| {
+                if metadata.is_span() {
+                    *metadata.level() <= tracing::Level::INFO
+                } else {
+                    *metadata.level() <= tracing::Level::WARN
+                }
+            },
+        ))
+    });
+    let installed = tracing_subscriber::registry()
+        .with(spans)
         .with(fmt.with_filter(filter))
-        .try_init();
-    TelemetryGuard { provider }
-}
-
-/// The batch span processor: the `OTEL_BSP_*` variables where set; otherwise batches of 2,048
-/// spans from a queue of 8,192 instead of the SDK's 512 and 2,048 (measured in
-/// docs/performance.md, "Tracing": larger batches cost less per span to export, and a busy
-/// process fills 512 in a few milliseconds).
-fn batch_processor(
-    exporter: opentelemetry_otlp::SpanExporter,
-) -> opentelemetry_sdk::trace::BatchSpanProcessor {
-    let mut config = opentelemetry_sdk::trace::BatchConfigBuilder::default();
-    if crate::config::env_var("OTEL_BSP_MAX_QUEUE_SIZE").is_none() {
-        config = config.with_max_queue_size(8192);
+        .try_init()
+        .is_ok();
+    if !installed {
+        return TelemetryGuard { flushes: false };
     }
-    if crate::config::env_var("OTEL_BSP_MAX_EXPORT_BATCH_SIZE").is_none() {
-        config = config.with_max_export_batch_size(2048);
+    PASSING.store(!disabled, std::sync::atomic::Ordering::Relaxed);
+    let (Some(settings), Some((queue, sampler))) = (settings, queue) else {
+        return TelemetryGuard { flushes: false };
+    };
+    let _ = SAMPLER.set(sampler);
+    let endpoint = settings.endpoint.clone();
+    match otlp::Exporter::start(settings, queue, service_name) {
+        Ok(exporter) => {
+            let _ = EXPORTER.set(exporter);
+            EXPORTING.store(true, std::sync::atomic::Ordering::Relaxed);
+            TelemetryGuard { flushes: true }
+        }
+        Err(error) => {
+            eprintln!("OTLP exporter to {endpoint} not started: {error}");
+            TelemetryGuard { flushes: false }
+        }
     }
-    opentelemetry_sdk::trace::BatchSpanProcessor::builder(exporter)
-        .with_batch_config(config.build())
-        .build()
 }
 
 /// True when `OTEL_SDK_DISABLED` says `true` (any case), as the OpenTelemetry specification
 /// reads it.
 fn sdk_disabled(value: Option<&str>) -> bool {
     value.is_some_and(|value| value.trim().eq_ignore_ascii_case("true"))
-}
-
-/// The service name this process sets on its resource: `service_name`, unless the standard
-/// variables name one (`OTEL_SERVICE_NAME`, or `service.name` in `OTEL_RESOURCE_ATTRIBUTES`).
-fn own_service_name<'a>(
-    service_name: &'a str,
-    otel_service_name: Option<&str>,
-    resource_attributes: Option<&str>,
-) -> Option<&'a str> {
-    let named_by_env = otel_service_name.is_some_and(|name| !name.trim().is_empty());
-    let named_in_attributes = resource_attributes.is_some_and(|attributes| {
-        attributes.split(',').any(|pair| {
-            pair.split_once('=')
-                .is_some_and(|(key, _)| key.trim() == "service.name")
-        })
-    });
-    (!named_by_env && !named_in_attributes).then_some(service_name)
 }
 
 /// The W3C trace context a unit of work passes on while spans are not exported: the
@@ -251,56 +232,64 @@ pub fn new_traceparent() -> String {
 /// while spans are exported, else the context the work arrived with ([`passed_on`]); empty
 /// when none.
 pub fn current_trace_context() -> (String, String) {
-    use tracing_opentelemetry::OpenTelemetrySpanExt;
     if !exporting() {
         return PASSED
             .try_with(|passed| (passed.traceparent.clone(), passed.tracestate.clone()))
             .unwrap_or_default();
     }
-    let context = tracing::Span::current().context();
-    let mut carrier = std::collections::HashMap::new();
-    opentelemetry::global::get_text_map_propagator(|propagator| {
-        propagator.inject_context(&context, &mut carrier)
-    });
-    (
-        carrier.remove("traceparent").unwrap_or_default(),
-        carrier.remove("tracestate").unwrap_or_default(),
-    )
+    trace_context_of(&tracing::Span::current()).unwrap_or_default()
+}
+
+/// The `traceparent` and `tracestate` naming `span` (`None` when it is not a trace span).
+pub fn trace_context_of(span: &tracing::Span) -> Option<(String, String)> {
+    spans::with_recording(span, |recording| {
+        (recording.context.traceparent(), recording.tracestate.clone())
+    })
 }
 
 /// Sets an attribute on the current span's trace span (for values known only once the work is
 /// done, such as the number of an order just placed). Nothing happens without a current span.
 pub fn annotate(key: &'static str, value: impl Into<opentelemetry::Value>) {
-    use tracing_opentelemetry::OpenTelemetrySpanExt;
-    tracing::Span::current().set_attribute(key, value);
+    let value = AttributeValue::from(value.into());
+    spans::with_recording(&tracing::Span::current(), |recording| {
+        if recording.context.sampled {
+            recording.set(key, value);
+        }
+    });
 }
 
-/// Renames `span`'s trace span (the `otel.name` field is read only while a span has not
-/// started, and continuing a caller's trace starts it).
+/// Renames `span`'s trace span (its conventional name, once known).
 pub fn rename(span: &tracing::Span, name: String) {
-    use opentelemetry::trace::TraceContextExt;
-    use tracing_opentelemetry::OpenTelemetrySpanExt;
-    span.context().span().update_name(name);
+    spans::with_recording(span, |recording| {
+        recording.name = std::borrow::Cow::Owned(name);
+    });
 }
 
-/// Makes `span` a child of the trace named by a stored `traceparent`/`tracestate` pair.
+/// Makes `span` a child of the trace named by a stored `traceparent`/`tracestate` pair (an
+/// invalid or empty `traceparent` leaves it as it is: a root of its own).
 pub fn continue_trace(span: &tracing::Span, traceparent: &str, tracestate: &str) {
-    use tracing_opentelemetry::OpenTelemetrySpanExt;
-    if traceparent.is_empty() {
+    let Some(remote) = SpanContext::parse(traceparent) else {
         return;
-    }
-    let mut carrier = std::collections::HashMap::new();
-    carrier.insert("traceparent".to_owned(), traceparent.to_owned());
-    if !tracestate.is_empty() {
-        carrier.insert("tracestate".to_owned(), tracestate.to_owned());
-    }
-    let parent = opentelemetry::global::get_text_map_propagator(|propagator| propagator.extract(&carrier));
-    let _ = span.set_parent(parent);
+    };
+    spans::with_recording(span, |recording| {
+        recording.continue_remote(remote, tracestate, &sampler());
+    });
+}
+
+/// Makes `span` a child of the trace an HTTP or gRPC request's `traceparent` header names.
+pub fn continue_from_headers(span: &tracing::Span, headers: &http::HeaderMap) {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+    };
+    continue_trace(span, header("traceparent"), header("tracestate"));
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{is_valid_traceparent, new_traceparent, own_service_name, sdk_disabled};
+    use super::{is_valid_traceparent, new_traceparent, sdk_disabled};
 
     #[test]
     fn only_a_version_00_traceparent_with_nonzero_ids_is_passed_on() {
@@ -333,19 +322,5 @@ mod tests {
         assert!(!sdk_disabled(Some("false")));
         assert!(!sdk_disabled(Some("1")));
         assert!(!sdk_disabled(None));
-    }
-
-    #[test]
-    fn the_process_names_its_service_unless_the_standard_variables_name_one() {
-        assert_eq!(own_service_name("orders-svc", None, None), Some("orders-svc"));
-        assert_eq!(
-            own_service_name("orders-svc", Some(""), Some("deployment.environment=dev")),
-            Some("orders-svc")
-        );
-        assert_eq!(own_service_name("orders-svc", Some("orders-eu"), None), None);
-        assert_eq!(
-            own_service_name("orders-svc", None, Some("team=lab, service.name=orders-eu")),
-            None
-        );
     }
 }

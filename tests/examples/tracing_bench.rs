@@ -36,6 +36,43 @@ struct Run {
     peak_kib: Vec<(&'static str, u64)>,
     /// CPU each service used per request during the measured run (µs).
     cpu_us_per_request: Vec<(&'static str, f64)>,
+    /// CPU the benchmark process (the OTLP receiver, when exporting) used per request (µs).
+    receiver_us_per_request: f64,
+}
+
+/// The modes named by `--modes` (comma-separated, in the order of [`MODES`]); all by default.
+fn chosen_modes() -> Vec<&'static str> {
+    let args: Vec<String> = std::env::args().collect();
+    let named = args
+        .iter()
+        .position(|arg| arg == "--modes")
+        .and_then(|at| args.get(at + 1));
+    match named {
+        None => MODES.to_vec(),
+        Some(named) => {
+            let named: Vec<&str> = named.split(',').map(str::trim).collect();
+            for mode in &named {
+                assert!(MODES.contains(mode), "unknown mode {mode}: one of {MODES:?}");
+            }
+            MODES.into_iter().filter(|mode| named.contains(mode)).collect()
+        }
+    }
+}
+
+/// CPU time this process (the OTLP receiver, wrk and pgbench being other processes) has used,
+/// in seconds.
+fn own_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks = |index: usize| {
+        fields
+            .get(index)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name; 100 ticks a second.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 fn argument(name: &str, default: u64) -> u64 {
@@ -151,7 +188,41 @@ async fn measure(
     tokio::time::sleep(Duration::from_secs(2)).await;
     let before = receiver.received();
     let cpu_before = sandbox.processes().cpu_seconds();
+    let own_before = own_cpu_seconds();
+    // TRACING_BENCH_PERF=<directory>: `perf record -a` with DWARF call graphs (release builds
+    // have no frame pointers) for the measured run of each mode
+    // (`<directory>/perf-<mode>-<pid>.data`), to see where the time goes.
+    let perf = std::env::var("TRACING_BENCH_PERF").ok().map(|directory| {
+        let file = format!("{directory}/perf-{mode}-{}.data", std::process::id());
+        eprintln!(
+            "tracing_bench: {file}: processes {:?}",
+            sandbox.processes().pids()
+        );
+        Command::new("perf")
+            .args([
+                "record",
+                "-a",
+                "--call-graph",
+                "dwarf,16384",
+                "-F",
+                "249",
+                "-q",
+                "-o",
+                &file,
+                "--",
+                "sleep",
+            ])
+            .arg(seconds.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("perf runs")
+    });
     let (rate, p50, p99) = wrk(&url, &agent.key, connections, seconds);
+    if let Some(mut perf) = perf {
+        let _ = perf.wait();
+    }
+    let own_after = own_cpu_seconds();
     let cpu_after = sandbox.processes().cpu_seconds();
     let requests = rate * seconds as f64;
     let cpu_us_per_request = cpu_after
@@ -187,6 +258,7 @@ async fn measure(
         pgbench_tps,
         peak_kib,
         cpu_us_per_request,
+        receiver_us_per_request: (own_after - own_before) * 1e6 / requests,
     }
 }
 
@@ -202,8 +274,10 @@ async fn main() {
         .status()
         .expect("pgbench -i runs");
     assert!(status.success(), "pgbench -i failed");
+    let modes = chosen_modes();
+    let order: Vec<&'static str> = modes.iter().chain(modes.iter().rev()).copied().collect();
     let mut runs = Vec::new();
-    for mode in ["none", "off", "sampled", "on", "on", "sampled", "off", "none"] {
+    for mode in order.iter().copied() {
         eprintln!("tracing_bench: {mode} …");
         runs.push(measure(mode, &receiver, &pgbench_url, connections, seconds).await);
     }
@@ -214,15 +288,14 @@ async fn main() {
     let reference = mean("none", |run| run.requests_per_second);
     println!(
         "`GET /orders/{{id}}`, {connections} connections, {seconds} s per run, the mesh as separate \
-         processes (release), runs in the order none, off, sampled, on, on, sampled, off, none, \
-         pgbench on the \
-         mesh's PostgreSQL server\n"
+         processes (release), runs in the order {}, pgbench on the mesh's PostgreSQL server\n",
+        order.join(", ")
     );
     println!(
         "| Mode | req/s (each run) | mean req/s | vs none | p50 ms | p99 ms | spans exported per request | pgbench -S TPS beside |"
     );
     println!("|---|---|---|---|---|---|---|---|");
-    for mode in MODES {
+    for mode in modes.iter().copied() {
         let each: Vec<String> = runs
             .iter()
             .filter(|run| run.mode == mode)
@@ -257,7 +330,7 @@ async fn main() {
     let services: Vec<&str> = runs[0].peak_kib.iter().map(|(service, _)| *service).collect();
     println!("| Mode | {} |", services.join(" | "));
     println!("|---|{}", "---|".repeat(services.len()));
-    for mode in MODES {
+    for mode in modes.iter().copied() {
         let peaks: Vec<String> = services
             .iter()
             .map(|service| {
@@ -274,10 +347,13 @@ async fn main() {
             .collect();
         println!("| {mode} | {} |", peaks.join(" | "));
     }
-    println!("\nCPU of each process per request during the measured runs, µs (mean of the two runs):\n");
-    println!("| Mode | {} | all |", services.join(" | "));
-    println!("|---|{}---|", "---|".repeat(services.len()));
-    for mode in MODES {
+    println!(
+        "\nCPU of each process per request during the measured runs, µs (mean of the two runs; \
+         the OTLP receiver runs in the benchmark process, outside the mesh's total):\n"
+    );
+    println!("| Mode | {} | all | OTLP receiver |", services.join(" | "));
+    println!("|---|{}---|---|", "---|".repeat(services.len()));
+    for mode in modes.iter().copied() {
         let mut total = 0.0;
         let cells: Vec<String> = services
             .iter()
@@ -294,6 +370,7 @@ async fn main() {
                 format!("{mean:.1}")
             })
             .collect();
-        println!("| {mode} | {} | {total:.1} |", cells.join(" | "));
+        let receiver = mean(mode, |run| run.receiver_us_per_request);
+        println!("| {mode} | {} | {total:.1} | {receiver:.1} |", cells.join(" | "));
     }
 }

@@ -353,6 +353,17 @@ impl ProcessMesh {
         argv
     }
 
+    /// The process id of every live process: (service, replica, pid).
+    pub fn pids(&self) -> Vec<(&'static str, usize, u32)> {
+        self.replicas
+            .iter()
+            .filter_map(|replica| {
+                let pid = replica.child.lock().unwrap().as_ref().and_then(Child::id)?;
+                Some((replica.service, replica.index, pid))
+            })
+            .collect()
+    }
+
     /// Memory of every live process from `/proc/<pid>/status`: (service, replica, resident KiB
     /// now, peak resident KiB).
     pub fn memory_kib(&self) -> Vec<(&'static str, usize, u64, u64)> {
@@ -364,17 +375,11 @@ impl ProcessMesh {
                 .and_then(|value| value.parse::<u64>().ok())
                 .unwrap_or(0)
         };
-        self.replicas
-            .iter()
-            .filter_map(|replica| {
-                let pid = replica.child.lock().unwrap().as_ref().and_then(Child::id)?;
+        self.pids()
+            .into_iter()
+            .filter_map(|(service, index, pid)| {
                 let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-                Some((
-                    replica.service,
-                    replica.index,
-                    field(&status, "VmRSS:"),
-                    field(&status, "VmHWM:"),
-                ))
+                Some((service, index, field(&status, "VmRSS:"), field(&status, "VmHWM:")))
             })
             .collect()
     }
@@ -383,16 +388,15 @@ impl ProcessMesh {
     /// (service, replica, seconds).
     pub fn cpu_seconds(&self) -> Vec<(&'static str, usize, f64)> {
         let ticks_per_second = clock_ticks_per_second();
-        self.replicas
-            .iter()
-            .filter_map(|replica| {
-                let pid = replica.child.lock().unwrap().as_ref().and_then(Child::id)?;
+        self.pids()
+            .into_iter()
+            .filter_map(|(service, index, pid)| {
                 let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
                 // Fields after the command name (which may hold spaces) start at the state.
                 let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
                 let user: f64 = fields.get(11)?.parse().ok()?;
                 let system: f64 = fields.get(12)?.parse().ok()?;
-                Some((replica.service, replica.index, (user + system) / ticks_per_second))
+                Some((service, index, (user + system) / ticks_per_second))
             })
             .collect()
     }

@@ -13,7 +13,6 @@ use http::header::HeaderName;
 use platform::error::{ApiError, ErrorCode};
 use std::time::Duration;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// The request id header.
 pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -77,10 +76,7 @@ pub fn request_span(request: &Request) -> tracing::Span {
         lab.customer.id = tracing::field::Empty,
     );
     if platform::telemetry::exporting() {
-        let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
-            propagator.extract(&platform::grpc::HeaderExtractor(request.headers()))
-        });
-        let _ = span.set_parent(parent);
+        platform::telemetry::continue_from_headers(&span, request.headers());
     }
     span
 }

@@ -38,21 +38,12 @@ pub struct KeyedCustomer {
     pub plaintext: String,
 }
 
-/// Installs, once per test binary, a subscriber with an OpenTelemetry layer and the W3C
-/// propagator, so that trace context really flows through the gateway.
+/// Installs, once per test binary, the platform's subscriber (no exporter here: the W3C
+/// context requests bring is passed on as it is, which the trace-context tests check).
 pub fn init_tracing() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        use opentelemetry::trace::TracerProvider as _;
-        use tracing_subscriber::layer::SubscriberExt;
-        opentelemetry::global::set_text_map_propagator(
-            opentelemetry_sdk::propagation::TraceContextPropagator::new(),
-        );
-        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
-        let tracer = provider.tracer("gateway-tests");
-        let subscriber =
-            tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(tracer));
-        let _ = tracing::subscriber::set_global_default(subscriber);
+        std::mem::forget(platform::telemetry::init_for_tests("gateway-tests"));
     });
 }
 
