@@ -91,7 +91,8 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
     } else {
         "info,sqlx=warn,h2=warn,tower=warn,hyper=warn,tonic=warn"
     };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
+    let log_filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
+    let filter = log_filter();
     let fmt = tracing_subscriber::fmt::layer().with_target(false).compact();
     let fmt = if for_tests {
         fmt.with_test_writer().boxed()
@@ -111,15 +112,7 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
         );
         let shared = std::sync::Arc::new(otlp::Queue::new(settings.batch_size, settings.max_queued));
         queue = Some((std::sync::Arc::clone(&shared), sampler));
-        spans::SpanLayer::new(sampler, shared).with_filter(tracing_subscriber::filter::filter_fn(
-            |metadata| {
-                if metadata.is_span() {
-                    *metadata.level() <= tracing::Level::INFO
-                } else {
-                    *metadata.level() <= tracing::Level::WARN
-                }
-            },
-        ))
+        spans::SpanLayer::new(sampler, shared).with_logs(log_filter())
     });
     let installed = tracing_subscriber::registry()
         .with(spans)
@@ -242,7 +235,7 @@ pub fn current_trace_context() -> (String, String) {
 
 /// The `traceparent` and `tracestate` naming `span` (`None` when it is not a trace span).
 pub fn trace_context_of(span: &tracing::Span) -> Option<(String, String)> {
-    spans::with_recording(span, |recording| {
+    spans::with_nearest_recording(span, |recording| {
         (recording.context.traceparent(), recording.tracestate.clone())
     })
 }
@@ -251,9 +244,9 @@ pub fn trace_context_of(span: &tracing::Span) -> Option<(String, String)> {
 /// done, such as the number of an order just placed). Nothing happens without a current span.
 pub fn annotate(key: &'static str, value: impl Into<opentelemetry::Value>) {
     let value = AttributeValue::from(value.into());
-    spans::with_recording(&tracing::Span::current(), |recording| {
+    spans::with_nearest_recording(&tracing::Span::current(), |recording| {
         if recording.context.sampled {
-            recording.set(key, value);
+            recording.set(key, value.as_ref());
         }
     });
 }

@@ -1,10 +1,10 @@
 //! What tracing costs on `GET /orders/{reference}` (issue 13): the mesh as separate processes
 //! (the gateway and each service in its own, gRPC over loopback TCP, as deployed) is measured
-//! with `wrk` in four modes, each twice in the order none, off, sampled, on, on, sampled, off,
-//! none so that a
-//! machine getting busier weighs on every mode alike, with `pgbench -S` beside each run:
+//! with `wrk` in four modes, once per round, rounds alternating direction (none, off, sampled,
+//! on, on, sampled, off, none, …) so that a machine getting busier weighs on every mode alike,
+//! with `pgbench -S` beside each run:
 //!
-//! * `none`: `OTEL_SDK_DISABLED=true`, no OpenTelemetry layer at all (the reference);
+//! * `none`: `OTEL_SDK_DISABLED=true`: no span, no trace context passed on (the reference);
 //! * `off`: the default without `OTEL_EXPORTER_OTLP_ENDPOINT`: no span is made, the trace
 //!   context a request arrives with (or the gateway starts) is passed on unchanged;
 //! * `on`: every span exported (sampled 100 %) over OTLP/gRPC to a receiver in this process
@@ -12,8 +12,9 @@
 //! * `sampled`: the same with one request in ten traced (`parentbased_traceidratio`, 0.1), as
 //!   the production overlay sets.
 //!
-//! `deploy/bench/tracing.sh [--seconds 10] [--connections 16]` builds release and runs it; it
-//! prints a Markdown table for docs/performance.md. Needs `wrk` and `pgbench`, TEST_DATABASE_URL
+//! `deploy/bench/tracing.sh [--seconds 10] [--connections 16] [--rounds 2] [--modes none,on]`
+//! builds release and runs it (`--rounds`: passes over the modes, each the other way round;
+//! `--modes`: a subset); it prints a Markdown table for docs/performance.md. Needs `wrk` and `pgbench`, TEST_DATABASE_URL
 //! and TEST_REDIS_URL as the tests (defaults: the local servers).
 
 use std::process::Command;
@@ -168,7 +169,7 @@ async fn measure(
     match mode {
         "none" => plan = plan.env("OTEL_SDK_DISABLED", "true"),
         "on" => {
-            // The batch exporter's defaults (queue 2048, batches of 512, 5 s delay): the
+            // The exporter's defaults (queue 8192 spans, batches of 2048, 5 s delay): the
             // spans-per-request column shows whether any were dropped.
             plan = plan.env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint());
         }
@@ -275,7 +276,18 @@ async fn main() {
         .expect("pgbench -i runs");
     assert!(status.success(), "pgbench -i failed");
     let modes = chosen_modes();
-    let order: Vec<&'static str> = modes.iter().chain(modes.iter().rev()).copied().collect();
+    // Rounds alternate direction (none, off, …, on, on, …, off, none, none, …) so that a machine
+    // getting busier or quieter weighs on every mode alike.
+    let rounds = argument("--rounds", 2).max(1);
+    let order: Vec<&'static str> = (0..rounds)
+        .flat_map(|round| {
+            let mut pass = modes.clone();
+            if round % 2 == 1 {
+                pass.reverse();
+            }
+            pass
+        })
+        .collect();
     let mut runs = Vec::new();
     for mode in order.iter().copied() {
         eprintln!("tracing_bench: {mode} …");
@@ -324,9 +336,7 @@ async fn main() {
             tps.join(", "),
         );
     }
-    println!(
-        "\nPeak resident memory (VmHWM) of each process after its run, MiB (largest of the two runs):\n"
-    );
+    println!("\nPeak resident memory (VmHWM) of each process after its run, MiB (largest of its runs):\n");
     let services: Vec<&str> = runs[0].peak_kib.iter().map(|(service, _)| *service).collect();
     println!("| Mode | {} |", services.join(" | "));
     println!("|---|{}", "---|".repeat(services.len()));
@@ -348,7 +358,7 @@ async fn main() {
         println!("| {mode} | {} |", peaks.join(" | "));
     }
     println!(
-        "\nCPU of each process per request during the measured runs, µs (mean of the two runs; \
+        "\nCPU of each process per request during the measured runs, µs (mean of its runs; \
          the OTLP receiver runs in the benchmark process, outside the mesh's total):\n"
     );
     println!("| Mode | {} | all | OTLP receiver |", services.join(" | "));

@@ -111,18 +111,38 @@ fn varint_field(buf: &mut Vec<u8>, tag: u8, value: u64) {
     varint(buf, value);
 }
 
+/// An attribute's value, borrowed: what [`Attributes::set`] encodes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ValueRef<'a> {
+    Text(&'a str),
+    Int(i64),
+    Bool(bool),
+    Double(f64),
+}
+
+impl AttributeValue {
+    pub fn as_ref(&self) -> ValueRef<'_> {
+        match self {
+            Self::Text(text) => ValueRef::Text(text),
+            Self::Int(number) => ValueRef::Int(*number),
+            Self::Bool(flag) => ValueRef::Bool(*flag),
+            Self::Double(number) => ValueRef::Double(*number),
+        }
+    }
+}
+
 /// The length of an `AnyValue` message.
-fn any_value_len(value: &AttributeValue) -> usize {
+fn any_value_len(value: ValueRef<'_>) -> usize {
     match value {
-        AttributeValue::Text(text) => bytes_field_len(text.len()),
-        AttributeValue::Bool(_) => 2,
-        AttributeValue::Int(number) => 1 + varint_len(*number as u64),
-        AttributeValue::Double(_) => 9,
+        ValueRef::Text(text) => bytes_field_len(text.len()),
+        ValueRef::Bool(_) => 2,
+        ValueRef::Int(number) => 1 + varint_len(number as u64),
+        ValueRef::Double(_) => 9,
     }
 }
 
 /// A `KeyValue` as repeated field `tag`.
-fn key_value(buf: &mut Vec<u8>, tag: u8, name: &str, value: &AttributeValue) {
+fn key_value(buf: &mut Vec<u8>, tag: u8, name: &str, value: ValueRef<'_>) {
     let any_len = any_value_len(value);
     key(buf, tag, LEN);
     varint(
@@ -133,10 +153,82 @@ fn key_value(buf: &mut Vec<u8>, tag: u8, name: &str, value: &AttributeValue) {
     key(buf, 2, LEN);
     varint(buf, any_len as u64);
     match value {
-        AttributeValue::Text(text) => bytes_field(buf, 1, text.as_bytes()),
-        AttributeValue::Bool(flag) => varint_field(buf, 2, u64::from(*flag)),
-        AttributeValue::Int(number) => varint_field(buf, 3, *number as u64),
-        AttributeValue::Double(number) => fixed64_field(buf, 4, number.to_bits()),
+        ValueRef::Text(text) => bytes_field(buf, 1, text.as_bytes()),
+        ValueRef::Bool(flag) => varint_field(buf, 2, u64::from(flag)),
+        ValueRef::Int(number) => varint_field(buf, 3, number as u64),
+        ValueRef::Double(number) => fixed64_field(buf, 4, number.to_bits()),
+    }
+}
+
+/// Reads a varint at the start of `buf`: its value and length.
+fn read_varint(buf: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (index, byte) in buf.iter().enumerate().take(10) {
+        value |= u64::from(byte & 0x7f) << (7 * index);
+        if byte & 0x80 == 0 {
+            return Some((value, index + 1));
+        }
+    }
+    None
+}
+
+/// A span's attributes, kept as the encoded `Span.attributes` fields they become: a value is
+/// written once, as it is recorded, without a copy of its text (one buffer per span instead of
+/// one string per attribute), and closing the span copies the bytes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Attributes {
+    encoded: Vec<u8>,
+}
+
+/// `Span.attributes` is field 9.
+const SPAN_ATTRIBUTES: u8 = 9;
+
+impl Attributes {
+    /// Room for `count` typical attributes.
+    pub fn with_capacity(count: usize) -> Self {
+        Self {
+            encoded: Vec::with_capacity(count * 40),
+        }
+    }
+
+    /// Adds attribute `name` (the caller knows it is not set yet: a span's fields are distinct).
+    pub fn push(&mut self, name: &str, value: ValueRef<'_>) {
+        key_value(&mut self.encoded, SPAN_ATTRIBUTES, name, value);
+    }
+
+    /// Sets attribute `name`, replacing its value when it is set.
+    pub fn set(&mut self, name: &str, value: ValueRef<'_>) {
+        if let Some(range) = self.find(name) {
+            self.encoded.drain(range);
+        }
+        self.push(name, value);
+    }
+
+    /// The byte range of attribute `name`'s field.
+    fn find(&self, name: &str) -> Option<std::ops::Range<usize>> {
+        let mut at = 0;
+        while at < self.encoded.len() {
+            // key byte, length of the KeyValue, then its key field: tag byte, length, bytes
+            let (length, length_len) = read_varint(&self.encoded[at + 1..])?;
+            let body = at + 1 + length_len;
+            let end = body + length as usize;
+            let (name_len, name_len_len) = read_varint(&self.encoded[body + 1..])?;
+            let name_at = body + 1 + name_len_len;
+            if self.encoded.get(name_at..name_at + name_len as usize) == Some(name.as_bytes()) {
+                return Some(at..end);
+            }
+            at = end;
+        }
+        None
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.encoded.is_empty()
+    }
+
+    /// The encoded fields.
+    pub fn bytes(&self) -> &[u8] {
+        &self.encoded
     }
 }
 
@@ -154,9 +246,7 @@ fn encode_span(buf: &mut Vec<u8>, span: &Recording) {
     varint_field(buf, 6, span.kind as u64);
     fixed64_field(buf, 7, span.start_unix_nanos);
     fixed64_field(buf, 8, span.end_unix_nanos.max(span.start_unix_nanos));
-    for (name, value) in &span.attributes {
-        key_value(buf, 9, name, value);
-    }
+    buf.extend_from_slice(span.attributes.bytes());
     for event in &span.events {
         encode_event(buf, event);
     }
@@ -184,7 +274,7 @@ fn encode_event(buf: &mut Vec<u8>, event: &SpanEvent) {
     fixed64_field(&mut body, 1, event.unix_nanos);
     bytes_field(&mut body, 2, event.name.as_bytes());
     for (name, value) in &event.attributes {
-        key_value(&mut body, 3, name, value);
+        key_value(&mut body, 3, name, value.as_ref());
     }
     bytes_field(buf, 11, &body);
 }
@@ -199,7 +289,7 @@ impl Envelope {
     pub fn new(resource: &[(String, String)], scope_name: &str) -> Self {
         let mut attributes = Vec::new();
         for (name, value) in resource {
-            key_value(&mut attributes, 1, name, &AttributeValue::Text(value.clone()));
+            key_value(&mut attributes, 1, name, ValueRef::Text(value));
         }
         let mut field = Vec::new();
         bytes_field(&mut field, 1, &attributes);
@@ -215,17 +305,23 @@ impl Envelope {
 
     /// An `ExportTraceServiceRequest` holding `spans` (encoded `ScopeSpans.spans` fields).
     pub fn request(&self, spans: &[u8]) -> Vec<u8> {
-        let scope_spans_len = self.scope.len() + spans.len();
-        let resource_spans_len = self.resource.len() + bytes_field_len(scope_spans_len);
-        let mut request = Vec::with_capacity(bytes_field_len(resource_spans_len));
-        key(&mut request, 1, LEN);
-        varint(&mut request, resource_spans_len as u64);
-        request.extend_from_slice(&self.resource);
-        key(&mut request, 2, LEN);
-        varint(&mut request, scope_spans_len as u64);
-        request.extend_from_slice(&self.scope);
+        let mut request = self.header(spans.len());
         request.extend_from_slice(spans);
         request
+    }
+
+    /// What an `ExportTraceServiceRequest` holding `spans_len` bytes of spans has before them.
+    pub fn header(&self, spans_len: usize) -> Vec<u8> {
+        let scope_spans_len = self.scope.len() + spans_len;
+        let resource_spans_len = self.resource.len() + bytes_field_len(scope_spans_len);
+        let mut header = Vec::with_capacity(self.resource.len() + self.scope.len() + 16);
+        key(&mut header, 1, LEN);
+        varint(&mut header, resource_spans_len as u64);
+        header.extend_from_slice(&self.resource);
+        key(&mut header, 2, LEN);
+        varint(&mut header, scope_spans_len as u64);
+        header.extend_from_slice(&self.scope);
+        header
     }
 }
 
@@ -244,9 +340,14 @@ struct Pending {
     queued: usize,
 }
 
+/// Batch buffers kept for reuse once sent (a fresh buffer of a full batch's size costs page
+/// faults on the request path as spans are written into it).
+const SPARE_BUFFERS: usize = 4;
+
 /// The bounded queue between the span layer and the export thread.
 pub struct Queue {
     pending: Mutex<Pending>,
+    spare: Mutex<Vec<Vec<u8>>>,
     batch_size: usize,
     max_queued: usize,
     /// Wakes the export thread when a batch is full.
@@ -262,6 +363,7 @@ impl Queue {
     pub fn new(batch_size: usize, max_queued: usize) -> Self {
         Self {
             pending: Mutex::new(Pending::default()),
+            spare: Mutex::new(Vec::new()),
             batch_size: batch_size.max(1),
             max_queued: max_queued.max(1),
             full: tokio::sync::Notify::new(),
@@ -287,10 +389,8 @@ impl Queue {
                     .back()
                     .is_some_and(|batch| batch.spans < self.batch_size);
                 if !open {
-                    pending.batches.push_back(Batch {
-                        bytes: Vec::with_capacity(self.batch_size.min(4096) * 512),
-                        spans: 0,
-                    });
+                    let bytes = self.spare_buffer();
+                    pending.batches.push_back(Batch { bytes, spans: 0 });
                 }
                 pending.queued += 1;
                 let batch = pending.batches.back_mut().expect("a batch was just made");
@@ -302,6 +402,22 @@ impl Queue {
                 self.full.notify_one();
             }
         });
+    }
+
+    /// A buffer for a new batch: a sent one when there is one.
+    fn spare_buffer(&self) -> Vec<u8> {
+        let spare = self.spare.lock().ok().and_then(|mut spare| spare.pop());
+        spare.unwrap_or_else(|| Vec::with_capacity(self.batch_size.min(4096) * 512))
+    }
+
+    /// Takes back a sent batch's buffer for a later batch.
+    pub fn recycle(&self, mut bytes: Vec<u8>) {
+        bytes.clear();
+        if let Ok(mut spare) = self.spare.lock()
+            && spare.len() < SPARE_BUFFERS
+        {
+            spare.push(bytes);
+        }
     }
 
     /// Takes every batch queued so far.
@@ -521,7 +637,12 @@ async fn export_loop(
             () = stop.notified() => true,
         };
         for batch in queue.take() {
-            let request = envelope.request(&batch.bytes);
+            let spans = batch.spans;
+            let request = Outgoing {
+                header: envelope.header(batch.bytes.len()),
+                spans: batch.bytes,
+                queue: Arc::clone(&queue),
+            };
             let mut call = tonic::Request::new(request);
             *call.metadata_mut() = metadata.clone();
             call.set_timeout(settings.timeout);
@@ -534,7 +655,7 @@ async fn export_loop(
                 Err(error) => Err(error.to_string()),
             };
             if let Err(error) = sent {
-                failures.report(batch.spans, &settings.endpoint, &error);
+                failures.report(spans, &settings.endpoint, &error);
             }
         }
         let dropped = queue.dropped();
@@ -589,13 +710,27 @@ fn metadata(headers: &[(String, String)]) -> tonic::metadata::MetadataMap {
     metadata
 }
 
+/// An export request: the envelope's header, then a batch of spans whose buffer goes back to
+/// the queue once sent.
+struct Outgoing {
+    header: Vec<u8>,
+    spans: Vec<u8>,
+    queue: Arc<Queue>,
+}
+
+impl Drop for Outgoing {
+    fn drop(&mut self) {
+        self.queue.recycle(std::mem::take(&mut self.spans));
+    }
+}
+
 /// A codec that sends bytes already encoded and ignores the answer's body (an
 /// `ExportTraceServiceResponse`, whose partial-success counts nobody acts on).
 #[derive(Clone, Copy)]
 struct RawCodec;
 
 impl tonic::codec::Codec for RawCodec {
-    type Encode = Vec<u8>;
+    type Encode = Outgoing;
     type Decode = ();
     type Encoder = RawCodec;
     type Decoder = RawCodec;
@@ -610,12 +745,14 @@ impl tonic::codec::Codec for RawCodec {
 }
 
 impl tonic::codec::Encoder for RawCodec {
-    type Item = Vec<u8>;
+    type Item = Outgoing;
     type Error = tonic::Status;
 
-    fn encode(&mut self, item: Vec<u8>, dst: &mut tonic::codec::EncodeBuf<'_>) -> Result<(), tonic::Status> {
+    fn encode(&mut self, item: Outgoing, dst: &mut tonic::codec::EncodeBuf<'_>) -> Result<(), tonic::Status> {
         use bytes::BufMut;
-        dst.put_slice(&item);
+        dst.reserve(item.header.len() + item.spans.len());
+        dst.put_slice(&item.header);
+        dst.put_slice(&item.spans);
         Ok(())
     }
 }
@@ -635,6 +772,55 @@ impl tonic::codec::Decoder for RawCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_attribute_set_again_replaces_its_value_and_keeps_the_others() {
+        use opentelemetry_proto::tonic::common::v1::any_value::Value;
+        use opentelemetry_proto::tonic::trace::v1::Span;
+        use prost::Message;
+        let mut attributes = Attributes::with_capacity(4);
+        attributes.push("http.route", ValueRef::Text("/orders/{id}"));
+        attributes.push("http", ValueRef::Int(1));
+        attributes.push("url.path", ValueRef::Text(&"x".repeat(300)));
+        attributes.set("http", ValueRef::Bool(true));
+        attributes.set("url.path", ValueRef::Text("/orders/1"));
+        attributes.set("lab.ratio", ValueRef::Double(0.25));
+        let span = Span::decode(attributes.bytes()).expect("Span.attributes fields");
+        let pairs: Vec<(String, Option<Value>)> = span
+            .attributes
+            .into_iter()
+            .map(|pair| (pair.key, pair.value.and_then(|value| value.value)))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                (
+                    "http.route".to_owned(),
+                    Some(Value::StringValue("/orders/{id}".to_owned()))
+                ),
+                ("http".to_owned(), Some(Value::BoolValue(true))),
+                (
+                    "url.path".to_owned(),
+                    Some(Value::StringValue("/orders/1".to_owned()))
+                ),
+                ("lab.ratio".to_owned(), Some(Value::DoubleValue(0.25))),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_sent_batch_buffer_is_reused_for_a_later_batch() {
+        let queue = Queue::new(1, 16);
+        let recording = crate::telemetry::spans::tests::sample_recording();
+        queue.push(&recording);
+        let sent = queue.take().pop_front().unwrap();
+        let address = sent.bytes.as_ptr();
+        queue.recycle(sent.bytes);
+        queue.push(&recording);
+        let next = queue.take().pop_front().unwrap();
+        assert_eq!(next.bytes.as_ptr(), address);
+        assert_eq!(next.spans, 1);
+    }
 
     #[test]
     fn varints_take_one_byte_per_seven_bits() {

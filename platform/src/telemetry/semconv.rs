@@ -22,7 +22,7 @@
 //! [`is_server_error`] on servers, any non-OK code on clients).
 //!
 //! Tracing spans need static names, so the conventional name goes in `otel.name`, which the
-//! OpenTelemetry layer uses instead.
+//! span layer ([`super::spans`]) uses instead.
 
 use tracing::field::Empty;
 

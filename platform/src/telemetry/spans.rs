@@ -22,7 +22,7 @@
 //! ids (its `traceparent` says "not sampled" to the next hop) but records no attributes and is
 //! never encoded.
 
-use super::otlp::{self, AttributeValue};
+use super::otlp::{self, AttributeValue, ValueRef};
 use std::borrow::Cow;
 use std::sync::Arc;
 use tracing::field::{Field, Visit};
@@ -42,12 +42,18 @@ pub struct SpanContext {
 impl SpanContext {
     /// The `traceparent` header value naming this span.
     pub fn traceparent(&self) -> String {
-        format!(
-            "00-{:032x}-{:016x}-{}",
-            self.trace_id,
-            self.span_id,
-            if self.sampled { "01" } else { "00" }
-        )
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut text = [0u8; 55];
+        text[..3].copy_from_slice(b"00-");
+        for (index, slot) in text[3..35].iter_mut().enumerate() {
+            *slot = HEX[((self.trace_id >> (124 - 4 * index)) & 0xf) as usize];
+        }
+        text[35] = b'-';
+        for (index, slot) in text[36..52].iter_mut().enumerate() {
+            *slot = HEX[((self.span_id >> (60 - 4 * index)) & 0xf) as usize];
+        }
+        text[52..].copy_from_slice(if self.sampled { b"-01" } else { b"-00" });
+        String::from_utf8_lossy(&text).into_owned()
     }
 
     /// Reads a version-00 `traceparent` (`None` when it is not a valid one).
@@ -141,7 +147,7 @@ pub struct Recording {
     /// When the span closed (its last handle dropped: an instrumented future's span closes when
     /// the future is done); 0 until then.
     pub end_unix_nanos: u64,
-    pub attributes: Vec<(&'static str, AttributeValue)>,
+    pub attributes: otlp::Attributes,
     pub events: Vec<SpanEvent>,
 }
 
@@ -154,11 +160,8 @@ pub struct SpanEvent {
 
 impl Recording {
     /// Sets attribute `key` (an existing value is replaced).
-    pub fn set(&mut self, key: &'static str, value: AttributeValue) {
-        match self.attributes.iter_mut().find(|(name, _)| *name == key) {
-            Some(slot) => slot.1 = value,
-            None => self.attributes.push((key, value)),
-        }
+    pub fn set(&mut self, key: &str, value: ValueRef<'_>) {
+        self.attributes.set(key, value);
     }
 
     /// Makes this span a child of a remote span (a `traceparent` received or stored), keeping
@@ -184,27 +187,73 @@ fn random_u64() -> u64 {
 }
 
 /// The layer. `queue` receives the encoded spans.
+///
+/// It filters on its own instead of through a per-layer filter (`Layer::with_filter`): a
+/// per-layer filter looks the span up in the registry on every enter, exit, record and close to
+/// see whether it is enabled for its layer, which was about a quarter of the layer's cost.
+/// Its interest is spans at info level and above and events at warn level and above, joined
+/// with the log layer's (`logs`, the same directives as the log layer's own filter), so that a
+/// callsite either of them wants stays enabled: spans below info that only the log layer wants
+/// are seen here and skipped (their children are parented on the nearest recorded ancestor).
 pub struct SpanLayer {
     sampler: Sampler,
     queue: Arc<otlp::Queue>,
+    logs: Option<tracing_subscriber::EnvFilter>,
 }
 
 impl SpanLayer {
     pub fn new(sampler: Sampler, queue: Arc<otlp::Queue>) -> Self {
-        Self { sampler, queue }
+        Self {
+            sampler,
+            queue,
+            logs: None,
+        }
+    }
+
+    /// Keeps enabled what the log layer, filtered by `logs`, wants besides this layer's own.
+    pub fn with_logs(mut self, logs: tracing_subscriber::EnvFilter) -> Self {
+        self.logs = Some(logs);
+        self
     }
 }
 
-/// Fills a span's name, kind, status and attributes from its fields.
-struct FieldVisitor<'a>(&'a mut Recording);
+/// Whether this layer records `metadata`: spans at info level and above (ours, not the
+/// libraries' internals) and, as span events, warnings and errors.
+fn recorded(metadata: &tracing::Metadata<'_>) -> bool {
+    if metadata.is_span() {
+        *metadata.level() <= tracing::Level::INFO
+    } else {
+        *metadata.level() <= tracing::Level::WARN
+    }
+}
+
+/// Fills a span's name, kind, status and attributes from its fields: a new span's (`fresh`,
+/// every field distinct) or later values (which replace earlier ones).
+struct FieldVisitor<'a> {
+    recording: &'a mut Recording,
+    fresh: bool,
+}
+
+thread_local! {
+    /// Where `Debug` and `Display` values are written before they are encoded.
+    static FORMATTED: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
 
 impl FieldVisitor<'_> {
-    fn text(&mut self, field: &Field, value: Cow<'_, str>) {
-        let recording = &mut *self.0;
+    fn attribute(&mut self, field: &Field, value: ValueRef<'_>) {
+        if self.fresh {
+            self.recording.attributes.push(field.name(), value);
+        } else {
+            self.recording.attributes.set(field.name(), value);
+        }
+    }
+
+    fn text(&mut self, field: &Field, value: &str) {
+        let recording = &mut *self.recording;
         match field.name() {
-            "otel.name" => recording.name = Cow::Owned(value.into_owned()),
+            "otel.name" => recording.name = Cow::Owned(value.to_owned()),
             "otel.kind" => {
-                recording.kind = match &*value {
+                recording.kind = match value {
                     "server" => Kind::Server,
                     "client" => Kind::Client,
                     "producer" => Kind::Producer,
@@ -221,35 +270,44 @@ impl FieldVisitor<'_> {
                     0
                 }
             }
-            "otel.status_message" => recording.status_message = value.into_owned(),
-            name => recording.set(name, AttributeValue::Text(value.into_owned())),
+            "otel.status_message" => value.clone_into(&mut recording.status_message),
+            _ => self.attribute(field, ValueRef::Text(value)),
         }
     }
 }
 
 impl Visit for FieldVisitor<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.text(field, Cow::Borrowed(value));
+        self.text(field, value);
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.text(field, Cow::Owned(format!("{value:?}")));
+        use std::fmt::Write;
+        FORMATTED.with(|formatted| match formatted.try_borrow_mut() {
+            Ok(mut formatted) => {
+                formatted.clear();
+                let _ = write!(formatted, "{value:?}");
+                self.text(field, &formatted);
+            }
+            // Formatting the value recorded a field of another span on this thread.
+            Err(_) => self.text(field, &format!("{value:?}")),
+        });
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.0.set(field.name(), AttributeValue::Int(value));
+        self.attribute(field, ValueRef::Int(value));
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.0.set(field.name(), AttributeValue::Int(value as i64));
+        self.attribute(field, ValueRef::Int(value as i64));
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.0.set(field.name(), AttributeValue::Bool(value));
+        self.attribute(field, ValueRef::Bool(value));
     }
 
     fn record_f64(&mut self, field: &Field, value: f64) {
-        self.0.set(field.name(), AttributeValue::Double(value));
+        self.attribute(field, ValueRef::Double(value));
     }
 }
 
@@ -298,7 +356,32 @@ impl<S> tracing_subscriber::Layer<S> for SpanLayer
 where
     S: Subscriber + for<'span> LookupSpan<'span>,
 {
+    fn register_callsite(
+        &self,
+        metadata: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        if recorded(metadata) {
+            return tracing::subscriber::Interest::always();
+        }
+        match &self.logs {
+            Some(logs) => {
+                <tracing_subscriber::EnvFilter as tracing_subscriber::layer::Filter<S>>::callsite_enabled(
+                    logs, metadata,
+                )
+            }
+            None => tracing::subscriber::Interest::never(),
+        }
+    }
+
+    fn enabled(&self, metadata: &tracing::Metadata<'_>, _: Context<'_, S>) -> bool {
+        // A callsite the log layer may want is left to its own filter.
+        recorded(metadata) || self.logs.is_some()
+    }
+
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        if !recorded(attrs.metadata()) {
+            return;
+        }
         let Some(span) = ctx.span(id) else {
             return;
         };
@@ -310,10 +393,12 @@ where
             None
         };
         let inherited = parent.and_then(|parent| {
-            parent
-                .extensions()
-                .get::<Recording>()
-                .map(|recording| (recording.context, recording.tracestate.clone()))
+            parent.scope().find_map(|ancestor| {
+                ancestor
+                    .extensions()
+                    .get::<Recording>()
+                    .map(|recording| (recording.context, recording.tracestate.clone()))
+            })
         });
         let (context, parent_span_id, tracestate) = match inherited {
             Some((parent, tracestate)) => (
@@ -348,14 +433,17 @@ where
             status_message: String::new(),
             start_unix_nanos: unix_nanos(),
             end_unix_nanos: 0,
-            attributes: Vec::with_capacity(attrs.fields().len()),
+            attributes: otlp::Attributes::with_capacity(attrs.fields().len()),
             events: Vec::new(),
         };
         // A root may be reparented right after it is made ([`continue_trace`]) and become
         // sampled, so its fields are always read; a child of a span that is not sampled is not
         // recorded at all.
         if recording.context.sampled || recording.parent_span_id == 0 {
-            attrs.record(&mut FieldVisitor(&mut recording));
+            attrs.record(&mut FieldVisitor {
+                recording: &mut recording,
+                fresh: true,
+            });
         }
         span.extensions_mut().insert(recording);
     }
@@ -365,12 +453,24 @@ where
             && let Some(recording) = span.extensions_mut().get_mut::<Recording>()
             && recording.context.sampled
         {
-            values.record(&mut FieldVisitor(recording));
+            values.record(&mut FieldVisitor {
+                recording,
+                fresh: false,
+            });
         }
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        if !recorded(event.metadata()) {
+            return;
+        }
         let Some(span) = ctx.event_span(event) else {
+            return;
+        };
+        let Some(span) = span
+            .scope()
+            .find(|ancestor| ancestor.extensions().get::<Recording>().is_some())
+        else {
             return;
         };
         let mut extensions = span.extensions_mut();
@@ -411,17 +511,39 @@ where
 }
 
 /// Runs `f` on the recording of `span` (nothing happens when it has none: spans are not
-/// exported, or the span is disabled).
+/// exported, or the span is disabled or below info level).
 pub fn with_recording<T>(span: &tracing::Span, f: impl FnOnce(&mut Recording) -> T) -> Option<T> {
+    with_recording_in_scope(span, false, f)
+}
+
+/// Like [`with_recording`], but a span without a recording (one below info level that only the
+/// log layer wants) stands for its nearest ancestor that has one.
+pub fn with_nearest_recording<T>(span: &tracing::Span, f: impl FnOnce(&mut Recording) -> T) -> Option<T> {
+    with_recording_in_scope(span, true, f)
+}
+
+fn with_recording_in_scope<T>(
+    span: &tracing::Span,
+    ancestors: bool,
+    f: impl FnOnce(&mut Recording) -> T,
+) -> Option<T> {
     let mut f = Some(f);
     let mut answer = None;
     span.with_subscriber(|(id, dispatch)| {
         let Some(registry) = dispatch.downcast_ref::<tracing_subscriber::Registry>() else {
             return;
         };
-        let Some(data) = registry.span(id) else {
+        let Some(mut data) = registry.span(id) else {
             return;
         };
+        if ancestors
+            && data.extensions().get::<Recording>().is_none()
+            && let Some(ancestor) = data
+                .scope()
+                .find(|ancestor| ancestor.extensions().get::<Recording>().is_some())
+        {
+            data = ancestor;
+        }
         if let Some(recording) = data.extensions_mut().get_mut::<Recording>()
             && let Some(f) = f.take()
         {
@@ -456,12 +578,15 @@ pub(crate) mod tests {
             status_message: String::new(),
             start_unix_nanos: 1_000,
             end_unix_nanos: 2_000,
-            attributes: vec![
-                ("rpc.system", AttributeValue::Text("grpc".to_owned())),
-                ("rpc.grpc.status_code", AttributeValue::Int(-1)),
-                ("lab.flag", AttributeValue::Bool(true)),
-                ("lab.ratio", AttributeValue::Double(0.5)),
-            ],
+            attributes: {
+                let mut attributes = otlp::Attributes::default();
+                attributes.push("rpc.system", ValueRef::Text("grpc"));
+                attributes.push("rpc.grpc.status_code", ValueRef::Int(-1));
+                attributes.push("lab.flag", ValueRef::Bool(true));
+                attributes.push("lab.ratio", ValueRef::Double(0.5));
+                attributes.set("rpc.grpc.status_code", ValueRef::Int(-1));
+                attributes
+            },
             events: vec![SpanEvent {
                 unix_nanos: 1_500,
                 name: "peer unreachable".to_owned(),
@@ -635,6 +760,83 @@ pub(crate) mod tests {
         assert!(spans.is_empty());
         assert!(traceparent.ends_with("-00"), "{traceparent}");
         assert!(crate::telemetry::is_valid_traceparent(&traceparent));
+    }
+
+    /// A log layer that keeps the messages of the events it sees.
+    struct Messages(Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl<S: Subscriber> tracing_subscriber::Layer<S> for Messages {
+        fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+            let mut message = SpanEvent {
+                unix_nanos: 0,
+                name: String::new(),
+                attributes: Vec::new(),
+            };
+            event.record(&mut EventVisitor(&mut message));
+            self.0.lock().unwrap().push(message.name);
+        }
+    }
+
+    #[test]
+    fn spans_below_info_that_only_the_logs_want_are_skipped_and_their_children_stay_in_the_trace() {
+        use tracing_subscriber::Layer;
+        let queue = Arc::new(otlp::Queue::new(16, 1024));
+        let logged = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let subscriber = tracing_subscriber::registry()
+            .with(
+                SpanLayer::new(ALWAYS, Arc::clone(&queue))
+                    .with_logs(tracing_subscriber::EnvFilter::new("debug")),
+            )
+            .with(Messages(Arc::clone(&logged)).with_filter(tracing_subscriber::EnvFilter::new("debug")));
+        let mut passed_on = None;
+        tracing::subscriber::with_default(subscriber, || {
+            let root = tracing::info_span!("root");
+            let _root = root.enter();
+            let middle = tracing::debug_span!("middle");
+            let _middle = middle.enter();
+            tracing::debug!("a debug line");
+            tracing::trace!("a trace line");
+            passed_on = crate::telemetry::trace_context_of(&middle);
+            let child = tracing::info_span!("child");
+            let _child = child.enter();
+            tracing::warn!("a warning");
+        });
+        let spans = exported(&queue);
+        assert_eq!(
+            spans.iter().map(|span| span.name.as_str()).collect::<Vec<_>>(),
+            ["child", "root"],
+            "the debug span is not exported"
+        );
+        let (child, root) = (&spans[0], &spans[1]);
+        assert_eq!(child.parent_span_id, root.span_id);
+        assert_eq!(child.trace_id, root.trace_id);
+        assert_eq!(child.events[0].name, "a warning");
+        assert_eq!(
+            *logged.lock().unwrap(),
+            ["a debug line", "a warning"],
+            "the log layer still gets what its filter wants, and only that"
+        );
+        let (traceparent, _) = passed_on.unwrap();
+        assert!(traceparent.contains(&hex::encode(&root.span_id)), "{traceparent}");
+    }
+
+    #[test]
+    fn a_span_context_writes_and_reads_back_its_traceparent() {
+        let text = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let context = SpanContext::parse(text).unwrap();
+        assert_eq!(context.trace_id, 0x4bf9_2f35_77b3_4da6_a3ce_929d_0e0e_4736);
+        assert_eq!(context.span_id, 0x00f0_67aa_0ba9_02b7);
+        assert_eq!(context.traceparent(), text);
+        let unsampled = SpanContext {
+            trace_id: 1,
+            span_id: u64::MAX,
+            sampled: false,
+        };
+        assert_eq!(
+            unsampled.traceparent(),
+            "00-00000000000000000000000000000001-ffffffffffffffff-00"
+        );
+        assert_eq!(SpanContext::parse(&unsampled.traceparent()), Some(unsampled));
     }
 
     #[test]
