@@ -1,10 +1,11 @@
 #!/bin/sh
 # What tracing costs (issue 13): builds release, installs wrk when missing, then measures
 # `GET /orders/{id}` through the mesh run as separate processes with tracing disabled
-# (OTEL_SDK_DISABLED=true), off (no exporter) and on (100 % exported over OTLP/gRPC), each
-# twice, pgbench -S beside every run, and prints the Markdown table of docs/performance.md.
+# (OTEL_SDK_DISABLED=true), off (no exporter), sampled (10 %) and on (100 % exported over
+# OTLP/gRPC), each once per round (two rounds unless --rounds says, alternating direction),
+# pgbench -S beside every run, and prints the Markdown tables of docs/performance.md.
 #
-#   deploy/bench/tracing.sh [--seconds 10] [--connections 16]
+#   deploy/bench/tracing.sh [--seconds 10] [--connections 16] [--rounds 2] [--modes none,off,sampled,on]
 #
 # Environment: TEST_DATABASE_URL (admin URL, default postgres://postgres@127.0.0.1:5432/postgres),
 # TEST_REDIS_URL (default redis://127.0.0.1:6379), RUST_LOG (default warn).

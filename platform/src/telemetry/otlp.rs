@@ -14,7 +14,6 @@
 //! `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (spans, default 2048); the resource comes from
 //! `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`.
 
-use super::spans::{Recording, SpanEvent};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -71,9 +70,9 @@ impl From<bool> for AttributeValue {
 
 const VARINT: u8 = 0;
 const FIXED64: u8 = 1;
-const LEN: u8 = 2;
+pub(super) const LEN: u8 = 2;
 
-fn varint(buf: &mut Vec<u8>, mut value: u64) {
+pub(super) fn varint(buf: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {
         buf.push((value as u8) | 0x80);
         value >>= 7;
@@ -87,26 +86,26 @@ fn varint_len(value: u64) -> usize {
 }
 
 /// The key of field `tag` (every tag here is below 16: one byte).
-fn key(buf: &mut Vec<u8>, tag: u8, wire: u8) {
+pub(super) fn key(buf: &mut Vec<u8>, tag: u8, wire: u8) {
     buf.push((tag << 3) | wire);
 }
 
-fn bytes_field(buf: &mut Vec<u8>, tag: u8, data: &[u8]) {
+pub(super) fn bytes_field(buf: &mut Vec<u8>, tag: u8, data: &[u8]) {
     key(buf, tag, LEN);
     varint(buf, data.len() as u64);
     buf.extend_from_slice(data);
 }
 
-fn bytes_field_len(length: usize) -> usize {
+pub(super) fn bytes_field_len(length: usize) -> usize {
     1 + varint_len(length as u64) + length
 }
 
-fn fixed64_field(buf: &mut Vec<u8>, tag: u8, value: u64) {
+pub(super) fn fixed64_field(buf: &mut Vec<u8>, tag: u8, value: u64) {
     key(buf, tag, FIXED64);
     buf.extend_from_slice(&value.to_le_bytes());
 }
 
-fn varint_field(buf: &mut Vec<u8>, tag: u8, value: u64) {
+pub(super) fn varint_field(buf: &mut Vec<u8>, tag: u8, value: u64) {
     key(buf, tag, VARINT);
     varint(buf, value);
 }
@@ -142,7 +141,7 @@ fn any_value_len(value: ValueRef<'_>) -> usize {
 }
 
 /// A `KeyValue` as repeated field `tag`.
-fn key_value(buf: &mut Vec<u8>, tag: u8, name: &str, value: ValueRef<'_>) {
+pub(super) fn key_value(buf: &mut Vec<u8>, tag: u8, name: &str, value: ValueRef<'_>) {
     let any_len = any_value_len(value);
     key(buf, tag, LEN);
     varint(
@@ -230,53 +229,6 @@ impl Attributes {
     pub fn bytes(&self) -> &[u8] {
         &self.encoded
     }
-}
-
-/// The body of a `Span` message (opentelemetry/proto/trace/v1/trace.proto).
-fn encode_span(buf: &mut Vec<u8>, span: &Recording) {
-    bytes_field(buf, 1, &span.context.trace_id.to_be_bytes());
-    bytes_field(buf, 2, &span.context.span_id.to_be_bytes());
-    if !span.tracestate.is_empty() {
-        bytes_field(buf, 3, span.tracestate.as_bytes());
-    }
-    if span.parent_span_id != 0 {
-        bytes_field(buf, 4, &span.parent_span_id.to_be_bytes());
-    }
-    bytes_field(buf, 5, span.name.as_bytes());
-    varint_field(buf, 6, span.kind as u64);
-    fixed64_field(buf, 7, span.start_unix_nanos);
-    fixed64_field(buf, 8, span.end_unix_nanos.max(span.start_unix_nanos));
-    buf.extend_from_slice(span.attributes.bytes());
-    for event in &span.events {
-        encode_event(buf, event);
-    }
-    if span.status != 0 || !span.status_message.is_empty() {
-        let message_len = if span.status_message.is_empty() {
-            0
-        } else {
-            bytes_field_len(span.status_message.len())
-        };
-        let code_len = if span.status == 0 { 0 } else { 2 };
-        key(buf, 15, LEN);
-        varint(buf, (message_len + code_len) as u64);
-        if !span.status_message.is_empty() {
-            bytes_field(buf, 2, span.status_message.as_bytes());
-        }
-        if span.status != 0 {
-            varint_field(buf, 3, span.status as u64);
-        }
-    }
-}
-
-/// An `Event` as field 11 of a span.
-fn encode_event(buf: &mut Vec<u8>, event: &SpanEvent) {
-    let mut body = Vec::with_capacity(64);
-    fixed64_field(&mut body, 1, event.unix_nanos);
-    bytes_field(&mut body, 2, event.name.as_bytes());
-    for (name, value) in &event.attributes {
-        key_value(&mut body, 3, name, value.as_ref());
-    }
-    bytes_field(buf, 11, &body);
 }
 
 /// The `ResourceSpans.resource` field and the `ScopeSpans.scope` field of every request.
@@ -371,12 +323,13 @@ impl Queue {
         }
     }
 
-    /// Encodes a closed span into the queue (dropped, and counted, when the queue is full).
-    pub fn push(&self, span: &Recording) {
+    /// Adds a closed span to the queue, `encode` writing its `Span` message body (dropped, and
+    /// counted, when the queue is full).
+    pub fn push(&self, encode: impl FnOnce(&mut Vec<u8>)) {
         SCRATCH.with(|scratch| {
             let mut body = scratch.borrow_mut();
             body.clear();
-            encode_span(&mut body, span);
+            encode(&mut body);
             let batch_full = {
                 let mut pending = self.pending.lock().unwrap_or_else(|poison| poison.into_inner());
                 if pending.queued >= self.max_queued {
@@ -811,12 +764,12 @@ mod tests {
     #[test]
     fn a_sent_batch_buffer_is_reused_for_a_later_batch() {
         let queue = Queue::new(1, 16);
-        let recording = crate::telemetry::spans::tests::sample_recording();
-        queue.push(&recording);
+        let span = |buf: &mut Vec<u8>| bytes_field(buf, 5, b"a span");
+        queue.push(span);
         let sent = queue.take().pop_front().unwrap();
         let address = sent.bytes.as_ptr();
         queue.recycle(sent.bytes);
-        queue.push(&recording);
+        queue.push(span);
         let next = queue.take().pop_front().unwrap();
         assert_eq!(next.bytes.as_ptr(), address);
         assert_eq!(next.spans, 1);
@@ -897,9 +850,9 @@ mod tests {
     #[test]
     fn a_full_queue_drops_spans_and_batches_close_at_their_size() {
         let queue = Queue::new(2, 3);
-        let span = crate::telemetry::spans::tests::sample_recording();
+        let span = |buf: &mut Vec<u8>| bytes_field(buf, 5, b"a span");
         for _ in 0..5 {
-            queue.push(&span);
+            queue.push(span);
         }
         assert_eq!(queue.dropped(), 2);
         let batches = queue.take();
@@ -908,7 +861,7 @@ mod tests {
             [2, 1]
         );
         assert!(queue.take().is_empty());
-        queue.push(&span);
+        queue.push(span);
         assert_eq!(queue.take().len(), 1, "room again once taken");
     }
 }

@@ -22,7 +22,10 @@
 //! ids (its `traceparent` says "not sampled" to the next hop) but records no attributes and is
 //! never encoded.
 
-use super::otlp::{self, AttributeValue, ValueRef};
+use super::otlp::{
+    self, AttributeValue, LEN, ValueRef, bytes_field, bytes_field_len, fixed64_field, key, key_value, varint,
+    varint_field,
+};
 use std::borrow::Cow;
 use std::sync::Arc;
 use tracing::field::{Field, Visit};
@@ -506,8 +509,55 @@ where
             return;
         }
         recording.end_unix_nanos = unix_nanos();
-        self.queue.push(&recording);
+        self.queue.push(|buf| encode_span(buf, &recording));
     }
+}
+
+/// The body of a `Span` message (opentelemetry/proto/trace/v1/trace.proto).
+fn encode_span(buf: &mut Vec<u8>, span: &Recording) {
+    bytes_field(buf, 1, &span.context.trace_id.to_be_bytes());
+    bytes_field(buf, 2, &span.context.span_id.to_be_bytes());
+    if !span.tracestate.is_empty() {
+        bytes_field(buf, 3, span.tracestate.as_bytes());
+    }
+    if span.parent_span_id != 0 {
+        bytes_field(buf, 4, &span.parent_span_id.to_be_bytes());
+    }
+    bytes_field(buf, 5, span.name.as_bytes());
+    varint_field(buf, 6, span.kind as u64);
+    fixed64_field(buf, 7, span.start_unix_nanos);
+    fixed64_field(buf, 8, span.end_unix_nanos.max(span.start_unix_nanos));
+    buf.extend_from_slice(span.attributes.bytes());
+    for event in &span.events {
+        encode_event(buf, event);
+    }
+    if span.status != 0 || !span.status_message.is_empty() {
+        let message_len = if span.status_message.is_empty() {
+            0
+        } else {
+            bytes_field_len(span.status_message.len())
+        };
+        let code_len = if span.status == 0 { 0 } else { 2 };
+        key(buf, 15, LEN);
+        varint(buf, (message_len + code_len) as u64);
+        if !span.status_message.is_empty() {
+            bytes_field(buf, 2, span.status_message.as_bytes());
+        }
+        if span.status != 0 {
+            varint_field(buf, 3, span.status as u64);
+        }
+    }
+}
+
+/// An `Event` as field 11 of a span.
+fn encode_event(buf: &mut Vec<u8>, event: &SpanEvent) {
+    let mut body = Vec::with_capacity(64);
+    fixed64_field(&mut body, 1, event.unix_nanos);
+    bytes_field(&mut body, 2, event.name.as_bytes());
+    for (name, value) in &event.attributes {
+        key_value(&mut body, 3, name, value.as_ref());
+    }
+    bytes_field(buf, 11, &body);
 }
 
 /// Runs `f` on the recording of `span` (nothing happens when it has none: spans are not
@@ -637,7 +687,7 @@ pub(crate) mod tests {
     fn a_span_is_encoded_as_the_otlp_protobuf_a_collector_decodes() {
         let recording = sample_recording();
         let queue = otlp::Queue::new(16, 16);
-        queue.push(&recording);
+        queue.push(|buf| encode_span(buf, &recording));
         let envelope = otlp::Envelope::new(
             &otlp::resource("orders-svc", None, Some("deployment.environment=dev")),
             "orders-svc",
