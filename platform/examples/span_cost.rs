@@ -8,8 +8,9 @@
 //! * `on`: with the span layer, every span sampled and encoded into the export queue, which a
 //!   thread empties as the exporter would (without sending).
 //!
-//! `cargo run --release -p platform --example span_cost [-- --requests 200000]` prints ns per
-//! request for each, best of five rounds. The mesh benchmark (`deploy/bench/tracing.sh`)
+//! `cargo run --release -p platform --example span_cost [-- --requests 200000 --threads 1]`
+//! prints ns per request for each, best of five rounds (`--threads 2`: two threads at once, as
+//! a runtime's workers share the subscriber). The mesh benchmark (`deploy/bench/tracing.sh`)
 //! measures the whole cost; this one isolates the layer's share of it, to work on it.
 
 use platform::telemetry::otlp::Queue;
@@ -111,6 +112,22 @@ fn measure(requests: usize) -> f64 {
     best
 }
 
+/// Runs [`measure`] on `threads` threads at once under `dispatch` (as a runtime's workers share
+/// one subscriber) and answers the mean of their ns per request.
+fn on_threads(dispatch: tracing::Dispatch, threads: usize, requests: usize) -> f64 {
+    let handles: Vec<_> = (0..threads.max(1))
+        .map(|_| {
+            let dispatch = dispatch.clone();
+            std::thread::spawn(move || tracing::dispatcher::with_default(&dispatch, || measure(requests)))
+        })
+        .collect();
+    let each: Vec<f64> = handles
+        .into_iter()
+        .map(|handle| handle.join().unwrap_or(f64::NAN))
+        .collect();
+    each.iter().sum::<f64>() / each.len() as f64
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let requests = args
@@ -119,7 +136,12 @@ fn main() {
         .and_then(|at| args.get(at + 1)?.parse().ok())
         .unwrap_or(200_000);
     let off = tracing_subscriber::registry().with(fmt());
-    let off_ns = tracing::subscriber::with_default(off, || measure(requests));
+    let threads: usize = args
+        .iter()
+        .position(|arg| arg == "--threads")
+        .and_then(|at| args.get(at + 1)?.parse().ok())
+        .unwrap_or(1);
+    let off_ns = on_threads(tracing::Dispatch::new(off), threads, requests);
 
     let queue = Arc::new(Queue::new(2048, 8192));
     let stop = Arc::new(AtomicBool::new(false));
@@ -141,10 +163,10 @@ fn main() {
     let layer =
         SpanLayer::new(Sampler::from_env(None, None), Arc::clone(&queue)).with_logs(EnvFilter::new("warn"));
     let on = tracing_subscriber::registry().with(layer).with(fmt());
-    let on_ns = tracing::subscriber::with_default(on, || measure(requests));
+    let on_ns = on_threads(tracing::Dispatch::new(on), threads, requests);
     stop.store(true, Ordering::Relaxed);
     let spans = drain.join().unwrap_or_default();
-    println!("requests per round: {requests}, best of 5 rounds");
+    println!("requests per round: {requests}, best of 5 rounds, {threads} thread(s) at once");
     println!("off: {off_ns:.0} ns per request");
     println!(
         "on:  {on_ns:.0} ns per request (+{:.0} ns; {spans} spans encoded, {} dropped)",
