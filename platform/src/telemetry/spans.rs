@@ -376,6 +376,22 @@ where
         }
     }
 
+    /// Info (this layer's spans), or more when the log layer wants more. Without a hint the
+    /// global maximum level would be `TRACE`: every `trace!` and `debug!` of the libraries would
+    /// get past the level check to its callsite's interest, and every `log` record of the
+    /// libraries that use the `log` crate (turned into events by the log bridge, whose maximum
+    /// follows this hint) would be built and dispatched before being dropped.
+    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
+        use tracing::level_filters::LevelFilter;
+        match &self.logs {
+            None => Some(LevelFilter::INFO),
+            Some(logs) => {
+                <tracing_subscriber::EnvFilter as tracing_subscriber::Layer<S>>::max_level_hint(logs)
+                    .map(|logs| logs.max(LevelFilter::INFO))
+            }
+        }
+    }
+
     fn enabled(&self, metadata: &tracing::Metadata<'_>, _: Context<'_, S>) -> bool {
         // A callsite the log layer may want is left to its own filter.
         recorded(metadata) || self.logs.is_some()
@@ -868,6 +884,23 @@ pub(crate) mod tests {
         );
         let (traceparent, _) = passed_on.unwrap();
         assert!(traceparent.contains(&hex::encode(&root.span_id)), "{traceparent}");
+    }
+
+    #[test]
+    fn the_layer_keeps_the_global_level_at_info_unless_the_logs_want_more() {
+        use tracing::level_filters::LevelFilter;
+        use tracing_subscriber::{EnvFilter, Layer, Registry};
+        let queue = Arc::new(otlp::Queue::new(16, 16));
+        let hint = |logs: Option<&str>| {
+            let mut layer = SpanLayer::new(ALWAYS, Arc::clone(&queue));
+            if let Some(logs) = logs {
+                layer = layer.with_logs(EnvFilter::new(logs));
+            }
+            Layer::<Registry>::max_level_hint(&layer)
+        };
+        assert_eq!(hint(None), Some(LevelFilter::INFO));
+        assert_eq!(hint(Some("warn")), Some(LevelFilter::INFO));
+        assert_eq!(hint(Some("warn,h2=debug")), Some(LevelFilter::DEBUG));
     }
 
     #[test]
