@@ -87,27 +87,40 @@ pub fn mark_replayed<T>(response: &mut tonic::Response<T>) {
 /// Injects the W3C trace context to pass on into gRPC metadata: the current span's while spans
 /// are exported, else the one the work arrived with (`telemetry::passed_on`).
 pub fn inject_trace_context(metadata: &mut MetadataMap) {
+    // While spans are exported every mesh call goes through `MeshChannel`, which writes its
+    // client span's context over this one: making it here would be work thrown away.
+    if crate::telemetry::exporting() {
+        return;
+    }
     let (traceparent, tracestate) = crate::telemetry::current_trace_context();
     for (key, value) in [("traceparent", traceparent), ("tracestate", tracestate)] {
         if let Ok(mut value) = MetadataValue::try_from(value)
             && !value.is_empty()
         {
-            // A value that changes with every call is sent "never indexed" ([`trace_header`]).
+            // A value that changes with every call is sent "never indexed" ([`set_trace_headers`]).
             value.set_sensitive(true);
             metadata.insert(key, value);
         }
     }
 }
 
-/// A `traceparent`/`tracestate` header value for an outgoing call, marked so that HPACK sends
-/// it as a literal that is never indexed: a value new with every call would otherwise enter
-/// the connection's header table each time and, filling it, evict the headers that repeat
-/// (the authorization token, content type, timeout), which then go out in full again. Measured
-/// in docs/performance.md, "Tracing".
-pub fn trace_header(value: String) -> Option<http::HeaderValue> {
-    let mut value = http::HeaderValue::try_from(value).ok()?;
-    value.set_sensitive(true);
-    Some(value)
+/// Writes `traceparent` and `tracestate` (an empty value removes the header) into an outgoing
+/// call's headers, marked so that HPACK sends them as literals that are never indexed: a value
+/// new with every call would otherwise enter the connection's header table each time and,
+/// filling it, evict the headers that repeat (the authorization token, content type,
+/// timeout), which then go out in full again. Measured in docs/performance.md, "Tracing".
+fn set_trace_headers(headers: &mut http::HeaderMap, traceparent: String, tracestate: String) {
+    for (name, value) in [("traceparent", traceparent), ("tracestate", tracestate)] {
+        match http::HeaderValue::try_from(value) {
+            Ok(mut value) if !value.is_empty() => {
+                value.set_sensitive(true);
+                headers.insert(name, value);
+            }
+            _ => {
+                headers.remove(name);
+            }
+        }
+    }
 }
 
 /// Makes the span of an incoming request ([`crate::telemetry::semconv::rpc_server`]) a child of
@@ -375,14 +388,7 @@ impl tower::Service<http::Request<tonic::body::Body>> for MeshChannel {
         let span = if crate::telemetry::exporting() {
             let span = crate::telemetry::semconv::rpc_client(request.uri().path(), &self.shared.authority);
             if let Some((traceparent, tracestate)) = crate::telemetry::trace_context_of(&span) {
-                let headers = request.headers_mut();
-                for (name, value) in [("traceparent", traceparent), ("tracestate", tracestate)] {
-                    if value.is_empty() {
-                        headers.remove(name);
-                    } else if let Some(value) = trace_header(value) {
-                        headers.insert(name, value);
-                    }
-                }
+                set_trace_headers(request.headers_mut(), traceparent, tracestate);
             }
             span
         } else {

@@ -47,10 +47,10 @@ pub fn passes_context() -> bool {
 static SAMPLER: std::sync::OnceLock<Sampler> = std::sync::OnceLock::new();
 
 fn sampler() -> Sampler {
-    SAMPLER.get().copied().unwrap_or(Sampler {
-        parent_based: true,
-        ratio: 1.0,
-    })
+    SAMPLER
+        .get()
+        .copied()
+        .unwrap_or_else(|| Sampler::from_env(None, None))
 }
 
 /// The export thread of this process, once started.
@@ -202,12 +202,7 @@ pub fn is_valid_traceparent(value: &str) -> bool {
 /// The context to pass on for work that arrived with `headers` (HTTP or gRPC): its
 /// `traceparent` and `tracestate` when the `traceparent` is valid, else a new root.
 pub fn incoming_context(headers: &http::HeaderMap) -> (String, String) {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|value| value.to_str().ok())
-            .unwrap_or_default()
-    };
+    let header = |name| header_text(headers, name);
     match header("traceparent") {
         valid if is_valid_traceparent(valid) => (valid.to_owned(), header("tracestate").to_owned()),
         _ => (new_traceparent(), String::new()),
@@ -216,9 +211,7 @@ pub fn incoming_context(headers: &http::HeaderMap) -> (String, String) {
 
 /// A new sampled root `traceparent` (random trace and span ids).
 pub fn new_traceparent() -> String {
-    let trace: u128 = rand::random::<u128>().max(1);
-    let span: u64 = rand::random::<u64>().max(1);
-    format!("00-{trace:032x}-{span:016x}-01")
+    SpanContext::new_root(&Sampler::from_env(Some("always_on"), None)).traceparent()
 }
 
 /// Returns the W3C `traceparent` and `tracestate` to pass on from here: the current span's
@@ -271,13 +264,19 @@ pub fn continue_trace(span: &tracing::Span, traceparent: &str, tracestate: &str)
 
 /// Makes `span` a child of the trace an HTTP or gRPC request's `traceparent` header names.
 pub fn continue_from_headers(span: &tracing::Span, headers: &http::HeaderMap) {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|value| value.to_str().ok())
-            .unwrap_or_default()
-    };
-    continue_trace(span, header("traceparent"), header("tracestate"));
+    continue_trace(
+        span,
+        header_text(headers, "traceparent"),
+        header_text(headers, "tracestate"),
+    );
+}
+
+/// Header `name` as text (empty when absent or not visible ASCII).
+fn header_text<'a>(headers: &'a http::HeaderMap, name: &str) -> &'a str {
+    headers
+        .get(name)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -42,30 +42,6 @@ impl From<opentelemetry::Value> for AttributeValue {
     }
 }
 
-impl From<String> for AttributeValue {
-    fn from(value: String) -> Self {
-        Self::Text(value)
-    }
-}
-
-impl From<&str> for AttributeValue {
-    fn from(value: &str) -> Self {
-        Self::Text(value.to_owned())
-    }
-}
-
-impl From<i64> for AttributeValue {
-    fn from(value: i64) -> Self {
-        Self::Int(value)
-    }
-}
-
-impl From<bool> for AttributeValue {
-    fn from(value: bool) -> Self {
-        Self::Bool(value)
-    }
-}
-
 // ---- protobuf, the few shapes OTLP traces need ----
 
 const VARINT: u8 = 0;
@@ -221,10 +197,6 @@ impl Attributes {
         None
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.encoded.is_empty()
-    }
-
     /// The encoded fields.
     pub fn bytes(&self) -> &[u8] {
         &self.encoded
@@ -255,7 +227,9 @@ impl Envelope {
         }
     }
 
-    /// An `ExportTraceServiceRequest` holding `spans` (encoded `ScopeSpans.spans` fields).
+    /// An `ExportTraceServiceRequest` holding `spans` (encoded `ScopeSpans.spans` fields), as
+    /// the exporter sends it in two parts.
+    #[cfg(test)]
     pub fn request(&self, spans: &[u8]) -> Vec<u8> {
         let mut request = self.header(spans.len());
         request.extend_from_slice(spans);

@@ -59,6 +59,16 @@ impl SpanContext {
         String::from_utf8_lossy(&text).into_owned()
     }
 
+    /// A new root: random trace and span ids (never zero), sampled as `sampler` says.
+    pub fn new_root(sampler: &Sampler) -> Self {
+        let trace_id = rand::random::<u128>().max(1);
+        Self {
+            trace_id,
+            span_id: random_u64(),
+            sampled: sampler.sampled(trace_id, None),
+        }
+    }
+
     /// Reads a version-00 `traceparent` (`None` when it is not a valid one).
     pub fn parse(traceparent: &str) -> Option<Self> {
         if !super::is_valid_traceparent(traceparent) {
@@ -429,18 +439,7 @@ where
                 parent.span_id,
                 tracestate,
             ),
-            None => {
-                let trace_id = rand::random::<u128>().max(1);
-                (
-                    SpanContext {
-                        trace_id,
-                        span_id: random_u64(),
-                        sampled: self.sampler.sampled(trace_id, None),
-                    },
-                    0,
-                    String::new(),
-                )
-            }
+            None => (SpanContext::new_root(&self.sampler), 0, String::new()),
         };
         let mut recording = Recording {
             context,
