@@ -171,9 +171,15 @@ async fn a_scrape_parses_as_openmetrics_and_its_counters_move_when_an_order_flow
                 "stream_consumer_pending_entries",
                 &[("stream", &orders_stream)],
             );
+            // Every group must have read the stream too: one group done says nothing of the others.
+            let lag = value(
+                &samples,
+                "stream_consumer_lag_entries",
+                &[("stream", &orders_stream)],
+            );
             let delivered = value(&samples, "webhook_deliveries_total", &[("outcome", "delivered")])
                 - value(&before, "webhook_deliveries_total", &[("outcome", "delivered")]);
-            (consumed >= 1.0 && pending == 0.0 && delivered >= 1.0).then_some((text, samples))
+            (consumed >= 1.0 && pending == 0.0 && lag == 0.0 && delivered >= 1.0).then_some((text, samples))
         },
     )
     .await;
