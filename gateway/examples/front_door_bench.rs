@@ -17,6 +17,13 @@
 //!    server with a fake orders-svc over gRPC, the front door on and off
 //!    (`app_without_front_door_for_benchmarks`, which this benchmark alone uses), 16 keep-alive
 //!    connections, rounds alternating between the two so that machine noise hits both alike.
+//!
+//! `--mcp` runs a third part instead: **MCP against REST**, the CPU per request of `tools/call
+//! svc.order.get` and of its twin `GET /orders/{reference}` through the whole application (front
+//! door included) called in this thread without HTTP, on an order as orders-svc renders it
+//! (`examples/order_view.json`, 4 KiB, from the mesh benchmark's seeded order); blocks of
+//! `--iterations` alternate between the two for `--rounds` rounds. It tells the two front ends'
+//! own costs apart from what HTTP, the kernel and the machine add in the mesh benchmark.
 
 use gateway::config::RateLimitSettings;
 use gateway::domain::api_key;
@@ -52,6 +59,19 @@ fn main() -> anyhow::Result<()> {
     let iterations = option("--iterations", 200_000);
     let seconds = option("--seconds", 3);
     let rounds = option("--rounds", 3);
+    if args.iter().any(|arg| arg == "--mcp") {
+        // One thread: the gateway, and the fake orders-svc called in memory (same runtime).
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let report = runtime.block_on(async {
+            let (setup, key) = setup().await?;
+            let app = gateway::app(setup.application.state());
+            mcp_against_rest(&app, &key, iterations, rounds).await
+        })?;
+        println!("{report}");
+        return Ok(());
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let (setup, key) = runtime.block_on(setup())?;
     let database_url = setup.database_url.clone();
@@ -310,7 +330,91 @@ async fn load(
     Ok(total)
 }
 
-/// orders-svc stand-in: `GetOrder` and `GetOrderView` answer a fixed order.
+/// The order of part 3, as orders-svc's read model renders it.
+const ORDER_VIEW: &[u8] = include_bytes!("order_view.json");
+/// The reference that reads [`ORDER_VIEW`].
+const VIEW_REFERENCE: &str = "ORD-VIEW";
+
+/// Part 3, on the one thread of a current-thread runtime, where the fake orders-svc is called in
+/// memory: the thread's CPU time is the gateway's (the fake's part is the same for both).
+async fn mcp_against_rest(
+    app: &axum::Router,
+    key: &str,
+    iterations: u64,
+    rounds: u64,
+) -> anyhow::Result<String> {
+    use axum::body::Body;
+    use tower::ServiceExt;
+    let bearer = format!("Bearer {key}");
+    let rest = || {
+        http::Request::get(format!("/api/v1/agent/orders/{VIEW_REFERENCE}"))
+            .header(http::header::AUTHORIZATION, &bearer)
+            .body(Body::empty())
+    };
+    let message = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "svc.order.get", "arguments": { "reference": VIEW_REFERENCE } },
+    })
+    .to_string();
+    let mcp = || {
+        http::Request::post("/api/mcp")
+            .header(http::header::AUTHORIZATION, &bearer)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(Body::from(message.clone()))
+    };
+    {
+        // One call of each: both answer 200, and the sizes of their answers.
+        let call = |request: http::Request<Body>| async move {
+            let response = app.clone().oneshot(request).await.expect("infallible");
+            assert_eq!(response.status(), 200);
+            axum::body::to_bytes(response.into_body(), usize::MAX)
+                .await
+                .expect("the answer")
+        };
+        let rest_bytes = call(rest()?).await;
+        let mcp_bytes = call(mcp()?).await;
+        let answer: serde_json::Value = serde_json::from_slice(&mcp_bytes)?;
+        anyhow::ensure!(
+            answer["result"]["isError"] == false,
+            "tools/call svc.order.get failed: {answer}"
+        );
+        for _ in 0..2_000 {
+            call(rest()?).await;
+            call(mcp()?).await;
+        }
+        let mut per_request = [Vec::new(), Vec::new()];
+        for round in 0..rounds {
+            // REST first in even rounds, MCP first in odd ones.
+            for index in [round % 2, 1 - round % 2] {
+                let before = thread_cpu();
+                for _ in 0..iterations {
+                    call(if index == 0 { rest()? } else { mcp()? }).await;
+                }
+                let spent = thread_cpu() - before;
+                per_request[index as usize].push(spent.as_secs_f64() * 1e6 / iterations as f64);
+            }
+        }
+        let median = |values: &mut Vec<f64>| {
+            values.sort_by(f64::total_cmp);
+            values[values.len() / 2]
+        };
+        let [mut rest_cpu, mut mcp_cpu] = per_request;
+        let (rest_median, mcp_median) = (median(&mut rest_cpu), median(&mut mcp_cpu));
+        Ok(format!(
+            "| `GET /orders/{{reference}}` through the application, no HTTP ({rounds} rounds × {iterations}, median) | {rest_median:.2} CPU-µs per request, {} bytes answered |\n\
+             | `tools/call svc.order.get`, the same | {mcp_median:.2} CPU-µs per request, {} bytes answered |\n\
+             | … MCP over REST | {:.3}× (+{:.2} CPU-µs) |",
+            rest_bytes.len(),
+            mcp_bytes.len(),
+            mcp_median / rest_median,
+            mcp_median - rest_median
+        ))
+    }
+}
+
+/// orders-svc stand-in: `GetOrder` and `GetOrderView` answer a fixed order
+/// ([`ORDER_VIEW`] for [`VIEW_REFERENCE`]).
 struct FakeOrders;
 
 #[tonic::async_trait]
@@ -346,6 +450,14 @@ impl OrdersService for FakeOrders {
         &self,
         request: Request<GetOrderRequest>,
     ) -> Result<Response<orders::GetOrderViewResponse>, Status> {
+        if request.get_ref().reference == VIEW_REFERENCE {
+            return Ok(Response::new(orders::GetOrderViewResponse {
+                json: ORDER_VIEW.to_vec(),
+                shipping_unknown: false,
+                shipping_offset: 0,
+                order_id: "01a2187e-a2e2-73cd-872b-241efe3ac925".into(),
+            }));
+        }
         let order = self
             .get_order(request)
             .await?

@@ -24,6 +24,7 @@ pub mod peers;
 pub mod repo;
 pub mod revocations;
 pub mod scopes;
+pub mod server;
 pub mod service;
 pub mod staff;
 
@@ -263,20 +264,17 @@ impl Application {
             draining.cancelled().await;
             readiness.start_draining();
         };
-        let service = app(state).into_make_service_with_connect_info::<SocketAddr>();
-        // TCP_NODELAY on accepted REST connections: no Nagle stall behind a delayed ACK.
-        let http_listener = axum::serve::ListenerExt::tap_io(self.http_listener, |tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        let rest = axum::serve(http_listener, service).with_graceful_shutdown(stop_accepting);
+        // TCP_NODELAY on every connection, and a connection that wakes itself is polled again
+        // at once (`server`'s module documentation says why).
+        let rest = server::serve(self.http_listener, app(state), stop_accepting);
         tracing::info!(%http_addr, %grpc_addr, "{SERVICE_NAME} serving");
 
         // Either server ending stops the other; both then drain within the grace period.
         let stop_after_rest = shutdown.clone();
         let rest = async move {
-            let outcome = rest.await.map_err(anyhow::Error::from);
+            rest.await;
             stop_after_rest.cancel();
-            outcome
+            anyhow::Ok(())
         };
         let stop_after_grpc = shutdown.clone();
         let grpc = async move {

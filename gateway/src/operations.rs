@@ -141,33 +141,36 @@ pub async fn list_orders(peers: &Peers, caller: &Caller, query: OrdersQuery) -> 
 
 /// `GET /orders/{reference}`'s answer: `{"data":{"order":…}}` around the `order` object that
 /// orders-svc's read model rendered (the shape of [`Order`], byte for byte). The gateway neither
-/// parses nor re-serializes it.
+/// parses nor re-serializes it; it keeps the order's bytes as they came, and each front end
+/// writes the envelope around them where it writes its answer.
 #[derive(Debug)]
 pub struct OrderDocument {
-    body: String,
+    order: Vec<u8>,
 }
 
 impl OrderDocument {
-    fn new(order: &[u8]) -> Result<Self, ApiError> {
-        let order = std::str::from_utf8(order).map_err(|_| missing("order as UTF-8 JSON"))?;
-        let mut body = String::with_capacity(order.len() + 20);
-        body.push_str("{\"data\":{\"order\":");
-        body.push_str(order);
-        body.push_str("}}");
-        Ok(Self { body })
+    const HEAD: &'static [u8] = b"{\"data\":{\"order\":";
+    const TAIL: &'static [u8] = b"}}";
+
+    fn new(order: Vec<u8>) -> Result<Self, ApiError> {
+        std::str::from_utf8(&order).map_err(|_| missing("order as UTF-8 JSON"))?;
+        Ok(Self { order })
+    }
+
+    /// The JSON body in its three pieces (envelope head, order, envelope tail), which joined
+    /// are [`OrderDocument::into_json`].
+    pub fn pieces(&self) -> [&[u8]; 3] {
+        [Self::HEAD, &self.order, Self::TAIL]
     }
 
     /// The JSON body.
     pub fn into_json(self) -> String {
-        self.body
-    }
-}
-
-impl serde::Serialize for OrderDocument {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let raw =
-            serde_json::value::RawValue::from_string(self.body.clone()).map_err(serde::ser::Error::custom)?;
-        raw.serialize(serializer)
+        let mut body = Vec::with_capacity(Self::HEAD.len() + self.order.len() + Self::TAIL.len());
+        for piece in self.pieces() {
+            body.extend_from_slice(piece);
+        }
+        // Pieces of UTF-8 (checked in `new`) joined at character boundaries.
+        String::from_utf8(body).unwrap_or_default()
     }
 }
 
@@ -187,7 +190,7 @@ pub async fn get_order(peers: &Peers, caller: &Caller, reference: String) -> Res
         other => other?,
     };
     if !view.shipping_unknown {
-        return OrderDocument::new(&view.json);
+        return OrderDocument::new(view.json);
     }
     // An order labelled before orders-svc kept shipping blocks: its block comes from
     // shipping-svc, spliced in place of the `null` at `shipping_offset`.
@@ -200,7 +203,7 @@ pub async fn get_order(peers: &Peers, caller: &Caller, reference: String) -> Res
         let block = serde_json::to_vec(&label).map_err(ApiError::internal)?;
         json.splice(at..at + 4, block);
     }
-    OrderDocument::new(&json)
+    OrderDocument::new(json)
 }
 
 async fn read_order_view(

@@ -19,8 +19,25 @@ use uuid::Uuid;
 /// A tool's answer: the REST body as JSON text, and whether it is the stored replay of an earlier
 /// call with the same idempotency key.
 pub struct Output {
-    pub json: Vec<u8>,
+    pub json: Json,
     pub replayed: bool,
+}
+
+/// The REST body of a tool's answer: serialized here, or the order as orders-svc rendered it
+/// (kept in pieces, so that the answer is the one copy of it).
+pub enum Json {
+    Serialized(Vec<u8>),
+    Order(operations::OrderDocument),
+}
+
+impl Json {
+    /// The body's bytes in pieces that joined are the JSON text.
+    pub fn pieces(&self) -> [&[u8]; 3] {
+        match self {
+            Json::Serialized(json) => [json, b"", b""],
+            Json::Order(document) => document.pieces(),
+        }
+    }
 }
 
 /// Runs `tool` for `caller` with `arguments` (already checked by the input rules).
@@ -55,10 +72,7 @@ pub async fn call(
             arguments.nothing_else()?;
             // The REST body as orders-svc rendered it: no JSON parsed or re-serialized.
             Ok(Output {
-                json: operations::get_order(peers, caller, reference)
-                    .await?
-                    .into_json()
-                    .into_bytes(),
+                json: Json::Order(operations::get_order(peers, caller, reference).await?),
                 replayed: false,
             })
         }
@@ -205,14 +219,14 @@ pub async fn call(
 
 fn read(body: impl Serialize) -> Result<Output, ApiError> {
     Ok(Output {
-        json: serialize(&body)?,
+        json: Json::Serialized(serialize(&body)?),
         replayed: false,
     })
 }
 
 fn replayable<T: Serialize>(outcome: Replayable<T>) -> Result<Output, ApiError> {
     Ok(Output {
-        json: serialize(&outcome.body)?,
+        json: Json::Serialized(serialize(&outcome.body)?),
         replayed: outcome.replayed,
     })
 }

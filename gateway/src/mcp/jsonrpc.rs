@@ -276,46 +276,33 @@ pub fn error(id: &Value, code: i64, message: &str) -> Vec<u8> {
     body
 }
 
-/// The result of `tools/call` around an already serialized JSON object `structured` (the REST
-/// body or the REST error envelope): `structuredContent`, the same JSON as one text content
-/// block (MCP 2025-11-25: a tool that returns structured content SHOULD also return the
-/// serialized JSON in a TextContent block, for clients that do not read structured content),
-/// `isError`, and `_meta` with `lab/idempotentReplayed` for a replay. The answer is written once
-/// into one buffer: the structured bytes are copied in, and the text block is escaped from that
-/// copy (compact JSON only needs `"` and `\` escaped inside a string: serde_json writes control
-/// characters escaped already).
-pub fn tool_result(id: &Value, structured: &[u8], is_error: bool, replayed: bool) -> Vec<u8> {
-    let quotes = structured
-        .iter()
-        .filter(|byte| matches!(byte, b'"' | b'\\'))
-        .count();
-    let mut body = Vec::with_capacity(2 * structured.len() + quotes + 160);
+/// The result of `tools/call` around an already serialized JSON object, given in `pieces` that
+/// joined are its text (the REST body or the REST error envelope): `structuredContent`, the same
+/// JSON as one text content block (MCP 2025-11-25: a tool that returns structured content SHOULD
+/// also return the serialized JSON in a TextContent block, for clients that do not read
+/// structured content), `isError`, and `_meta` with `lab/idempotentReplayed` for a replay. The
+/// answer is written once into one buffer of the size it needs: the pieces are copied in, then
+/// escaped into the text block (compact JSON only needs `"` and `\` escaped inside a string:
+/// serde_json writes control characters escaped already).
+pub fn tool_result<const N: usize>(
+    id: &Value,
+    pieces: [&[u8]; N],
+    is_error: bool,
+    replayed: bool,
+) -> Vec<u8> {
+    let quotes = pieces.map(count_quotes);
+    let length: usize = pieces.iter().map(|piece| piece.len()).sum();
+    let escaped = length + quotes.iter().sum::<usize>();
+    let mut body = Vec::with_capacity(length + escaped + WORD + 160);
     body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     let _ = serde_json::to_writer(&mut body, id);
     body.extend_from_slice(b",\"result\":{\"structuredContent\":");
-    let start = body.len();
-    body.extend_from_slice(structured);
-    let end = body.len();
+    for piece in pieces {
+        body.extend_from_slice(piece);
+    }
     body.extend_from_slice(b",\"content\":[{\"type\":\"text\",\"text\":\"");
-    let mut from = start;
-    while from < end {
-        match body[from..end]
-            .iter()
-            .position(|byte| matches!(byte, b'"' | b'\\'))
-        {
-            Some(offset) => {
-                let at = from + offset;
-                body.extend_from_within(from..at);
-                let escaped = body[at];
-                body.push(b'\\');
-                body.push(escaped);
-                from = at + 1;
-            }
-            None => {
-                body.extend_from_within(from..end);
-                from = end;
-            }
-        }
+    for (piece, quotes) in pieces.into_iter().zip(quotes) {
+        escape_quotes(piece, quotes, &mut body);
     }
     body.extend_from_slice(b"\"}]");
     body.extend_from_slice(if is_error {
@@ -328,6 +315,89 @@ pub fn tool_result(id: &Value, structured: &[u8], is_error: bool, replayed: bool
     }
     body.extend_from_slice(b"}}");
     body
+}
+
+/// Bytes [`escape_quotes`] examines at once (one `u64`), and may write past the end of its
+/// output before it cuts it back.
+const WORD: usize = 8;
+
+/// How many `"` and `\` `text` holds. Counted in byte-wide lanes, 255 bytes at a time, so that
+/// the compiler keeps 16 or 32 counters in a vector register (a plain `filter().count()` widens
+/// every byte to a 64-bit counter and is seven times slower on an order).
+fn count_quotes(text: &[u8]) -> usize {
+    text.chunks(255)
+        .map(|chunk| {
+            let quotes = chunk.iter().fold(0_u8, |count, byte| {
+                count.wrapping_add(u8::from((*byte == b'"') | (*byte == b'\\')))
+            });
+            usize::from(quotes)
+        })
+        .sum()
+}
+
+/// Appends `text`, which holds `quotes` (its [`count_quotes`]), to `out` with a backslash before
+/// every `"` and `\`: the inside of a JSON string holding `text`, when `text` is serialized JSON
+/// (whose control characters are escaped already). An order is a few KiB with a quote every ten
+/// bytes or so, and this runs on every `tools/call`, so it works a word of 8 bytes at a time: the
+/// word's quotes are found at once ([`quote_bits`]), a word without any is one 8-byte copy, and
+/// each quote costs one 8-byte copy from just before it, shifted by the backslashes written so
+/// far. Copies are whole words that may run past what is kept, into [`WORD`] bytes of slack cut
+/// off at the end. Measured on a 4 KiB order (with the count): about 2.5 µs, against 7–10 µs for
+/// copying the runs between quotes, as before, and 4 µs for `serde_json`'s string escaper.
+fn escape_quotes(text: &[u8], quotes: usize, out: &mut Vec<u8>) {
+    let start = out.len();
+    let length = text.len() + quotes;
+    out.resize(start + length + WORD, 0);
+    let written = &mut out[start..];
+    let mut at = 0;
+    let mut from = 0;
+    // A word is read in full even from its last quote, so the loop stops one word early.
+    while from + 2 * WORD <= text.len() {
+        let Some(word) = text[from..].first_chunk::<WORD>() else {
+            break;
+        };
+        let mut found = quote_bits(u64::from_le_bytes(*word));
+        let mut done = 0;
+        while found != 0 {
+            let quote = found.trailing_zeros() as usize / 8;
+            written[at..at + WORD].copy_from_slice(&text[from + done..from + done + WORD]);
+            at += quote - done;
+            written[at] = b'\\';
+            at += 1;
+            // The quote itself is the first byte of the next copy.
+            done = quote;
+            found &= found - 1;
+        }
+        written[at..at + WORD].copy_from_slice(&text[from + done..from + done + WORD]);
+        at += WORD - done;
+        from += WORD;
+    }
+    for &byte in &text[from..] {
+        if byte == b'"' || byte == b'\\' {
+            written[at] = b'\\';
+            at += 1;
+        }
+        written[at] = byte;
+        at += 1;
+    }
+    debug_assert_eq!(at, length, "quotes is the count of text's quotes");
+    out.truncate(start + at);
+}
+
+/// The high bit of each byte of `word` that is `"` or `\`, and no other bit.
+#[inline(always)]
+fn quote_bits(word: u64) -> u64 {
+    const EACH: u64 = u64::from_ne_bytes([1; 8]);
+    zero_bytes(word ^ (EACH * u64::from(b'"'))) | zero_bytes(word ^ (EACH * u64::from(b'\\')))
+}
+
+/// The high bit of each zero byte of `word`: exact for every byte (the low seven bits of each
+/// byte are added to 0x7F without a carry into the next byte, unlike the shorter `(v - 0x01…) &
+/// !v` test, which also marks some bytes after a zero one).
+#[inline(always)]
+fn zero_bytes(word: u64) -> u64 {
+    const LOW7: u64 = u64::from_ne_bytes([0x7F; 8]);
+    !(((word & LOW7).wrapping_add(LOW7)) | word | LOW7)
 }
 
 fn head(id: &Value) -> Vec<u8> {
@@ -435,8 +505,13 @@ mod tests {
             "id": "o\"1", "note": "a\\b\nc\u{1}d é \u{2028}", "lines": [1, 2.5, null, true], "empty": ""
         } } });
         let structured = serde_json::to_vec(&order).unwrap();
-        let answer: Value =
-            serde_json::from_slice(&tool_result(&json!(2), &structured, false, true)).unwrap();
+        let answer: Value = serde_json::from_slice(&tool_result(
+            &json!(2),
+            [&structured[..3], &structured[3..]],
+            false,
+            true,
+        ))
+        .unwrap();
         assert_eq!(answer["result"]["structuredContent"], order);
         let text = answer["result"]["content"][0]["text"].as_str().unwrap();
         assert_eq!(
@@ -450,12 +525,54 @@ mod tests {
             answer["result"]["_meta"],
             json!({ "lab/idempotentReplayed": true })
         );
-        let answer: Value = serde_json::from_slice(&tool_result(&json!("x"), b"{}", true, false)).unwrap();
+        let answer: Value =
+            serde_json::from_slice(&tool_result(&json!("x"), [b"{}".as_slice()], true, false)).unwrap();
         assert_eq!(
             answer,
             json!({ "jsonrpc": "2.0", "id": "x", "result": {
                 "structuredContent": {}, "content": [{ "type": "text", "text": "{}" }], "isError": true
             } })
         );
+    }
+
+    #[test]
+    fn the_text_block_escapes_quotes_and_backslashes_exactly_as_serde_json_does_at_every_length() {
+        // With bytes that differ from a quote only in their high bit: ¢ (C2 A2), Ü (C3 9C),
+        // ܐ (DC 90).
+        let alphabet = [
+            "a", "\"", "\\", "é", "{", ":", "\"\"", "0", "¢", "Ü", "ܐ", "\u{1}",
+        ];
+        let mut state = 0x2545_f491_u32;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state as usize
+        };
+        for length in 0..100 {
+            for _ in 0..8 {
+                let text: String = (0..length).map(|_| alphabet[next() % alphabet.len()]).collect();
+                // serde_json escapes control characters as well; serialized JSON has none raw.
+                let expected = serde_json::to_string(&text).unwrap().replace("\\u0001", "\u{1}");
+                assert_eq!(
+                    count_quotes(text.as_bytes()),
+                    text.bytes().filter(|byte| matches!(byte, b'"' | b'\\')).count()
+                );
+                let mut escaped = b"prefix".to_vec();
+                escape_quotes(text.as_bytes(), count_quotes(text.as_bytes()), &mut escaped);
+                assert_eq!(
+                    std::str::from_utf8(&escaped).unwrap(),
+                    format!("prefix{}", &expected[1..expected.len() - 1]),
+                    "{text:?}"
+                );
+            }
+        }
+        // Blocks made only of quotes, and none at all.
+        for text in ["\"".repeat(100), "\\".repeat(77), "x".repeat(100)] {
+            let mut escaped = Vec::new();
+            escape_quotes(text.as_bytes(), count_quotes(text.as_bytes()), &mut escaped);
+            let expected = serde_json::to_string(&text).unwrap();
+            assert_eq!(escaped, expected.as_bytes()[1..expected.len() - 1]);
+        }
     }
 }

@@ -230,7 +230,7 @@ async fn call_tool(state: &AppState, caller: &Caller, id: &Value, params: Option
     )
     .await
     {
-        Ok(output) => jsonrpc::tool_result(id, &output.json, false, output.replayed),
+        Ok(output) => jsonrpc::tool_result(id, output.json.pieces(), false, output.replayed),
         Err(error) => tool_error(id, &error),
     }
 }
@@ -238,7 +238,7 @@ async fn call_tool(state: &AppState, caller: &Caller, id: &Value, params: Option
 /// A business error as a tool result: the REST error envelope, as text and structured content.
 fn tool_error(id: &Value, error: &ApiError) -> Vec<u8> {
     let envelope = serde_json::to_vec(&ErrorEnvelope::from(error)).unwrap_or_default();
-    jsonrpc::tool_result(id, &envelope, true, false)
+    jsonrpc::tool_result(id, [envelope.as_slice()], true, false)
 }
 
 /// A JSON-RPC answer with 200.

@@ -67,13 +67,27 @@ struct Args {
     /// Redis (the bench uses a stream prefix of its own).
     #[arg(long, env = "BENCH_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     redis_url: String,
-    /// Which part to run: `all`, `reads`, `writes` or `checkout`.
+    /// Which part to run: `all`, `reads`, `writes` or `checkout`; `serve` seeds the mesh, prints
+    /// the URLs, the key and a wrk script of the MCP read, and serves until interrupted (for
+    /// profiling a load by hand with `perf`).
     #[arg(long, default_value = "all")]
     only: String,
     /// Routes of the read runs: `all`, or `order` for `GET /orders/{id}` and its MCP twin alone
     /// (quick A/B runs).
     #[arg(long, default_value = "all")]
     routes: String,
+    /// Rounds of the `GET /orders/{id}` and MCP pair: each round measures both at 1 and at
+    /// `--connections` connections, taking turns (REST first in odd rounds, MCP first in even
+    /// ones) so that a machine that drifts weighs on both alike. The report adds each round's
+    /// ratios and their pooled figures.
+    #[arg(long, default_value_t = 1)]
+    rounds: u32,
+    /// With `--rounds`: run the pair at the same time instead of in turn, each with half the
+    /// connections (1 and 1, then `--connections`/2 each), so that whatever else the machine
+    /// does weighs on both alike within each second; the table's CPU columns are then those
+    /// of the two loads together.
+    #[arg(long)]
+    together: bool,
     /// Fail (exit status 1) when a one-connection read's p50 exceeds this many milliseconds: the
     /// regression check for a latency floor such as Nagle's 40 ms.
     #[arg(long)]
@@ -124,6 +138,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         "mesh ready on {}; seeded order {}",
         bench.base_url, bench.order_id
     );
+    if args.only == "serve" {
+        return serve(bench).await;
+    }
     let run_seconds = Duration::from_secs(args.seconds);
     let mut rows = Vec::new();
 
@@ -135,18 +152,26 @@ async fn run(args: Args) -> anyhow::Result<()> {
         for route in &routes {
             let url = format!("{}/api/v1/agent{route}", bench.base_url);
             let label = format!("GET {}", route_label(route));
-            measure(&bench, &args, &mut rows, &label, tools::Load::get(&url)).await?;
-            if route.starts_with("/orders/") {
-                // The same read through MCP, right after its REST twin.
-                let url = format!("{}/api/mcp", bench.base_url);
-                let script = mcp::order_get_script(&bench).await?;
-                let load = tools::Load {
-                    url: &url,
-                    script: Some(&script),
-                };
-                measure(&bench, &args, &mut rows, mcp::ORDER_GET_LABEL, load).await?;
-                let _ = std::fs::remove_file(&script);
+            let rest = tools::Load::get(&url);
+            if !route.starts_with("/orders/") {
+                measure(&bench, &args, &mut rows, &label, rest).await?;
+                continue;
             }
+            // The same read through MCP, measured next to its REST twin.
+            let mcp_url = format!("{}/api/mcp", bench.base_url);
+            let script = mcp::order_get_script(&bench).await?;
+            let mcp = tools::Load {
+                url: &mcp_url,
+                script: Some(&script),
+            };
+            if args.rounds <= 1 {
+                measure(&bench, &args, &mut rows, &label, rest).await?;
+                measure(&bench, &args, &mut rows, mcp::ORDER_GET_LABEL, mcp).await?;
+            } else {
+                let pair = [(label.as_str(), rest), (mcp::ORDER_GET_LABEL, mcp)];
+                measure_rounds(&bench, &args, &mut rows, pair).await?;
+            }
+            let _ = std::fs::remove_file(&script);
         }
         rows.push(statement::statement_row(&bench, args.connections, run_seconds).await?);
         let database = pgbench::scratch_database(&args.admin_url, &bench.pg_sslmode).await?;
@@ -232,6 +257,73 @@ async fn measure(
         let mut row = tools::wrk_row(&label, load, &bench.key, connections, run_seconds).await?;
         row.database_cpu_seconds = Some(bench.database_cpu().await - database_before);
         rows.push(row);
+    }
+    Ok(())
+}
+
+/// `--only serve`: the seeded mesh, until Ctrl-C.
+async fn serve(bench: seed::Bench) -> anyhow::Result<()> {
+    let script = mcp::order_get_script(&bench).await?;
+    println!("pid {}", std::process::id());
+    println!("key {}", bench.key);
+    println!("rest {}/api/v1/agent/orders/{}", bench.base_url, bench.order_id);
+    println!("mcp {}/api/mcp (wrk script {})", bench.base_url, script.display());
+    tokio::signal::ctrl_c().await?;
+    let _ = std::fs::remove_file(&script);
+    bench.stop().await;
+    Ok(())
+}
+
+/// Warms both loads of `pair` up, then measures them in `--rounds` rounds, taking turns (rows
+/// labelled `<label> ×<connections> (round <n>)`).
+async fn measure_rounds(
+    bench: &seed::Bench,
+    args: &Args,
+    rows: &mut Vec<report::Row>,
+    pair: [(&str, tools::Load<'_>); 2],
+) -> anyhow::Result<()> {
+    let run_seconds = Duration::from_secs(args.seconds);
+    for (_, load) in pair {
+        tools::wrk(
+            load,
+            &bench.key,
+            args.connections,
+            Duration::from_secs(args.warmup),
+        )
+        .await?;
+    }
+    for round in 1..=args.rounds {
+        if args.together {
+            for connections in [1, (args.connections / 2).max(1)] {
+                let [(first, first_load), (second, second_load)] = pair;
+                let first = format!("{first} ×{connections} (round {round}, together)");
+                let second = format!("{second} ×{connections} (round {round}, together)");
+                let database_before = bench.database_cpu().await;
+                let (first_row, second_row) = tokio::join!(
+                    tools::wrk_row(&first, first_load, &bench.key, connections, run_seconds),
+                    tools::wrk_row(&second, second_load, &bench.key, connections, run_seconds),
+                );
+                let database = bench.database_cpu().await - database_before;
+                for mut row in [first_row?, second_row?] {
+                    row.database_cpu_seconds = Some(database);
+                    rows.push(row);
+                }
+            }
+            continue;
+        }
+        for connections in [1, args.connections] {
+            let mut turn = pair;
+            if round % 2 == 0 {
+                turn.reverse();
+            }
+            for (label, load) in turn {
+                let label = format!("{label} ×{connections} (round {round})");
+                let database_before = bench.database_cpu().await;
+                let mut row = tools::wrk_row(&label, load, &bench.key, connections, run_seconds).await?;
+                row.database_cpu_seconds = Some(bench.database_cpu().await - database_before);
+                rows.push(row);
+            }
+        }
     }
     Ok(())
 }
