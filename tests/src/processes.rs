@@ -409,6 +409,16 @@ impl ProcessMesh {
                 .log_dir
                 .join(format!("{}-{}.log", replica.service, replica.index));
             let text = std::fs::read_to_string(&path).unwrap_or_default();
+            // A process that failed with a backtrace (an error's "Stack backtrace:", a panic's
+            // "stack backtrace:") printed its error above the frames: the tail ends where the
+            // backtrace begins, so the error shows.
+            let text = match text
+                .find("\nStack backtrace:")
+                .or_else(|| text.find("\nstack backtrace:"))
+            {
+                Some(at) => format!("{}\n(stack backtrace omitted)", &text[..at]),
+                None => text,
+            };
             let lines: Vec<&str> = text.lines().collect();
             let tail = &lines[lines.len().saturating_sub(25)..];
             out.push_str(&format!(
