@@ -346,71 +346,75 @@ async fn mcp_against_rest(
     use axum::body::Body;
     use tower::ServiceExt;
     let bearer = format!("Bearer {key}");
-    let rest = || {
-        http::Request::get(format!("/api/v1/agent/orders/{VIEW_REFERENCE}"))
-            .header(http::header::AUTHORIZATION, &bearer)
-            .body(Body::empty())
-    };
     let message = serde_json::json!({
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": { "name": "svc.order.get", "arguments": { "reference": VIEW_REFERENCE } },
     })
     .to_string();
-    let mcp = || {
-        http::Request::post("/api/mcp")
+    // REST (0) or MCP (1).
+    let request = |index: usize| {
+        let builder = if index == 0 {
+            http::Request::get(format!("/api/v1/agent/orders/{VIEW_REFERENCE}"))
+        } else {
+            http::Request::post("/api/mcp")
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .header("mcp-protocol-version", "2025-11-25")
+        };
+        let body = if index == 0 {
+            Body::empty()
+        } else {
+            Body::from(message.clone())
+        };
+        builder
             .header(http::header::AUTHORIZATION, &bearer)
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .header("mcp-protocol-version", "2025-11-25")
-            .body(Body::from(message.clone()))
+            .body(body)
+            .expect("a valid request")
     };
-    {
-        // One call of each: both answer 200, and the sizes of their answers.
-        let call = |request: http::Request<Body>| async move {
-            let response = app.clone().oneshot(request).await.expect("infallible");
-            assert_eq!(response.status(), 200);
-            axum::body::to_bytes(response.into_body(), usize::MAX)
-                .await
-                .expect("the answer")
-        };
-        let rest_bytes = call(rest()?).await;
-        let mcp_bytes = call(mcp()?).await;
-        let answer: serde_json::Value = serde_json::from_slice(&mcp_bytes)?;
-        anyhow::ensure!(
-            answer["result"]["isError"] == false,
-            "tools/call svc.order.get failed: {answer}"
-        );
-        for _ in 0..2_000 {
-            call(rest()?).await;
-            call(mcp()?).await;
-        }
-        let mut per_request = [Vec::new(), Vec::new()];
-        for round in 0..rounds {
-            // REST first in even rounds, MCP first in odd ones.
-            for index in [round % 2, 1 - round % 2] {
-                let before = thread_cpu();
-                for _ in 0..iterations {
-                    call(if index == 0 { rest()? } else { mcp()? }).await;
-                }
-                let spent = thread_cpu() - before;
-                per_request[index as usize].push(spent.as_secs_f64() * 1e6 / iterations as f64);
-            }
-        }
-        let median = |values: &mut Vec<f64>| {
-            values.sort_by(f64::total_cmp);
-            values[values.len() / 2]
-        };
-        let [mut rest_cpu, mut mcp_cpu] = per_request;
-        let (rest_median, mcp_median) = (median(&mut rest_cpu), median(&mut mcp_cpu));
-        Ok(format!(
-            "| `GET /orders/{{reference}}` through the application, no HTTP ({rounds} rounds × {iterations}, median) | {rest_median:.2} CPU-µs per request, {} bytes answered |\n\
-             | `tools/call svc.order.get`, the same | {mcp_median:.2} CPU-µs per request, {} bytes answered |\n\
-             | … MCP over REST | {:.3}× (+{:.2} CPU-µs) |",
-            rest_bytes.len(),
-            mcp_bytes.len(),
-            mcp_median / rest_median,
-            mcp_median - rest_median
-        ))
+    let call = |index: usize| async move {
+        let response = app.clone().oneshot(request(index)).await.expect("infallible");
+        assert_eq!(response.status(), 200);
+        axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("the answer")
+    };
+    // One call of each: both answer 200, and the sizes of their answers.
+    let rest_bytes = call(0).await;
+    let mcp_bytes = call(1).await;
+    let answer: serde_json::Value = serde_json::from_slice(&mcp_bytes)?;
+    anyhow::ensure!(
+        answer["result"]["isError"] == false,
+        "tools/call svc.order.get failed: {answer}"
+    );
+    for _ in 0..2_000 {
+        call(0).await;
+        call(1).await;
     }
+    let mut per_request = [Vec::new(), Vec::new()];
+    for round in 0..rounds as usize {
+        // REST first in even rounds, MCP first in odd ones.
+        for index in [round % 2, 1 - round % 2] {
+            let (cpu, _) = measure(iterations, || async move {
+                call(index).await;
+            })
+            .await;
+            per_request[index].push(cpu.as_secs_f64() * 1e6 / iterations as f64);
+        }
+    }
+    let median = |values: &mut Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    let [mut rest_cpu, mut mcp_cpu] = per_request;
+    let (rest_median, mcp_median) = (median(&mut rest_cpu), median(&mut mcp_cpu));
+    Ok(format!(
+        "| `GET /orders/{{reference}}` through the application, no HTTP ({rounds} rounds × {iterations}, median) | {rest_median:.2} CPU-µs per request, {} bytes answered |\n\
+         | `tools/call svc.order.get`, the same | {mcp_median:.2} CPU-µs per request, {} bytes answered |\n\
+         | … MCP over REST | {:.3}× (+{:.2} CPU-µs) |",
+        rest_bytes.len(),
+        mcp_bytes.len(),
+        mcp_median / rest_median,
+        mcp_median - rest_median
+    ))
 }
 
 /// orders-svc stand-in: `GetOrder` and `GetOrderView` answer a fixed order

@@ -145,32 +145,31 @@ pub async fn list_orders(peers: &Peers, caller: &Caller, query: OrdersQuery) -> 
 /// writes the envelope around them where it writes its answer.
 #[derive(Debug)]
 pub struct OrderDocument {
-    order: Vec<u8>,
+    order: String,
 }
 
 impl OrderDocument {
-    const HEAD: &'static [u8] = b"{\"data\":{\"order\":";
-    const TAIL: &'static [u8] = b"}}";
+    const HEAD: &'static str = "{\"data\":{\"order\":";
+    const TAIL: &'static str = "}}";
 
     fn new(order: Vec<u8>) -> Result<Self, ApiError> {
-        std::str::from_utf8(&order).map_err(|_| missing("order as UTF-8 JSON"))?;
+        let order = String::from_utf8(order).map_err(|_| missing("order as UTF-8 JSON"))?;
         Ok(Self { order })
     }
 
     /// The JSON body in its three pieces (envelope head, order, envelope tail), which joined
     /// are [`OrderDocument::into_json`].
     pub fn pieces(&self) -> [&[u8]; 3] {
-        [Self::HEAD, &self.order, Self::TAIL]
+        [
+            Self::HEAD.as_bytes(),
+            self.order.as_bytes(),
+            Self::TAIL.as_bytes(),
+        ]
     }
 
     /// The JSON body.
     pub fn into_json(self) -> String {
-        let mut body = Vec::with_capacity(Self::HEAD.len() + self.order.len() + Self::TAIL.len());
-        for piece in self.pieces() {
-            body.extend_from_slice(piece);
-        }
-        // Pieces of UTF-8 (checked in `new`) joined at character boundaries.
-        String::from_utf8(body).unwrap_or_default()
+        [Self::HEAD, &self.order, Self::TAIL].concat()
     }
 }
 

@@ -16,6 +16,7 @@
 
 use axum::Router;
 use axum::extract::ConnectInfo;
+use futures::task::AtomicWaker;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder;
@@ -23,8 +24,8 @@ use hyper_util::service::TowerToHyperService;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -124,7 +125,7 @@ struct WakeState {
     /// Woken since the current poll began.
     woken: AtomicBool,
     /// The task's own waker, for wakes while the inner future is not being polled.
-    task: Mutex<Option<Waker>>,
+    task: AtomicWaker,
 }
 
 impl Wake for WakeState {
@@ -137,13 +138,7 @@ impl Wake for WakeState {
         // task, or `poll` sees `woken` set and polls again (or both, which is harmless).
         self.woken.store(true, Ordering::SeqCst);
         if !self.polling.load(Ordering::SeqCst) {
-            let task = self
-                .task
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some(task) = task.as_ref() {
-                task.wake_by_ref();
-            }
+            self.task.wake();
         }
     }
 }
@@ -169,16 +164,9 @@ impl<F: Future> Future for RepollSelfWakes<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.get_mut();
-        {
-            let mut task = this
-                .state
-                .task
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if !task.as_ref().is_some_and(|task| task.will_wake(cx.waker())) {
-                *task = Some(cx.waker().clone());
-            }
-        }
+        // Registered before the inner future is polled: a wake from now on is either seen by
+        // that poll or reaches the task.
+        this.state.task.register(cx.waker());
         let mut context = Context::from_waker(&this.waker);
         for _ in 0..=REPOLLS {
             // `woken` is cleared before `polling` is set: a wake in between reaches the task.
@@ -214,6 +202,22 @@ mod tests {
         }
     }
 
+    /// A task's waker, and how many times it was woken.
+    fn task() -> (Waker, Arc<Count>) {
+        let count = Arc::new(Count::default());
+        (Waker::from(Arc::clone(&count)), count)
+    }
+
+    /// [`Yielding`] wrapped, and its count of polls.
+    fn repolled_yielding(yields: usize) -> (RepollSelfWakes<Yielding>, Arc<AtomicUsize>) {
+        let polls = Arc::new(AtomicUsize::new(0));
+        let future = RepollSelfWakes::new(Yielding {
+            yields,
+            polls: Arc::clone(&polls),
+        });
+        (future, polls)
+    }
+
     /// Wakes itself on each of its first `yields` polls, then is ready; counts its polls.
     struct Yielding {
         yields: usize,
@@ -236,13 +240,9 @@ mod tests {
 
     #[test]
     fn a_future_that_wakes_itself_is_polled_again_at_once_and_the_task_is_not_woken() {
-        let task = Arc::new(Count::default());
-        let waker = Waker::from(Arc::clone(&task));
-        let polls = Arc::new(AtomicUsize::new(0));
-        let mut future = std::pin::pin!(RepollSelfWakes::new(Yielding {
-            yields: 1,
-            polls: Arc::clone(&polls)
-        }));
+        let (waker, task) = task();
+        let (future, polls) = repolled_yielding(1);
+        let mut future = std::pin::pin!(future);
         assert!(future.as_mut().poll(&mut Context::from_waker(&waker)).is_ready());
         assert_eq!(polls.load(Ordering::SeqCst), 2);
         assert_eq!(task.0.load(Ordering::SeqCst), 0);
@@ -250,13 +250,9 @@ mod tests {
 
     #[test]
     fn a_future_that_keeps_waking_itself_yields_through_the_task_after_the_repolls() {
-        let task = Arc::new(Count::default());
-        let waker = Waker::from(Arc::clone(&task));
-        let polls = Arc::new(AtomicUsize::new(0));
-        let mut future = std::pin::pin!(RepollSelfWakes::new(Yielding {
-            yields: 10,
-            polls: Arc::clone(&polls)
-        }));
+        let (waker, task) = task();
+        let (future, polls) = repolled_yielding(10);
+        let mut future = std::pin::pin!(future);
         assert!(
             future
                 .as_mut()
@@ -273,8 +269,7 @@ mod tests {
 
     #[test]
     fn a_wake_from_elsewhere_while_pending_reaches_the_task() {
-        let task = Arc::new(Count::default());
-        let waker = Waker::from(Arc::clone(&task));
+        let (waker, task) = task();
         let (sender, receiver) = std::sync::mpsc::channel::<Waker>();
         // Pending once, handing its waker out; ready on the next poll.
         let mut handed = false;

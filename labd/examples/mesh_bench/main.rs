@@ -243,22 +243,33 @@ async fn measure(
     label: &str,
     load: tools::Load<'_>,
 ) -> anyhow::Result<()> {
-    let run_seconds = Duration::from_secs(args.seconds);
-    tools::wrk(
-        load,
-        &bench.key,
-        args.connections,
-        Duration::from_secs(args.warmup),
-    )
-    .await?;
+    warm_up(bench, args, load).await?;
     for connections in [1, args.connections] {
         let label = format!("{label} ×{connections}");
-        let database_before = bench.database_cpu().await;
-        let mut row = tools::wrk_row(&label, load, &bench.key, connections, run_seconds).await?;
-        row.database_cpu_seconds = Some(bench.database_cpu().await - database_before);
-        rows.push(row);
+        rows.push(measured_row(bench, args, &label, load, connections).await?);
     }
     Ok(())
+}
+
+/// Unmeasured load on `load` for `--warmup` seconds at `--connections` connections.
+async fn warm_up(bench: &seed::Bench, args: &Args, load: tools::Load<'_>) -> anyhow::Result<()> {
+    let warmup = Duration::from_secs(args.warmup);
+    tools::wrk(load, &bench.key, args.connections, warmup).await
+}
+
+/// One measured `wrk` run of `--seconds`, with the CPU the mesh's PostgreSQL backends spent.
+async fn measured_row(
+    bench: &seed::Bench,
+    args: &Args,
+    label: &str,
+    load: tools::Load<'_>,
+    connections: u32,
+) -> anyhow::Result<report::Row> {
+    let database_before = bench.database_cpu().await;
+    let seconds = Duration::from_secs(args.seconds);
+    let mut row = tools::wrk_row(label, load, &bench.key, connections, seconds).await?;
+    row.database_cpu_seconds = Some(bench.database_cpu().await - database_before);
+    Ok(row)
 }
 
 /// `--only serve`: the seeded mesh, until Ctrl-C.
@@ -282,15 +293,8 @@ async fn measure_rounds(
     rows: &mut Vec<report::Row>,
     pair: [(&str, tools::Load<'_>); 2],
 ) -> anyhow::Result<()> {
-    let run_seconds = Duration::from_secs(args.seconds);
     for (_, load) in pair {
-        tools::wrk(
-            load,
-            &bench.key,
-            args.connections,
-            Duration::from_secs(args.warmup),
-        )
-        .await?;
+        warm_up(bench, args, load).await?;
     }
     for round in 1..=args.rounds {
         if args.together {
@@ -298,10 +302,11 @@ async fn measure_rounds(
                 let [(first, first_load), (second, second_load)] = pair;
                 let first = format!("{first} ×{connections} (round {round}, together)");
                 let second = format!("{second} ×{connections} (round {round}, together)");
+                let seconds = Duration::from_secs(args.seconds);
                 let database_before = bench.database_cpu().await;
                 let (first_row, second_row) = tokio::join!(
-                    tools::wrk_row(&first, first_load, &bench.key, connections, run_seconds),
-                    tools::wrk_row(&second, second_load, &bench.key, connections, run_seconds),
+                    tools::wrk_row(&first, first_load, &bench.key, connections, seconds),
+                    tools::wrk_row(&second, second_load, &bench.key, connections, seconds),
                 );
                 let database = bench.database_cpu().await - database_before;
                 for mut row in [first_row?, second_row?] {
@@ -318,10 +323,7 @@ async fn measure_rounds(
             }
             for (label, load) in turn {
                 let label = format!("{label} ×{connections} (round {round})");
-                let database_before = bench.database_cpu().await;
-                let mut row = tools::wrk_row(&label, load, &bench.key, connections, run_seconds).await?;
-                row.database_cpu_seconds = Some(bench.database_cpu().await - database_before);
-                rows.push(row);
+                rows.push(measured_row(bench, args, &label, load, connections).await?);
             }
         }
     }

@@ -172,7 +172,6 @@ pub fn render(
     let mcp_label = ORDER_GET_LABEL;
     let mcp_one = runs(rows, mcp_label, true);
     let mcp_many = runs(rows, mcp_label, false);
-    let rounds = rest_one.len().min(mcp_one.len());
     let each = |ratios: &[f64]| {
         if ratios.len() < 2 {
             return String::new();
@@ -180,7 +179,7 @@ pub fn render(
         let listed: Vec<String> = ratios.iter().map(|ratio| format!("{ratio:.3}")).collect();
         format!("; {} rounds: {}", ratios.len(), listed.join(", "))
     };
-    if rounds > 0 {
+    if !rest_one.is_empty() && !mcp_one.is_empty() {
         // Each round's MCP p50 over its REST p50; the verdict on their median.
         let ratios: Vec<f64> = rest_one
             .iter()
