@@ -86,10 +86,15 @@ pub struct ProcessMesh {
     pub http_addr: SocketAddr,
 }
 
-/// A free loopback port (bound, then released for the process to take).
-fn free_port() -> SocketAddr {
+/// A free loopback port, bound and kept in `held` until every port of the mesh is chosen (then
+/// released for the processes to take). Released at once, the port could be handed out again by
+/// the next call: two replicas once got the same metrics port, and one exited with "Address
+/// already in use".
+fn free_port(held: &mut Vec<std::net::TcpListener>) -> SocketAddr {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("its address")
+    let address = listener.local_addr().expect("its address");
+    held.push(listener);
+    address
 }
 
 impl ProcessMesh {
@@ -99,19 +104,22 @@ impl ProcessMesh {
         let log_dir = std::env::temp_dir().join(format!("lab-processes-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&log_dir).expect("a log directory");
         let mut replicas = Vec::new();
+        let mut held = Vec::new();
         for (service, _) in SERVICES {
             for index in 0..plan.replicas.get(service).copied().unwrap_or(1) {
                 replicas.push(Replica {
                     service,
                     index,
-                    grpc: free_port(),
-                    http: (service == "gateway").then(free_port),
-                    metrics: free_port(),
+                    grpc: free_port(&mut held),
+                    http: (service == "gateway").then(|| free_port(&mut held)),
+                    metrics: free_port(&mut held),
                     env: Vec::new(),
                     child: Mutex::new(None),
                 });
             }
         }
+        // Every port chosen and distinct: free for the processes to bind.
+        drop(held);
         // One replica is named as a gRPC `dns:` target, as the Kubernetes manifests name their
         // headless Services (resolved by the system resolver, balanced, re-resolved); several
         // as a list of their addresses.
