@@ -79,7 +79,9 @@ struct Args {
     /// Rounds of the `GET /orders/{id}` and MCP pair: each round measures both at 1 and at
     /// `--connections` connections, taking turns (REST first in odd rounds, MCP first in even
     /// ones) so that a machine that drifts weighs on both alike. The report adds each round's
-    /// ratios and their pooled figures.
+    /// ratios, their pooled figures and, from six rounds on, a verdict from the 95 % interval of
+    /// the rounds' median ratio (met, missed, or undecided when the interval straddles the
+    /// target). Many short rounds (`--rounds 30 --seconds 2`) pair the loads closest in time.
     #[arg(long, default_value_t = 1)]
     rounds: u32,
     /// With `--rounds`: run the pair at the same time instead of in turn, each with half the
