@@ -24,6 +24,10 @@
 //! (`examples/order_view.json`, 4 KiB, from the mesh benchmark's seeded order); blocks of
 //! `--iterations` alternate between the two for `--rounds` rounds. It tells the two front ends'
 //! own costs apart from what HTTP, the kernel and the machine add in the mesh benchmark.
+//! `--only rest` or `--only mcp` warms up and then calls one of the two alone `--iterations`
+//! times, without timing, for counting under `valgrind --tool=cachegrind` (instructions and
+//! simulated cache misses, where a machine has no hardware counters): two runs with different
+//! `--iterations`, subtracted, give the count per request without the set-up.
 
 use gateway::config::RateLimitSettings;
 use gateway::domain::api_key;
@@ -64,10 +68,18 @@ fn main() -> anyhow::Result<()> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
+        let only = match args.iter().position(|arg| arg == "--only") {
+            None => None,
+            Some(index) => match args.get(index + 1).map(String::as_str) {
+                Some("rest") => Some(0),
+                Some("mcp") => Some(1),
+                other => anyhow::bail!("--only takes rest or mcp, not {other:?}"),
+            },
+        };
         let report = runtime.block_on(async {
             let (setup, key) = setup().await?;
             let app = gateway::app(setup.application.state());
-            mcp_against_rest(&app, &key, iterations, rounds).await
+            mcp_against_rest(&app, &key, iterations, rounds, only).await
         })?;
         println!("{report}");
         return Ok(());
@@ -342,6 +354,7 @@ async fn mcp_against_rest(
     key: &str,
     iterations: u64,
     rounds: u64,
+    only: Option<usize>,
 ) -> anyhow::Result<String> {
     use axum::body::Body;
     use tower::ServiceExt;
@@ -385,9 +398,21 @@ async fn mcp_against_rest(
         answer["result"]["isError"] == false,
         "tools/call svc.order.get failed: {answer}"
     );
+    let measured = |index: usize| only.is_none_or(|only| only == index);
     for _ in 0..2_000 {
-        call(0).await;
-        call(1).await;
+        for index in [0, 1].into_iter().filter(|index| measured(*index)) {
+            call(index).await;
+        }
+    }
+    if let Some(only) = only {
+        // No clock read here: rustix's vDSO lookup crashes under valgrind, and valgrind counts.
+        for _ in 0..iterations {
+            call(only).await;
+        }
+        let label = ["GET /orders/{reference}", "tools/call svc.order.get"][only];
+        return Ok(format!(
+            "`{label}` alone through the application, no HTTP: {iterations} calls"
+        ));
     }
     let mut per_request = [Vec::new(), Vec::new()];
     for round in 0..rounds as usize {
