@@ -4,7 +4,9 @@
 Each round runs every load once (in reverse order every other round) for SECONDS at CONNECTIONS
 connections and reads the mesh's CPU time from /proc/<pid>/stat around it. The report gives, per
 load, the median rate, p50 and mesh CPU per request, and against the first load the median of the
-rounds' paired ratios with a bootstrap 95 % interval. Standard library and wrk only.
+rounds' paired ratios with its 95 % interval, computed as mesh_bench's report does (order
+statistics: the k-th smallest and k-th largest ratio from the binomial(n, 1/2) table; none below
+six rounds). Standard library and wrk only.
 
     mesh_bench --only serve > /tmp/serve.txt &      # prints pid, key, rest and mcp URLs
     deploy/bench/serve_ab.py /tmp/serve.txt 20 2 16 \\
@@ -12,7 +14,7 @@ rounds' paired ratios with a bootstrap 95 % interval. Standard library and wrk o
 
 A load is LABEL=TARGET[=WRK_SCRIPT], TARGET being `rest`, `mcp` or a URL.
 """
-import random
+import math
 import re
 import statistics
 import subprocess
@@ -50,8 +52,13 @@ def main() -> None:
             results[label].append((requests / elapsed, p50_ms, cpu * 1e6 / max(requests, 1)))
 
     def interval(values):
-        medians = sorted(statistics.median(random.choices(values, k=len(values))) for _ in range(2000))
-        return medians[50], medians[1949]
+        ranked, below, k = sorted(values), 0.0, 0
+        for j in range(len(values)):
+            below += math.comb(len(values), j) / 2 ** len(values)
+            if below > 0.025:
+                break
+            k = j + 1
+        return (ranked[k - 1], ranked[len(values) - k]) if k else (math.nan, math.nan)
 
     base = loads[0][0]
     for label, _, _ in loads:

@@ -118,10 +118,7 @@ fn verdict(estimate: f64, ratios: &[f64], meets: impl Fn(f64) -> bool) -> String
                 (false, false) => "✘",
                 _ => "undecided",
             };
-            format!(
-                "{mark}: rounds' median {:.3}, 95 % interval {low:.3}–{high:.3}",
-                median(ratios.iter().copied())
-            )
+            format!("{mark} (95 % interval of the rounds' median {low:.3}–{high:.3})")
         }
     }
 }
@@ -235,7 +232,7 @@ pub fn render(
         let verdict = verdict(ratio, &ratios, |ratio| ratio <= 1.05);
         let _ = writeln!(
             out,
-            "* MCP `{mcp_label}` vs `GET /orders/{{id}}`, 1 connection: p50 {:.2} ms vs {:.2} ms = **{ratio:.3}×** (target ≤ 1.05× {verdict}{})",
+            "* MCP `{mcp_label}` vs `GET /orders/{{id}}`, 1 connection: p50 {:.2} ms vs {:.2} ms = **{ratio:.3}×** (target ≤ 1.05×: {verdict}{})",
             median(mcp_one.iter().filter_map(|row| row.p50_ms)),
             median(rest_one.iter().filter_map(|row| row.p50_ms)),
             each(&ratios)
@@ -253,9 +250,16 @@ pub fn render(
             mean(mcp_many.iter().map(|row| row.rate)),
         );
         let ratio = mcp_rate / rest_rate;
-        // The rate pooled; the verdict from the rounds' paired ratios, which the machine's swings
-        // from one round to the next move less than the pooled rates.
-        let verdict = verdict(ratio, &ratios, |ratio| ratio >= 0.95);
+        // The rate pooled; the verdict from the rounds' paired ratios (their median, and its
+        // interval), which the machine's swings from one round to the next move less.
+        let verdict = match ratios.len() {
+            0 | 1 => verdict(ratio, &ratios, |ratio| ratio >= 0.95),
+            _ => format!(
+                "rounds' median {:.3}, {}",
+                median(ratios.iter().copied()),
+                verdict(ratio, &ratios, |ratio| ratio >= 0.95)
+            ),
+        };
         let p50_ratio = median(mcp_many.iter().filter_map(|row| row.p50_ms))
             / median(rest_many.iter().filter_map(|row| row.p50_ms));
         let cpu = |runs: &[&Row]| {
@@ -275,7 +279,7 @@ pub fn render(
         };
         let _ = writeln!(
             out,
-            "* MCP `{mcp_label}` vs `GET /orders/{{id}}`, {}: {mcp_rate:.0} vs {rest_rate:.0} req/s = **{ratio:.3}×** (target ≥ 0.95× {verdict}{}); p50 {p50_ratio:.3}×{cpu_line}",
+            "* MCP `{mcp_label}` vs `GET /orders/{{id}}`, {}: {mcp_rate:.0} vs {rest_rate:.0} req/s = **{ratio:.3}×** (target ≥ 0.95×: {verdict}{}); p50 {p50_ratio:.3}×{cpu_line}",
             rest_many[0].label.split(' ').nth(2).unwrap_or_default(),
             each(&ratios),
         );
@@ -402,11 +406,11 @@ mod tests {
         let at_most = |ratio: f64| ratio <= 1.05;
         let rounds = |values: [f64; 6]| values.to_vec();
         let met = verdict(1.0, &rounds([0.98, 1.0, 1.01, 1.0, 1.04, 0.99]), at_most);
-        assert_eq!(met, "✔: rounds' median 1.000, 95 % interval 0.980–1.040");
+        assert_eq!(met, "✔ (95 % interval of the rounds' median 0.980–1.040)");
         let missed = verdict(1.1, &rounds([1.06, 1.1, 1.2, 1.1, 1.08, 1.09]), at_most);
-        assert!(missed.starts_with("✘:"), "{missed}");
+        assert!(missed.starts_with("✘ ("), "{missed}");
         let noisy = verdict(1.03, &rounds([0.99, 1.03, 1.08, 1.02, 1.04, 1.03]), at_most);
-        assert!(noisy.starts_with("undecided:"), "{noisy}");
+        assert!(noisy.starts_with("undecided ("), "{noisy}");
         assert_eq!(verdict(1.03, &[1.03], at_most), "✔");
         assert_eq!(verdict(1.07, &[1.07], at_most), "✘");
     }
