@@ -27,7 +27,11 @@
 //! `--only rest` or `--only mcp` warms up and then calls one of the two alone `--iterations`
 //! times, without timing, for counting under `valgrind --tool=cachegrind` (instructions and
 //! simulated cache misses, where a machine has no hardware counters): two runs with different
-//! `--iterations`, subtracted, give the count per request without the set-up.
+//! `--iterations`, subtracted, give the count per request without the set-up. `--http` sends
+//! part 3's requests through the gateway's own HTTP server instead (`gateway::server::serve` on
+//! loopback, one keep-alive connection, the requests written as wrk writes them, the answers
+//! read by a minimal client on the same thread): with `--only`, the count then includes hyper
+//! (reading the request and its body, writing the answer) and the client's few reads.
 
 use gateway::config::RateLimitSettings;
 use gateway::domain::api_key;
@@ -42,6 +46,12 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
+
+/// The allocator of the gateway binary (see the `mimalloc` feature), so that allocation costs
+/// what it costs in the service.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Limits that never refuse here: a key allowed far more than the load (as in the mesh
 /// benchmark), whose leases (a quarter of the burst at most) are large, so Redis is asked a
@@ -79,7 +89,8 @@ fn main() -> anyhow::Result<()> {
         let report = runtime.block_on(async {
             let (setup, key) = setup().await?;
             let app = gateway::app(setup.application.state());
-            mcp_against_rest(&app, &key, iterations, rounds, only).await
+            let http = args.iter().any(|arg| arg == "--http");
+            mcp_against_rest(&app, &key, iterations, rounds, only, http).await
         })?;
         println!("{report}");
         return Ok(());
@@ -348,13 +359,15 @@ const ORDER_VIEW: &[u8] = include_bytes!("order_view.json");
 const VIEW_REFERENCE: &str = "ORD-VIEW";
 
 /// Part 3, on the one thread of a current-thread runtime, where the fake orders-svc is called in
-/// memory: the thread's CPU time is the gateway's (the fake's part is the same for both).
+/// memory: the thread's CPU time is the gateway's (the fake's part is the same for both). With
+/// `http`, through the gateway's HTTP server and a loopback connection.
 async fn mcp_against_rest(
     app: &axum::Router,
     key: &str,
     iterations: u64,
     rounds: u64,
     only: Option<usize>,
+    http: bool,
 ) -> anyhow::Result<String> {
     use axum::body::Body;
     use tower::ServiceExt;
@@ -383,12 +396,41 @@ async fn mcp_against_rest(
             .body(body)
             .expect("a valid request")
     };
-    let call = |index: usize| async move {
-        let response = app.clone().oneshot(request(index)).await.expect("infallible");
-        assert_eq!(response.status(), 200);
-        axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .expect("the answer")
+    let connection = if http {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        tokio::spawn(gateway::server::serve(
+            listener,
+            app.clone(),
+            std::future::pending(),
+        ));
+        let stream = tokio::net::TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let host = format!("Host: {addr}\r\nAuthorization: {bearer}\r\n");
+        let written = [
+            format!("GET /api/v1/agent/orders/{VIEW_REFERENCE} HTTP/1.1\r\n{host}\r\n"),
+            format!(
+                "POST /api/mcp HTTP/1.1\r\n{host}Content-Type: application/json\r\n\
+                 MCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n{message}",
+                message.len()
+            ),
+        ];
+        Some((tokio::sync::Mutex::new(RawConnection::new(stream)), written))
+    } else {
+        None
+    };
+    let call = |index: usize| {
+        let (connection, request) = (&connection, &request);
+        async move {
+            if let Some((connection, written)) = connection {
+                return connection.lock().await.exchange(written[index].as_bytes()).await;
+            }
+            let response = app.clone().oneshot(request(index)).await.expect("infallible");
+            assert_eq!(response.status(), 200);
+            axum::body::to_bytes(response.into_body(), usize::MAX)
+                .await
+                .expect("the answer")
+        }
     };
     // One call of each: both answer 200, and the sizes of their answers.
     let rest_bytes = call(0).await;
@@ -404,6 +446,11 @@ async fn mcp_against_rest(
             call(index).await;
         }
     }
+    let through = if http {
+        "over HTTP (the gateway's server, a loopback connection, the client in this thread)"
+    } else {
+        "no HTTP"
+    };
     if let Some(only) = only {
         // No clock read here: rustix's vDSO lookup crashes under valgrind, and valgrind counts.
         for _ in 0..iterations {
@@ -411,7 +458,7 @@ async fn mcp_against_rest(
         }
         let label = ["GET /orders/{reference}", "tools/call svc.order.get"][only];
         return Ok(format!(
-            "`{label}` alone through the application, no HTTP: {iterations} calls"
+            "`{label}` alone through the application, {through}: {iterations} calls"
         ));
     }
     let mut per_request = [Vec::new(), Vec::new()];
@@ -432,7 +479,7 @@ async fn mcp_against_rest(
     let [mut rest_cpu, mut mcp_cpu] = per_request;
     let (rest_median, mcp_median) = (median(&mut rest_cpu), median(&mut mcp_cpu));
     Ok(format!(
-        "| `GET /orders/{{reference}}` through the application, no HTTP ({rounds} rounds × {iterations}, median) | {rest_median:.2} CPU-µs per request, {} bytes answered |\n\
+        "| `GET /orders/{{reference}}` through the application, {through} ({rounds} rounds × {iterations}, median) | {rest_median:.2} CPU-µs per request, {} bytes answered |\n\
          | `tools/call svc.order.get`, the same | {mcp_median:.2} CPU-µs per request, {} bytes answered |\n\
          | … MCP over REST | {:.3}× (+{:.2} CPU-µs) |",
         rest_bytes.len(),
@@ -440,6 +487,55 @@ async fn mcp_against_rest(
         mcp_median / rest_median,
         mcp_median - rest_median
     ))
+}
+
+/// A keep-alive HTTP/1.1 connection that writes a request and reads its answer: the status line,
+/// the headers up to `content-length`, and that many bytes of body (all the gateway's answers
+/// here have one).
+struct RawConnection {
+    stream: tokio::net::TcpStream,
+    buffer: Vec<u8>,
+}
+
+impl RawConnection {
+    fn new(stream: tokio::net::TcpStream) -> Self {
+        Self {
+            stream,
+            buffer: Vec::with_capacity(64 * 1024),
+        }
+    }
+
+    /// Writes `request` and returns the body of its answer, which must be a 200.
+    async fn exchange(&mut self, request: &[u8]) -> axum::body::Bytes {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        self.stream
+            .write_all(request)
+            .await
+            .expect("the request is written");
+        self.buffer.clear();
+        let (head, length) = loop {
+            let read = self.stream.read_buf(&mut self.buffer).await.expect("the answer");
+            assert!(read > 0, "the gateway closed the connection");
+            if let Some(end) = self.buffer.windows(4).position(|window| window == b"\r\n\r\n") {
+                let head = std::str::from_utf8(&self.buffer[..end]).expect("an ASCII head");
+                assert!(head.starts_with("HTTP/1.1 200 "), "answered {head}");
+                let length = head
+                    .lines()
+                    .find_map(|line| {
+                        let (name, value) = line.split_once(':')?;
+                        name.eq_ignore_ascii_case("content-length")
+                            .then(|| value.trim().parse::<usize>().ok())?
+                    })
+                    .expect("a content-length");
+                break (end + 4, length);
+            }
+        };
+        while self.buffer.len() < head + length {
+            let read = self.stream.read_buf(&mut self.buffer).await.expect("the body");
+            assert!(read > 0, "the gateway closed the connection");
+        }
+        axum::body::Bytes::copy_from_slice(&self.buffer[head..head + length])
+    }
 }
 
 /// orders-svc stand-in: `GetOrder` and `GetOrderView` answer a fixed order

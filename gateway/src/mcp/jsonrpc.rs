@@ -281,19 +281,21 @@ pub fn error(id: &Value, code: i64, message: &str) -> Vec<u8> {
 /// JSON as one text content block (MCP 2025-11-25: a tool that returns structured content SHOULD
 /// also return the serialized JSON in a TextContent block, for clients that do not read
 /// structured content), `isError`, and `_meta` with `lab/idempotentReplayed` for a replay. The
-/// answer is written once into one buffer of the size it needs: the pieces are copied in, then
-/// escaped into the text block (compact JSON only needs `"` and `\` escaped inside a string:
-/// serde_json writes control characters escaped already).
+/// answer is written once into one buffer with room for it: the pieces are copied in, then
+/// escaped into the text block by [`json_escape::push_escaped`] (compact JSON only needs `"` and
+/// `\` escaped inside a string: serde_json writes control characters escaped already).
 pub fn tool_result<const N: usize>(
     id: &Value,
     pieces: [&[u8]; N],
     is_error: bool,
     replayed: bool,
 ) -> Vec<u8> {
-    let quotes = pieces.map(count_quotes);
     let length: usize = pieces.iter().map(|piece| piece.len()).sum();
-    let escaped = length + quotes.iter().sum::<usize>();
-    let mut body = Vec::with_capacity(length + escaped + WORD + 160);
+    let escaped: usize = pieces
+        .iter()
+        .map(|piece| json_escape::room_for(piece.len()))
+        .sum();
+    let mut body = Vec::with_capacity(length + escaped + 160);
     body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     let _ = serde_json::to_writer(&mut body, id);
     body.extend_from_slice(b",\"result\":{\"structuredContent\":");
@@ -301,8 +303,8 @@ pub fn tool_result<const N: usize>(
         body.extend_from_slice(piece);
     }
     body.extend_from_slice(b",\"content\":[{\"type\":\"text\",\"text\":\"");
-    for (piece, quotes) in pieces.into_iter().zip(quotes) {
-        escape_quotes(piece, quotes, &mut body);
+    for piece in pieces {
+        json_escape::push_escaped(piece, &mut body);
     }
     body.extend_from_slice(b"\"}]");
     body.extend_from_slice(if is_error {
@@ -315,89 +317,6 @@ pub fn tool_result<const N: usize>(
     }
     body.extend_from_slice(b"}}");
     body
-}
-
-/// Bytes [`escape_quotes`] examines at once (one `u64`), and may write past the end of its
-/// output before it cuts it back.
-const WORD: usize = 8;
-
-/// How many `"` and `\` `text` holds. Counted in byte-wide lanes, 255 bytes at a time, so that
-/// the compiler keeps 16 or 32 counters in a vector register (a plain `filter().count()` widens
-/// every byte to a 64-bit counter and is seven times slower on an order).
-fn count_quotes(text: &[u8]) -> usize {
-    text.chunks(255)
-        .map(|chunk| {
-            let quotes = chunk.iter().fold(0_u8, |count, byte| {
-                count.wrapping_add(u8::from((*byte == b'"') | (*byte == b'\\')))
-            });
-            usize::from(quotes)
-        })
-        .sum()
-}
-
-/// Appends `text`, which holds `quotes` (its [`count_quotes`]), to `out` with a backslash before
-/// every `"` and `\`: the inside of a JSON string holding `text`, when `text` is serialized JSON
-/// (whose control characters are escaped already). An order is a few KiB with a quote every ten
-/// bytes or so, and this runs on every `tools/call`, so it works a word of 8 bytes at a time: the
-/// word's quotes are found at once ([`quote_bits`]), a word without any is one 8-byte copy, and
-/// each quote costs one 8-byte copy from just before it, shifted by the backslashes written so
-/// far. Copies are whole words that may run past what is kept, into [`WORD`] bytes of slack cut
-/// off at the end. Measured on a 4 KiB order (with the count): about 2.5 µs, against 7–10 µs for
-/// copying the runs between quotes, as before, and 4 µs for `serde_json`'s string escaper.
-fn escape_quotes(text: &[u8], quotes: usize, out: &mut Vec<u8>) {
-    let start = out.len();
-    let length = text.len() + quotes;
-    out.resize(start + length + WORD, 0);
-    let written = &mut out[start..];
-    let mut at = 0;
-    let mut from = 0;
-    // A word is read in full even from its last quote, so the loop stops one word early.
-    while from + 2 * WORD <= text.len() {
-        let Some(word) = text[from..].first_chunk::<WORD>() else {
-            break;
-        };
-        let mut found = quote_bits(u64::from_le_bytes(*word));
-        let mut done = 0;
-        while found != 0 {
-            let quote = found.trailing_zeros() as usize / 8;
-            written[at..at + WORD].copy_from_slice(&text[from + done..from + done + WORD]);
-            at += quote - done;
-            written[at] = b'\\';
-            at += 1;
-            // The quote itself is the first byte of the next copy.
-            done = quote;
-            found &= found - 1;
-        }
-        written[at..at + WORD].copy_from_slice(&text[from + done..from + done + WORD]);
-        at += WORD - done;
-        from += WORD;
-    }
-    for &byte in &text[from..] {
-        if byte == b'"' || byte == b'\\' {
-            written[at] = b'\\';
-            at += 1;
-        }
-        written[at] = byte;
-        at += 1;
-    }
-    debug_assert_eq!(at, length, "quotes is the count of text's quotes");
-    out.truncate(start + at);
-}
-
-/// The high bit of each byte of `word` that is `"` or `\`, and no other bit.
-#[inline(always)]
-fn quote_bits(word: u64) -> u64 {
-    const EACH: u64 = u64::from_ne_bytes([1; 8]);
-    zero_bytes(word ^ (EACH * u64::from(b'"'))) | zero_bytes(word ^ (EACH * u64::from(b'\\')))
-}
-
-/// The high bit of each zero byte of `word`: exact for every byte (the low seven bits of each
-/// byte are added to 0x7F without a carry into the next byte, unlike the shorter `(v - 0x01…) &
-/// !v` test, which also marks some bytes after a zero one).
-#[inline(always)]
-fn zero_bytes(word: u64) -> u64 {
-    const LOW7: u64 = u64::from_ne_bytes([0x7F; 8]);
-    !(((word & LOW7).wrapping_add(LOW7)) | word | LOW7)
 }
 
 fn head(id: &Value) -> Vec<u8> {
@@ -554,12 +473,8 @@ mod tests {
                 let text: String = (0..length).map(|_| alphabet[next() % alphabet.len()]).collect();
                 // serde_json escapes control characters as well; serialized JSON has none raw.
                 let expected = serde_json::to_string(&text).unwrap().replace("\\u0001", "\u{1}");
-                assert_eq!(
-                    count_quotes(text.as_bytes()),
-                    text.bytes().filter(|byte| matches!(byte, b'"' | b'\\')).count()
-                );
                 let mut escaped = b"prefix".to_vec();
-                escape_quotes(text.as_bytes(), count_quotes(text.as_bytes()), &mut escaped);
+                json_escape::push_escaped(text.as_bytes(), &mut escaped);
                 assert_eq!(
                     std::str::from_utf8(&escaped).unwrap(),
                     format!("prefix{}", &expected[1..expected.len() - 1]),
@@ -570,7 +485,7 @@ mod tests {
         // Blocks made only of quotes, and none at all.
         for text in ["\"".repeat(100), "\\".repeat(77), "x".repeat(100)] {
             let mut escaped = Vec::new();
-            escape_quotes(text.as_bytes(), count_quotes(text.as_bytes()), &mut escaped);
+            json_escape::push_escaped(text.as_bytes(), &mut escaped);
             let expected = serde_json::to_string(&text).unwrap();
             assert_eq!(escaped, expected.as_bytes()[1..expected.len() - 1]);
         }
