@@ -491,17 +491,18 @@ async fn mcp_against_rest(
 
 /// A keep-alive HTTP/1.1 connection that writes a request and reads its answer: the status line,
 /// the headers up to `content-length`, and that many bytes of body (all the gateway's answers
-/// here have one).
+/// here have one). The body is handed out of the read buffer without a copy, so that the
+/// client's own work stays out of the counts.
 struct RawConnection {
     stream: tokio::net::TcpStream,
-    buffer: Vec<u8>,
+    buffer: tokio_util::bytes::BytesMut,
 }
 
 impl RawConnection {
     fn new(stream: tokio::net::TcpStream) -> Self {
         Self {
             stream,
-            buffer: Vec::with_capacity(64 * 1024),
+            buffer: tokio_util::bytes::BytesMut::with_capacity(64 * 1024),
         }
     }
 
@@ -534,7 +535,8 @@ impl RawConnection {
             let read = self.stream.read_buf(&mut self.buffer).await.expect("the body");
             assert!(read > 0, "the gateway closed the connection");
         }
-        axum::body::Bytes::copy_from_slice(&self.buffer[head..head + length])
+        // The buffer gives up its front; its allocation is reused once the answer is dropped.
+        self.buffer.split_to(head + length).freeze().slice(head..)
     }
 }
 
