@@ -19,6 +19,7 @@
 //! `GET` and `DELETE` are 405 (the router's method fallback), with or without a key.
 
 pub mod call;
+pub mod fast_call;
 pub mod jsonrpc;
 pub mod schema;
 pub mod tools;
@@ -72,6 +73,17 @@ pub async fn endpoint(State(state): State<AppState>, caller: Caller, request: Re
         Ok(body) => body,
         Err(rejection) => return rejection.into_response(),
     };
+    // The common `tools/call` in one pass; anything else (and every refusal) through the full
+    // reader below, which answers the same wherever this one answers.
+    if let Some(call) = fast_call::read(&body) {
+        if let Err(refusal) = transport::check_protocol_version(protocol_version.as_ref()) {
+            return refused(&Refusal {
+                id: call.id,
+                ..refusal
+            });
+        }
+        return answer(run_tool(&state, &caller, &call.id, call.name, call.arguments).await);
+    }
     let (id, method, params) = match jsonrpc::parse(&body) {
         Err(refusal) => return refused(&refusal),
         Ok(Message::Notification { .. } | Message::Response) => {
@@ -206,11 +218,22 @@ fn call_params(params: Option<&RawValue>) -> Result<(Cow<'_, str>, Map<String, V
 /// `tools/call`: an unknown tool and a tool outside the key's scopes are the same -32602; input
 /// rules and business errors are tool results with `isError: true`.
 async fn call_tool(state: &AppState, caller: &Caller, id: &Value, params: Option<&RawValue>) -> Vec<u8> {
-    let (name, arguments) = match call_params(params) {
-        Ok(call) => call,
-        Err(message) => return jsonrpc::error(id, INVALID_PARAMS, message),
-    };
-    let tool = tools::find(&name).filter(|tool| tool.allowed(&caller.principal.scopes));
+    match call_params(params) {
+        Ok((name, arguments)) => run_tool(state, caller, id, &name, arguments).await,
+        Err(message) => jsonrpc::error(id, INVALID_PARAMS, message),
+    }
+}
+
+/// Runs the tool `name` with `arguments` for `caller`: the answer of `tools/call` once its
+/// params are read.
+async fn run_tool(
+    state: &AppState,
+    caller: &Caller,
+    id: &Value,
+    name: &str,
+    arguments: Map<String, Value>,
+) -> Vec<u8> {
+    let tool = tools::find(name).filter(|tool| tool.allowed(&caller.principal.scopes));
     let Some(tool) = tool else {
         return jsonrpc::error(id, INVALID_PARAMS, &format!("unknown tool: {name}"));
     };

@@ -110,8 +110,8 @@ mod ssse3 {
         let (read, written) = unsafe { blocks(text, spare) };
         // SAFETY: `blocks` initialized the first `written` bytes of the spare capacity (each of
         // its 16-byte stores starts at or before the end of the previous one, the first at 0),
-        // and `written` is at most the spare capacity (every store went through a bounds-checked
-        // window of it).
+        // and `written` is at most the spare capacity (every store ends within it: the bounds
+        // argument in `blocks`).
         unsafe { out.set_len(start + written) };
         for &byte in &text[read..] {
             escape_byte(byte, out);
@@ -126,25 +126,33 @@ mod ssse3 {
         let backslash = _mm_set1_epi8(b'\\' as i8);
         let low_lanes = _mm_set_epi64x(0, -1);
         let backslash_lane = _mm_slli_si128::<{ BACKSLASH_LANE as i32 }>(_mm_cvtsi32_si128(i32::from(b'\\')));
+        assert!(out.len() >= 2 * text.len() + BLOCK, "room for the blocks");
+        let out = out.as_mut_ptr();
         let mut at = 0;
         let mut chunks = text.chunks_exact(BLOCK);
         for chunk in &mut chunks {
+            // Bounds: with the block at input offset `i` (`i + 16 <= text.len()`), `at <= 2 * i`
+            // (each block writes at most twice its bytes), so every store below ends at or
+            // before `2 * i + 32 <= 2 * text.len() + 16`, within `out` (asserted above).
             let bytes = load(chunk);
             let quotes = _mm_or_si128(_mm_cmpeq_epi8(bytes, quote), _mm_cmpeq_epi8(bytes, backslash));
             let mask = _mm_movemask_epi8(quotes) as usize;
             if mask == 0 {
-                store(&mut out[at..at + BLOCK], bytes);
+                // SAFETY: within `out` (the bounds above).
+                unsafe { store(out.add(at), bytes) };
                 at += BLOCK;
                 continue;
             }
             let (low_mask, high_mask) = (mask & 0xFF, mask >> 8);
             let low = _mm_or_si128(_mm_and_si128(bytes, low_lanes), backslash_lane);
             let spread = _mm_shuffle_epi8(low, load(&SHUFFLES[low_mask]));
-            store(&mut out[at..at + BLOCK], spread);
+            // SAFETY: within `out` (the bounds above).
+            unsafe { store(out.add(at), spread) };
             at += usize::from(WRITTEN[low_mask]);
             let high = _mm_or_si128(_mm_srli_si128::<8>(bytes), backslash_lane);
             let spread = _mm_shuffle_epi8(high, load(&SHUFFLES[high_mask]));
-            store(&mut out[at..at + BLOCK], spread);
+            // SAFETY: within `out` (the bounds above).
+            unsafe { store(out.add(at), spread) };
             at += usize::from(WRITTEN[high_mask]);
         }
         (text.len() - chunks.remainder().len(), at)
@@ -159,12 +167,15 @@ mod ssse3 {
         unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) }
     }
 
-    /// Writes `value` over the 16 bytes of `into`.
+    /// Writes `value` over the 16 bytes at `into`.
+    ///
+    /// # Safety
+    /// `into` points to 16 writable bytes.
     #[inline(always)]
-    fn store(into: &mut [MaybeUninit<u8>], value: __m128i) {
-        let into: &mut [MaybeUninit<u8>; BLOCK] = into.try_into().expect("a block");
-        // SAFETY: `into` is 16 writable bytes; the store has no alignment requirement (SSE2).
-        unsafe { _mm_storeu_si128(into.as_mut_ptr().cast(), value) }
+    unsafe fn store(into: *mut MaybeUninit<u8>, value: __m128i) {
+        // SAFETY: 16 writable bytes (the caller's promise); the store has no alignment
+        // requirement (SSE2).
+        unsafe { _mm_storeu_si128(into.cast(), value) }
     }
 
     #[cfg(test)]
