@@ -52,20 +52,20 @@ pub async fn call(
     match tool.name {
         "svc.catalog.search" => {
             let query = arguments.query()?;
-            read(operations::list_catalog(peers, caller, query).await?)
+            read(Box::pin(operations::list_catalog(peers, caller, query)).await?)
         }
         "svc.quote.create" => {
             let body = arguments.body()?;
-            read(operations::create_quote(peers, caller, body).await?)
+            read(Box::pin(operations::create_quote(peers, caller, body)).await?)
         }
         "svc.order.create" => {
             let key = arguments.idempotency_key()?;
             let body = arguments.body()?;
-            replayable(operations::create_order(peers, caller, &key, body).await?)
+            replayable(Box::pin(operations::create_order(peers, caller, &key, body)).await?)
         }
         "svc.order.list" => {
             let query = arguments.query()?;
-            read(operations::list_orders(peers, caller, query).await?)
+            read(Box::pin(operations::list_orders(peers, caller, query)).await?)
         }
         "svc.order.get" => {
             let reference = arguments.reference()?;
@@ -78,138 +78,164 @@ pub async fn call(
         }
         "svc.invoice.list" => {
             let query = arguments.query()?;
-            read(operations::list_invoices(peers, caller, query).await?)
+            read(Box::pin(operations::list_invoices(peers, caller, query)).await?)
         }
         "svc.invoice.get" => {
             let reference = arguments.reference()?;
             arguments.nothing_else()?;
-            read(operations::get_invoice(peers, caller, reference).await?)
+            read(Box::pin(operations::get_invoice(peers, caller, reference)).await?)
         }
         "svc.payment.list" => {
             let query = arguments.query()?;
-            read(operations::list_payments(peers, caller, query).await?)
+            read(Box::pin(operations::list_payments(peers, caller, query)).await?)
         }
         "svc.payment.get" => {
             let reference = arguments.reference()?;
             arguments.nothing_else()?;
-            read(operations::get_payment(peers, caller, reference).await?)
+            read(Box::pin(operations::get_payment(peers, caller, reference)).await?)
         }
         "svc.shipment.list" => {
             let query = arguments.query()?;
-            read(shipping::list_shipments(peers, caller, query).await?)
+            read(Box::pin(shipping::list_shipments(peers, caller, query)).await?)
         }
         "svc.shipment.get" => {
             let reference = arguments.reference()?;
             arguments.nothing_else()?;
-            read(shipping::get_shipment(peers, caller, reference).await?)
+            read(Box::pin(shipping::get_shipment(peers, caller, reference)).await?)
         }
         "svc.shipment.label.get" => {
             let reference = arguments.reference()?;
             arguments.nothing_else()?;
-            read(shipping::get_label(peers, caller, reference).await?)
+            read(Box::pin(shipping::get_label(peers, caller, reference)).await?)
         }
         "svc.pickup.options" => {
             let reference = arguments.reference()?;
             arguments.nothing_else()?;
-            read(shipping::pickup_options(peers, caller, reference).await?)
+            read(Box::pin(shipping::pickup_options(peers, caller, reference)).await?)
         }
         "svc.pickup.request" => {
             let key = arguments.idempotency_key()?;
             let reference = arguments.reference()?;
             let body = arguments.body()?;
-            replayable(shipping::request_pickup(peers, caller, &key, reference, body).await?)
+            replayable(Box::pin(shipping::request_pickup(peers, caller, &key, reference, body)).await?)
         }
         "svc.payment.card.checkout" => {
             let key = arguments.idempotency_key()?;
             let body = arguments.body()?;
-            replayable(operations::checkout::prepare_payment(peers, caller, &key, body).await?)
+            replayable(Box::pin(operations::checkout::prepare_payment(peers, caller, &key, body)).await?)
         }
         "svc.payment.stablecoin.request" => {
             let reference = arguments.reference()?;
             arguments.nothing_else()?;
-            read(operations::checkout::get_stablecoin_payment(peers, caller, reference).await?)
+            read(
+                Box::pin(operations::checkout::get_stablecoin_payment(
+                    peers, caller, reference,
+                ))
+                .await?,
+            )
         }
         "svc.payment.stablecoin.submit" => {
             let key = arguments.idempotency_key()?;
             let body = arguments.body()?;
-            replayable(operations::checkout::submit_stablecoin_transaction(peers, caller, &key, body).await?)
+            replayable(
+                Box::pin(operations::checkout::submit_stablecoin_transaction(
+                    peers, caller, &key, body,
+                ))
+                .await?,
+            )
         }
         "svc.spend.envelope.get" => {
             arguments.nothing_else()?;
-            read(operations::checkout::spend_envelope(peers, caller).await?)
+            read(Box::pin(operations::checkout::spend_envelope(peers, caller)).await?)
         }
         "svc.webhook.list" => {
             let query = arguments.query()?;
-            read(webhooks::list_endpoints(peers, caller, query).await?)
+            read(Box::pin(webhooks::list_endpoints(peers, caller, query)).await?)
         }
         "svc.webhook.create" => {
             let key = arguments.idempotency_key()?;
             let body = arguments.body()?;
-            replayable(webhooks::create_endpoint(peers, caller, &key, body).await?)
+            replayable(Box::pin(webhooks::create_endpoint(peers, caller, &key, body)).await?)
         }
         "svc.webhook.delete" => {
             let (endpoint_id, key) = arguments.endpoint_mutation()?;
-            replayable(webhooks::delete_endpoint(peers, caller, &key, endpoint_id).await?)
+            replayable(Box::pin(webhooks::delete_endpoint(peers, caller, &key, endpoint_id)).await?)
         }
         "svc.webhook.secret.rotate" => {
             let (endpoint_id, key) = arguments.endpoint_mutation()?;
-            replayable(webhooks::rotate_secret(peers, caller, &key, endpoint_id).await?)
+            replayable(Box::pin(webhooks::rotate_secret(peers, caller, &key, endpoint_id)).await?)
         }
         "svc.webhook.test" => {
             let (endpoint_id, key) = arguments.endpoint_mutation()?;
-            replayable(webhooks::send_test_delivery(peers, caller, &key, endpoint_id).await?)
+            replayable(Box::pin(webhooks::send_test_delivery(peers, caller, &key, endpoint_id)).await?)
         }
         "svc.webhook.delivery.list" => {
             let endpoint_id = arguments.endpoint_id()?;
             let query = arguments.query()?;
-            read(webhooks::list_deliveries(peers, caller, endpoint_id, query).await?)
+            read(Box::pin(webhooks::list_deliveries(peers, caller, endpoint_id, query)).await?)
         }
         "svc.order.sample.list" => {
             let reference = arguments.reference()?;
             arguments.nothing_else()?;
-            read(results::list_samples(peers, caller, reference).await?)
+            read(Box::pin(results::list_samples(peers, caller, reference)).await?)
         }
         "svc.order.custody.get" => {
             let reference = arguments.reference()?;
             arguments.nothing_else()?;
-            read(results::get_custody(peers, caller, reference).await?)
+            read(Box::pin(results::get_custody(peers, caller, reference)).await?)
         }
         "svc.order.eta.get" => {
             let reference = arguments.reference()?;
             arguments.nothing_else()?;
-            read(results::get_eta(peers, caller, reference).await?)
+            read(Box::pin(results::get_eta(peers, caller, reference)).await?)
         }
         // MCP has no request URL to make document links absolute: they stay relative to the site
         // root (`/api/v1/documents/coa/…`).
         "svc.result.list" => {
             let query = arguments.query()?;
-            read(results::list_results(peers, caller, "", query).await?)
+            read(Box::pin(results::list_results(peers, caller, "", query)).await?)
         }
         "svc.result.get" => {
             let reference = arguments.reference()?;
             arguments.nothing_else()?;
-            read(results::get_result(peers, caller, "", reference).await?)
+            read(Box::pin(results::get_result(peers, caller, "", reference)).await?)
         }
         "svc.result.analyte.list" => {
             let reference = arguments.reference()?;
             arguments.nothing_else()?;
-            read(results::list_analytes(peers, caller, reference).await?)
+            read(Box::pin(results::list_analytes(peers, caller, reference)).await?)
         }
         "svc.coa.verify" => {
             let query: VerifyQuery = arguments.query()?;
-            read(results::verify(peers, verify_lookups, query.accession, query.code).await?)
+            read(
+                Box::pin(results::verify(
+                    peers,
+                    verify_lookups,
+                    query.accession,
+                    query.code,
+                ))
+                .await?,
+            )
         }
         "svc.coa.verify.post" => {
             let body: VerifyRequest = arguments.body()?;
-            read(results::verify(peers, verify_lookups, Some(body.accession), body.code).await?)
+            read(
+                Box::pin(results::verify(
+                    peers,
+                    verify_lookups,
+                    Some(body.accession),
+                    body.code,
+                ))
+                .await?,
+            )
         }
         "svc.coa.verify.batch" => {
             let query: VerifyBatchQuery = arguments.query()?;
-            read(results::verify_batch(peers, verify_lookups, query.split()).await?)
+            read(Box::pin(results::verify_batch(peers, verify_lookups, query.split())).await?)
         }
         "svc.coa.verify.batch.post" => {
             let body: VerifyBatchRequest = arguments.body()?;
-            read(results::verify_batch(peers, verify_lookups, body.accessions).await?)
+            read(Box::pin(results::verify_batch(peers, verify_lookups, body.accessions)).await?)
         }
         other => Err(ApiError::internal(format!(
             "the tool {other} has no call in gateway/src/mcp/call.rs"

@@ -73,44 +73,78 @@ pub async fn endpoint(State(state): State<AppState>, caller: Caller, request: Re
         Ok(body) => body,
         Err(rejection) => return rejection.into_response(),
     };
-    // The common `tools/call` in one pass; anything else (and every refusal) through the full
-    // reader below, which answers the same wherever this one answers.
-    if let Some(call) = fast_call::read(&body) {
-        if let Err(refusal) = transport::check_protocol_version(protocol_version.as_ref()) {
-            return refused(&Refusal {
+    match read_message(&body, protocol_version.as_ref(), &caller) {
+        // One await of the tool, whichever reader read the call: the handler's future (which
+        // axum moves into a box on every request) holds one tool call, not one per reader.
+        Read::Call { id, name, arguments } => answer(run_tool(&state, &caller, &id, &name, arguments).await),
+        Read::Answered(response) => response,
+    }
+}
+
+/// A message read: a tool to call, or the finished answer of anything else.
+enum Read<'a> {
+    Call {
+        id: Value,
+        name: Cow<'a, str>,
+        arguments: Map<String, Value>,
+    },
+    Answered(Response),
+}
+
+/// Reads the message of `body` and answers it, unless it is a `tools/call` whose tool is yet to
+/// run. The common `tools/call` is read in one pass ([`fast_call`]); anything else, and every
+/// refusal, goes through the full reader, which answers the same wherever the one-pass reader
+/// answers.
+fn read_message<'a>(body: &'a [u8], protocol_version: Option<&HeaderValue>, caller: &Caller) -> Read<'a> {
+    if let Some(call) = fast_call::read(body) {
+        if let Err(refusal) = transport::check_protocol_version(protocol_version) {
+            return Read::Answered(refused(&Refusal {
                 id: call.id,
                 ..refusal
-            });
+            }));
         }
-        return answer(run_tool(&state, &caller, &call.id, call.name, call.arguments).await);
+        return Read::Call {
+            id: call.id,
+            name: Cow::Borrowed(call.name),
+            arguments: call.arguments,
+        };
     }
-    let (id, method, params) = match jsonrpc::parse(&body) {
-        Err(refusal) => return refused(&refusal),
+    let (id, method, params) = match jsonrpc::parse(body) {
+        Err(refusal) => return Read::Answered(refused(&refusal)),
         Ok(Message::Notification { .. } | Message::Response) => {
-            if let Err(refusal) = transport::check_protocol_version(protocol_version.as_ref()) {
-                return refused(&refusal);
+            if let Err(refusal) = transport::check_protocol_version(protocol_version) {
+                return Read::Answered(refused(&refusal));
             }
-            return StatusCode::ACCEPTED.into_response();
+            return Read::Answered(StatusCode::ACCEPTED.into_response());
         }
         Ok(Message::Request { id, method, params }) => (id, method, params),
     };
     let served = matches!(&*method, "initialize" | "ping" | "tools/list" | "tools/call");
     if !served {
         let message = format!("method not found: {method}");
-        return answer(jsonrpc::error(&id, METHOD_NOT_FOUND, &message));
+        return Read::Answered(answer(jsonrpc::error(&id, METHOD_NOT_FOUND, &message)));
     }
     if method != "initialize"
-        && let Err(refusal) = transport::check_protocol_version(protocol_version.as_ref())
+        && let Err(refusal) = transport::check_protocol_version(protocol_version)
     {
-        return refused(&Refusal { id, ..refusal });
+        return Read::Answered(refused(&Refusal { id, ..refusal }));
     }
     let body = match &*method {
         "initialize" => initialize(&id, params.as_deref()),
         "ping" => jsonrpc::result(&id, &json!({})),
-        "tools/list" => list_tools(&id, &caller, params.as_deref()),
-        _ => call_tool(&state, &caller, &id, params.as_deref()).await,
+        "tools/list" => list_tools(&id, caller, params.as_deref()),
+        _ => match call_params(params.as_deref()) {
+            Ok((name, arguments)) => {
+                return Read::Call {
+                    id,
+                    name: Cow::Owned(name.into_owned()),
+                    arguments,
+                };
+            }
+            Err(message) => jsonrpc::error(&id, INVALID_PARAMS, message),
+        },
     };
-    answer(body)
+    Read::Answered(answer(body))
 }
 
 /// `params` parsed into a JSON tree (the rarely called methods; `tools/call` reads its own
@@ -215,17 +249,9 @@ fn call_params(params: Option<&RawValue>) -> Result<(Cow<'_, str>, Map<String, V
     Ok((name, arguments))
 }
 
-/// `tools/call`: an unknown tool and a tool outside the key's scopes are the same -32602; input
-/// rules and business errors are tool results with `isError: true`.
-async fn call_tool(state: &AppState, caller: &Caller, id: &Value, params: Option<&RawValue>) -> Vec<u8> {
-    match call_params(params) {
-        Ok((name, arguments)) => run_tool(state, caller, id, &name, arguments).await,
-        Err(message) => jsonrpc::error(id, INVALID_PARAMS, message),
-    }
-}
-
-/// Runs the tool `name` with `arguments` for `caller`: the answer of `tools/call` once its
-/// params are read.
+/// `tools/call` once its params are read: runs the tool `name` with `arguments` for `caller`.
+/// An unknown tool and a tool outside the key's scopes are the same -32602; input rules and
+/// business errors are tool results with `isError: true`.
 async fn run_tool(
     state: &AppState,
     caller: &Caller,

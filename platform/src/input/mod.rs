@@ -107,38 +107,54 @@ pub fn check(field: &str, rule: TextRule, value: &str) -> Result<(), ApiError> {
 /// names the path of the string, e.g. `body.sampleMetadata[0].lotNumber`. A property name with
 /// a control character names the object that holds it.
 pub fn check_json(root: &str, value: &Value) -> Result<(), ApiError> {
-    walk_json(&mut root.to_owned(), TextRule::Line, value)
+    walk_json(&JsonPath::Root(root), TextRule::Line, value)
 }
 
-fn walk_json(path: &mut String, rule: TextRule, value: &Value) -> Result<(), ApiError> {
+/// Where a string sits in a JSON document, as a chain on the stack: the path text is only
+/// written for a refusal.
+enum JsonPath<'a> {
+    Root(&'a str),
+    Member(&'a JsonPath<'a>, &'a str),
+    Index(&'a JsonPath<'a>, usize),
+}
+
+impl JsonPath<'_> {
+    /// `root.member[index]…`.
+    fn text(&self) -> String {
+        match self {
+            Self::Root(root) => (*root).to_owned(),
+            Self::Member(parent, name) => format!("{}.{name}", parent.text()),
+            Self::Index(parent, index) => format!("{}[{index}]", parent.text()),
+        }
+    }
+}
+
+fn walk_json(path: &JsonPath<'_>, rule: TextRule, value: &Value) -> Result<(), ApiError> {
     match value {
-        Value::String(text) => check(path, rule, text),
+        Value::String(text) => match flaw(rule, text) {
+            Some(flaw) => Err(refused(&path.text(), flaw)),
+            None => Ok(()),
+        },
         Value::Array(items) => {
             for (index, item) in items.iter().enumerate() {
-                let length = path.len();
-                path.push_str(&format!("[{index}]"));
-                walk_json(path, rule, item)?;
-                path.truncate(length);
+                walk_json(&JsonPath::Index(path, index), rule, item)?;
             }
             Ok(())
         }
         Value::Object(members) => {
             for (name, member) in members {
                 if flaw(TextRule::Line, name).is_some() {
+                    let path = path.text();
                     return Err(ApiError::field(
                         ErrorCode::InvalidRequest,
-                        path,
+                        &path,
                         format!("{path} has a property name that contains a control character"),
                     )
                     .with_details(
                         serde_json::json!({ "reason": "a property name contains a control character" }),
                     ));
                 }
-                let length = path.len();
-                path.push('.');
-                path.push_str(name);
-                walk_json(path, TextRule::for_field(name), member)?;
-                path.truncate(length);
+                walk_json(&JsonPath::Member(path, name), TextRule::for_field(name), member)?;
             }
             Ok(())
         }
