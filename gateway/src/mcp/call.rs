@@ -49,6 +49,9 @@ pub async fn call(
     arguments: Map<String, Value>,
 ) -> Result<Output, ApiError> {
     let mut arguments = Arguments(arguments);
+    // Every tool but `svc.order.get` (the hot read) awaits its operation in a box: this future is
+    // then about as large as REST's `get_order` (2.4 KB) instead of the largest tool's (5.5 KB),
+    // and it is moved into the handler's box on every call.
     match tool.name {
         "svc.catalog.search" => {
             let query = arguments.query()?;
