@@ -30,11 +30,7 @@ pub struct ToolCall<'a> {
 pub fn read(body: &[u8]) -> Option<ToolCall<'_>> {
     // Checked once here: every string is then a slice of this text.
     let text = std::str::from_utf8(body).ok()?;
-    let mut cursor = Cursor {
-        text,
-        bytes: body,
-        at: 0,
-    };
+    let mut cursor = Cursor { text, at: 0 };
     let (mut version, mut id, mut method, mut params) = (None, None, None, None);
     cursor.object(|cursor, key| match key {
         "jsonrpc" => once(&mut version, cursor.string()?),
@@ -44,7 +40,7 @@ pub fn read(body: &[u8]) -> Option<ToolCall<'_>> {
         _ => None,
     })?;
     cursor.skip_whitespace();
-    if cursor.at != body.len() || version? != "2.0" || method? != "tools/call" {
+    if cursor.at != text.len() || version? != "2.0" || method? != "tools/call" {
         return None;
     }
     let (name, arguments) = params?;
@@ -68,15 +64,18 @@ fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
 struct Cursor<'a> {
     /// The body, valid UTF-8.
     text: &'a str,
-    /// The same, as bytes.
-    bytes: &'a [u8],
     at: usize,
 }
 
 impl<'a> Cursor<'a> {
+    /// The body's bytes.
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
     /// Steps over JSON whitespace (space, tab, line feed, carriage return).
     fn skip_whitespace(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.at) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes().get(self.at) {
             self.at += 1;
         }
     }
@@ -84,7 +83,7 @@ impl<'a> Cursor<'a> {
     /// The next byte after whitespace, not consumed.
     fn peek(&mut self) -> Option<u8> {
         self.skip_whitespace();
-        self.bytes.get(self.at).copied()
+        self.bytes().get(self.at).copied()
     }
 
     /// Consumes `byte` after whitespace.
@@ -95,7 +94,7 @@ impl<'a> Cursor<'a> {
     /// Consumes `word` (`true`, `false`, `null`) after whitespace.
     fn word(&mut self, word: &[u8]) -> Option<()> {
         self.skip_whitespace();
-        self.bytes[self.at..]
+        self.bytes()[self.at..]
             .starts_with(word)
             .then(|| self.at += word.len())
     }
@@ -127,7 +126,7 @@ impl<'a> Cursor<'a> {
     fn string(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
         let start = self.at;
-        let end = start + string_length(&self.bytes[start..])?;
+        let end = start + json_escape::unescaped_length(&self.bytes()[start..])?;
         self.at = end + 1;
         // Both ends are ASCII quotes, so the slice falls on character boundaries.
         self.text.get(start..end)
@@ -138,7 +137,7 @@ impl<'a> Cursor<'a> {
     /// is refused by the caller, which expects `,` or `}` there.
     fn integer(&mut self) -> Option<Value> {
         self.skip_whitespace();
-        let rest = &self.bytes[self.at..];
+        let rest = &self.bytes()[self.at..];
         let negative = rest.first() == Some(&b'-');
         let start = usize::from(negative);
         let digits = rest[start..]
@@ -204,40 +203,6 @@ impl<'a> Cursor<'a> {
         })?;
         Some(arguments)
     }
-}
-
-/// The length of the string whose text starts `bytes`, up to its closing quote; `None` when a
-/// backslash (an escape) or a control character comes first, or no quote. Eight bytes at a time.
-fn string_length(bytes: &[u8]) -> Option<usize> {
-    const EACH: u64 = u64::from_ne_bytes([1; 8]);
-    let mut at = 0;
-    while let Some(word) = bytes.get(at..at + 8) {
-        let word = u64::from_le_bytes(word.try_into().ok()?);
-        let stops = zero_bytes(word ^ (EACH * u64::from(b'"')))
-            | zero_bytes(word ^ (EACH * u64::from(b'\\')))
-            // A byte under 0x20 has none of the bits 0xE0.
-            | zero_bytes(word & (EACH * 0xE0));
-        if stops != 0 {
-            at += stops.trailing_zeros() as usize / 8;
-            break;
-        }
-        at += 8;
-    }
-    while let Some(&byte) = bytes.get(at) {
-        match byte {
-            b'"' => return Some(at),
-            b'\\' | 0..0x20 => return None,
-            _ => at += 1,
-        }
-    }
-    None
-}
-
-/// The high bit of each zero byte of `word`, and no other bit (exact for every byte: the low
-/// seven bits of each byte are added to 0x7F without a carry into the next byte).
-fn zero_bytes(word: u64) -> u64 {
-    const LOW7: u64 = u64::from_ne_bytes([0x7F; 8]);
-    !(((word & LOW7).wrapping_add(LOW7)) | word | LOW7)
 }
 
 #[cfg(test)]
@@ -345,37 +310,6 @@ mod tests {
         let invalid_utf8 =
             b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"\xff\"}}";
         assert_eq!(read(invalid_utf8), None);
-    }
-
-    #[test]
-    fn a_string_ends_at_its_first_quote_and_is_refused_at_an_escape_or_a_control_character() {
-        let cases: [(&[u8], Option<usize>); 12] = [
-            (b"\"", Some(0)),
-            (b"abc\"", Some(3)),
-            (b"0123456789abcdef\"xyz\"", Some(16)),
-            (b"01234567\"", Some(8)),
-            (b"0123456\"", Some(7)),
-            ("é ü ¢ Ü ܐ and more\"".as_bytes(), Some(23)),
-            (b"0123456789\\\"\"", None),
-            (b"0123456789\n\"", None),
-            (b"0123\x1f\"", None),
-            (b"0123\x7f\xa2\xdc\"", Some(7)),
-            (b"no closing quote at all", None),
-            (b"", None),
-        ];
-        for (text, length) in cases {
-            assert_eq!(string_length(text), length, "{:?}", String::from_utf8_lossy(text));
-        }
-        // A stop at every position of a word and of the tail.
-        for at in 0..20 {
-            for stop in [b'"', b'\\', b'\n', 0x00, 0x1f] {
-                let mut text = vec![b'a'; 24];
-                text[at] = stop;
-                text.push(b'"');
-                let expected = if stop == b'"' { Some(at) } else { None };
-                assert_eq!(string_length(&text), expected, "{stop:#x} at {at}");
-            }
-        }
     }
 
     /// A deterministic generator of message texts: every member from a list of spellings (the

@@ -1,4 +1,6 @@
-//! Writes serialized JSON as the inside of a JSON string: a backslash before every `"` and `\`.
+//! Writes serialized JSON as the inside of a JSON string: a backslash before every `"` and `\`
+//! ([`push_escaped`]); and, reading, finds where a string that needs no unescaping ends
+//! ([`unescaped_length`], for the MCP front end's one-pass read of a message).
 //! Serialized JSON holds no raw control characters (serializers write them escaped), so these two
 //! bytes are all that a JSON string around it needs escaped.
 //!
@@ -189,7 +191,7 @@ mod ssse3 {
 /// backslashes written so far. Copies are whole words that may run past what is kept, into 8
 /// bytes of slack cut off at the end.
 mod portable {
-    use super::escape_byte;
+    use super::{escape_byte, zero_bytes};
 
     const WORD: usize = 8;
 
@@ -234,15 +236,43 @@ mod portable {
         const EACH: u64 = u64::from_ne_bytes([1; 8]);
         zero_bytes(word ^ (EACH * u64::from(b'"'))) | zero_bytes(word ^ (EACH * u64::from(b'\\')))
     }
+}
 
-    /// The high bit of each zero byte of `word`: exact for every byte (the low seven bits of each
-    /// byte are added to 0x7F without a carry into the next byte, unlike the shorter
-    /// `(v - 0x01…) & !v` test, which also marks some bytes after a zero one).
-    #[inline(always)]
-    fn zero_bytes(word: u64) -> u64 {
-        const LOW7: u64 = u64::from_ne_bytes([0x7F; 8]);
-        !(((word & LOW7).wrapping_add(LOW7)) | word | LOW7)
+/// The reading side: the length of a JSON string's inside that `text` starts with, up to its
+/// closing quote, when it needs no unescaping; `None` when a backslash (an escape) or a control
+/// character (invalid raw in JSON) comes first, or no quote. Eight bytes at a time, in safe code.
+pub fn unescaped_length(text: &[u8]) -> Option<usize> {
+    const EACH: u64 = u64::from_ne_bytes([1; 8]);
+    let mut at = 0;
+    while let Some(word) = text.get(at..).and_then(<[u8]>::first_chunk::<8>) {
+        let word = u64::from_le_bytes(*word);
+        let stops = zero_bytes(word ^ (EACH * u64::from(b'"')))
+            | zero_bytes(word ^ (EACH * u64::from(b'\\')))
+            // A byte under 0x20 has none of the bits 0xE0.
+            | zero_bytes(word & (EACH * 0xE0));
+        if stops != 0 {
+            at += stops.trailing_zeros() as usize / 8;
+            break;
+        }
+        at += 8;
     }
+    while let Some(&byte) = text.get(at) {
+        match byte {
+            b'"' => return Some(at),
+            b'\\' | 0..0x20 => return None,
+            _ => at += 1,
+        }
+    }
+    None
+}
+
+/// The high bit of each zero byte of `word`: exact for every byte (the low seven bits of each
+/// byte are added to 0x7F without a carry into the next byte, unlike the shorter
+/// `(v - 0x01…) & !v` test, which also marks some bytes after a zero one).
+#[inline(always)]
+fn zero_bytes(word: u64) -> u64 {
+    const LOW7: u64 = u64::from_ne_bytes([0x7F; 8]);
+    !(((word & LOW7).wrapping_add(LOW7)) | word | LOW7)
 }
 
 #[cfg(test)]
@@ -373,5 +403,41 @@ mod tests {
         let capacity = out.capacity();
         push_escaped(text.as_bytes(), &mut out);
         assert_eq!((out.len(), out.capacity()), (200, capacity));
+    }
+
+    #[test]
+    fn an_unescaped_string_ends_at_its_first_quote_and_is_refused_at_an_escape_or_a_control_character() {
+        let cases: [(&[u8], Option<usize>); 12] = [
+            (b"\"", Some(0)),
+            (b"abc\"", Some(3)),
+            (b"0123456789abcdef\"xyz\"", Some(16)),
+            (b"01234567\"", Some(8)),
+            (b"0123456\"", Some(7)),
+            ("é ü ¢ Ü ܐ and more\"".as_bytes(), Some(23)),
+            (b"0123456789\\\"\"", None),
+            (b"0123456789\n\"", None),
+            (b"0123\x1f\"", None),
+            (b"0123\x7f\xa2\xdc\"", Some(7)),
+            (b"no closing quote at all", None),
+            (b"", None),
+        ];
+        for (text, length) in cases {
+            assert_eq!(
+                unescaped_length(text),
+                length,
+                "{:?}",
+                String::from_utf8_lossy(text)
+            );
+        }
+        // A stop at every position of a word and of the tail.
+        for at in 0..20 {
+            for stop in [b'"', b'\\', b'\n', 0x00, 0x1f] {
+                let mut text = vec![b'a'; 24];
+                text[at] = stop;
+                text.push(b'"');
+                let expected = if stop == b'"' { Some(at) } else { None };
+                assert_eq!(unescaped_length(&text), expected, "{stop:#x} at {at}");
+            }
+        }
     }
 }
