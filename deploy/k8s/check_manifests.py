@@ -25,7 +25,11 @@ held to production rules. Two kinds of checks:
    - every namespace a NetworkPolicy applies to has a default-deny policy for ingress and
      egress; production renders have network policies; every pod selector of a policy selects a
      pod of the render (a typo would silently allow or deny nothing);
-   - production renders pin images to a registry and a tag other than latest/dev (or a digest).
+   - production renders pin images to a registry and a tag other than latest/dev (or a digest);
+   - outside dev, every process gets each variable deploy/k8s/production-settings.json requires
+     of it, with no refused (sandbox) value and public https site URLs, the values read from
+     ConfigMaps of the render where they come from one (the processes refuse to start the same
+     way, platform/src/production.rs); the dev render turns development mode on everywhere.
 
 Exit status 0 when everything passes, 1 when anything fails (each failure printed), 2 on
 usage errors.
@@ -35,9 +39,12 @@ from __future__ import annotations
 
 import argparse
 import functools
+import ipaddress
 import json
+import os
 import re
 import sys
+from urllib.parse import urlsplit
 from collections import defaultdict
 
 try:
@@ -60,6 +67,38 @@ CREDENTIAL_NAME = re.compile(
     r"PEPPER|SIGNING_KEY|API_KEY|CREDENTIAL|WEBHOOK_SECRET)$"
 )
 URL_WITH_PASSWORD = re.compile(r"^[a-z][a-z0-9+.-]*://[^/@\s:]+:[^/@\s]+@", re.IGNORECASE)
+# What each process needs outside development mode (shared with the Rust tests).
+PRODUCTION_SETTINGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "production-settings.json")
+
+
+def load_production_settings() -> dict:
+    with open(PRODUCTION_SETTINGS, encoding="utf-8") as file:
+        return json.load(file)
+
+
+def public_https_problem(url: str) -> str | None:
+    """Why `url` is not a public https site root (platform::production::public_site_url)."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return "is not a URL"
+    if parts.scheme != "https":
+        return "must be an https URL"
+    host = (parts.hostname or "").lower()
+    if not host:
+        return "names no host"
+    if parts.username or parts.password:
+        return "must not carry credentials"
+    if parts.path not in ("", "/") or parts.query:
+        return "must be a site root (no path or query)"
+    try:
+        address = ipaddress.ip_address(host)
+        if address.is_loopback or address.is_unspecified or address.is_private or address.is_link_local:
+            return "must name a public host"
+    except ValueError:
+        if host == "localhost" or host.endswith(".localhost") or "." not in host:
+            return "must name a public host"
+    return None
 
 
 def cached_schemas() -> None:
@@ -153,8 +192,9 @@ def prestop_seconds(container: dict) -> int | None:
 
 
 class Checker:
-    def __init__(self, version: str):
+    def __init__(self, version: str, production_settings: dict | None = None):
         self.version = version
+        self.production_settings = production_settings or load_production_settings()
         self.failures: list[str] = []
         self.validated: dict[str, str | None] = {}
 
@@ -204,6 +244,10 @@ class Checker:
             if (secret.get("data") or secret.get("stringData")) and not development:
                 self.fail(render, f"{name_of(secret)} carries inline data: outside the dev overlay "
                           "Secrets are referenced, never written in the manifests")
+        if development:
+            self.development_mode_on(render, by_kind["Deployment"])
+        else:
+            self.production_settings_of(render, by_kind)
         self.network_policies(render, by_kind["NetworkPolicy"], pods, production)
         self.peer_addresses(render, docs, by_kind["Service"])
         if development:
@@ -300,6 +344,63 @@ class Checker:
                     self.fail(render, f"{where} is a URL with a password: use a secretKeyRef")
                 if name == "LAB_DEV_MODE" and value.strip().lower() in ("1", "true") and not development:
                     self.fail(render, f"{where} turns development mode on outside the dev overlay")
+
+    def development_mode_on(self, render, deployments) -> None:
+        """The dev render runs every process of the mesh in development mode (its secrets and the
+        sandbox are refused otherwise)."""
+        for deployment in deployments:
+            if (deployment["metadata"].get("labels") or {}).get(MESH_LABEL[0]) != MESH_LABEL[1]:
+                continue
+            for container in deployment["spec"]["template"]["spec"].get("containers") or []:
+                values = {v["name"]: str(v.get("value", "")) for v in container.get("env") or []}
+                if values.get("LAB_DEV_MODE", "").strip().lower() not in ("1", "true"):
+                    self.fail(render, f"{name_of(deployment)} container {container.get('name')} does not set "
+                              "LAB_DEV_MODE=1 (the dev overlay runs every process in development mode)")
+
+    def production_settings_of(self, render, by_kind) -> None:
+        """Outside dev, each process gets every variable it needs outside development mode, with
+        no sandbox value (deploy/k8s/production-settings.json)."""
+        table = self.production_settings
+        config_maps = {
+            (namespace_of(doc), doc["metadata"]["name"]): doc.get("data") or {}
+            for doc in by_kind["ConfigMap"]
+        }
+        refused = {name: {value.lower() for value in values} for name, values in table["refused"].items()}
+        urls = set(table["public_https_urls"])
+        for deployment in by_kind["Deployment"]:
+            name = deployment["metadata"]["name"]
+            process = table["processes"].get(name)
+            for container in deployment["spec"]["template"]["spec"].get("containers") or []:
+                where = f"{name_of(deployment)} container {container.get('name')}"
+                env = {variable["name"]: variable for variable in container.get("env") or []}
+                for required in (process or {}).get("required", []):
+                    if not any(alternative in env for alternative in required.split("|")):
+                        self.fail(render, f"{where} does not set {required.replace('|', ' or ')}, which "
+                                  f"{name} needs outside development mode (production-settings.json)")
+                for variable_name, variable in env.items():
+                    value = self.env_value(variable, namespace_of(deployment), config_maps)
+                    if value is None:
+                        continue
+                    if value.strip().lower() in refused.get(variable_name, ()):
+                        self.fail(render, f"{where} env {variable_name}={value!r} is a sandbox or development "
+                                  "value, refused outside development mode")
+                    if variable_name in urls:
+                        problem = public_https_problem(value)
+                        if problem:
+                            self.fail(render, f"{where} env {variable_name}={value!r} {problem}")
+
+    @staticmethod
+    def env_value(variable, namespace, config_maps) -> str | None:
+        """The value of an env entry: its literal, or the key of a ConfigMap of the render; None
+        when it comes from elsewhere (a Secret, a ConfigMap the cluster provides)."""
+        if "value" in variable:
+            return str(variable["value"])
+        reference = (variable.get("valueFrom") or {}).get("configMapKeyRef")
+        if reference:
+            data = config_maps.get((namespace, reference.get("name")))
+            if data is not None and reference.get("key") in data:
+                return str(data[reference["key"]])
+        return None
 
     def peer_addresses(self, render, docs, services) -> None:
         """Every peer address a mesh process is given (`*_SVC_ADDR`, `*IDENTITY_ADDR`) is a gRPC

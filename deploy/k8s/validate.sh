@@ -4,7 +4,9 @@
 # one Kubernetes version (PyPI kubernetes-validate), then against the project's own rules
 # (deploy/k8s/check_manifests.py: requests and limits, probes, preStop and grace period, a PDB and
 # an HPA per process, no inline Secret data outside dev, default-deny network policies, pinned
-# production images). No cluster is needed and nothing is sent anywhere. Takes a few seconds.
+# production images, every production setting of production-settings.json without a sandbox
+# value outside dev), and checks that those rules refuse a prod render with a sandbox default
+# (test_check_manifests.py). No cluster is needed and nothing is sent anywhere. Takes seconds.
 #
 # Usage: bash deploy/k8s/validate.sh
 # Honours: LAB_K8S_VERSION (the Kubernetes version to validate against, default 1.32.0; the
@@ -64,6 +66,11 @@ done
 
 if [[ ${#renders[@]} -gt 0 ]]; then
     python3 "$K8S_DIR/check_manifests.py" --kubernetes-version "$K8S_VERSION" "${renders[@]}" || failed=1
+fi
+# The checks themselves: the prod render with any production setting dropped or set to a
+# sandbox value must fail them.
+if [[ -f $rendered/prod.yaml ]]; then
+    python3 "$K8S_DIR/test_check_manifests.py" "$rendered/prod.yaml" || failed=1
 fi
 if [[ $failed -ne 0 ]]; then
     printf 'Kubernetes manifests: FAILED\n' >&2

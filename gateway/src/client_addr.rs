@@ -13,14 +13,22 @@ use std::net::{IpAddr, Ipv6Addr};
 /// Header written by proxies: `client, proxy1, proxy2`.
 pub const X_FORWARDED_FOR: &str = "x-forwarded-for";
 
+/// The value of `GATEWAY_TRUSTED_PROXIES` that states explicitly that no proxy stands in front
+/// of the gateway (the peer address is the client).
+pub const NO_PROXIES: &str = "none";
+
 /// The proxies whose `X-Forwarded-For` is believed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TrustedProxies(Vec<IpNet>);
 
 impl TrustedProxies {
-    /// Parses comma-separated addresses or CIDR ranges (`10.0.0.0/8, 192.0.2.7, fd00::/8`).
+    /// Parses comma-separated addresses or CIDR ranges (`10.0.0.0/8, 192.0.2.7, fd00::/8`), or
+    /// [`NO_PROXIES`].
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut nets = Vec::new();
+        if text.trim().eq_ignore_ascii_case(NO_PROXIES) {
+            return Ok(Self(nets));
+        }
         for item in text.split(',').map(str::trim).filter(|item| !item.is_empty()) {
             let net = match item.parse::<IpNet>() {
                 Ok(net) => net,

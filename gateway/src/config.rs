@@ -12,8 +12,9 @@
 //! `STREAM_PREFIX`, `LAB_TOKEN_TRUSTED_KEYS`, `GATEWAY_TOKEN_SIGNING_KEY`, `LAB_DEV_MODE`,
 //! `DATABASE_MAX_CONNECTIONS` (each also readable as `GATEWAY_<NAME>`).
 
-use crate::client_addr::TrustedProxies;
-use platform::config::{CommonSettings, prefixed_or_common, socket_addr};
+use crate::client_addr::{NO_PROXIES, TrustedProxies};
+use platform::config::{CommonSettings, env_var, prefixed_or_common, socket_addr};
+use platform::production::{MIN_SECRET_CHARS, Requirements};
 use secrecy::SecretString;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -197,30 +198,67 @@ pub struct Settings {
     pub peer_health_timeout: Duration,
     /// Allowed origins and hosts of the MCP endpoint.
     pub mcp: McpSettings,
+    /// The public site root absolute links are built from (`SITE_URL`); empty: this gateway's
+    /// own HTTP address once bound (tests and labd).
+    pub site_url: String,
 }
 
 impl Settings {
     /// Reads the settings from the environment (see the module documentation); the per-key
     /// limit from `GATEWAY_RATE_LIMIT_PER_SECOND` [20] and `GATEWAY_RATE_LIMIT_BURST` [40].
+    ///
+    /// Outside development mode the site URL, the MCP allowed hosts and the trusted proxies
+    /// (`none` when clients connect directly) must be set explicitly, and the pepper must be a
+    /// real secret ([`platform::production`]).
     pub fn from_env() -> anyhow::Result<Self> {
         let common = CommonSettings::from_env(PREFIX, "127.0.0.1:50050")?;
+        let mut need = Requirements::new("gateway", common.dev_mode);
         let http_addr = prefixed_or_common(PREFIX, "HTTP_ADDR", "127.0.0.1:8080");
         let per_second = number("RATE_LIMIT_PER_SECOND", 20)?;
         let burst = number("RATE_LIMIT_BURST", 40)?;
         let cache_ms = number("KEY_CACHE_TTL_MS", 5_000)?;
+        let site_url = need.site_url(PREFIX);
+        let api_key_pepper: SecretString =
+            prefixed_or_common(PREFIX, "LAB_API_KEY_PEPPER", DEV_API_KEY_PEPPER).into();
+        need.secret(
+            "LAB_API_KEY_PEPPER",
+            Some(&api_key_pepper),
+            Some(MIN_SECRET_CHARS),
+        );
+        need.refuse_if(
+            env_var(&format!("{PREFIX}_TRUSTED_PROXIES")).is_none() && env_var("TRUSTED_PROXIES").is_none(),
+            || {
+                format!(
+                    "{PREFIX}_TRUSTED_PROXIES is not set: the proxies (addresses or CIDR ranges) whose X-Forwarded-For names the client, or `{NO_PROXIES}`"
+                )
+            },
+        );
+        let mcp = McpSettings::from_env(&site_url);
+        need.refuse_if(mcp.allowed_hosts.is_empty(), || {
+            format!("{PREFIX}_MCP_ALLOWED_HOSTS is not set: the host names the MCP endpoint answers to (DNS rebinding protection)")
+        });
+        need.refuse_if(mcp.allowed_hosts.iter().any(|host| host == "*"), || {
+            format!("{PREFIX}_MCP_ALLOWED_HOSTS must name hosts, not `*`")
+        });
+        need.refuse_if(mcp.allowed_origins.iter().any(|origin| origin == "*"), || {
+            format!("{PREFIX}_MCP_ALLOWED_ORIGINS must name origins, not `*`")
+        });
+        let front_door = FrontDoorSettings::from_env()?;
+        need.finish()?;
         Ok(Self {
             common,
             http_addr: socket_addr(&format!("{PREFIX}_HTTP_ADDR"), &http_addr)?,
-            api_key_pepper: prefixed_or_common(PREFIX, "LAB_API_KEY_PEPPER", DEV_API_KEY_PEPPER).into(),
+            api_key_pepper,
             peers: PeerAddrs::from_env(),
             rate_limit: RateLimitSettings {
                 per_second: per_second.max(1),
                 burst: burst.max(1),
             },
-            front_door: FrontDoorSettings::from_env()?,
+            front_door,
             key_cache_ttl: Duration::from_millis(u64::from(cache_ms)).min(MAX_KEY_CACHE_TTL),
             peer_health_timeout: Duration::from_secs(1),
-            mcp: McpSettings::from_env(),
+            mcp,
+            site_url,
         })
     }
 
@@ -237,6 +275,7 @@ impl Settings {
             key_cache_ttl: MAX_KEY_CACHE_TTL,
             peer_health_timeout: Duration::from_secs(1),
             mcp: McpSettings::default(),
+            site_url: String::new(),
         }
     }
 }
@@ -270,8 +309,9 @@ impl Default for McpSettings {
 
 impl McpSettings {
     /// Reads `GATEWAY_MCP_ALLOWED_ORIGINS` and `GATEWAY_MCP_ALLOWED_HOSTS` (see the module
-    /// documentation).
-    pub fn from_env() -> Self {
+    /// documentation). Without allowed origins, the site's own origin (`site_url`) is allowed
+    /// besides the loopback ones.
+    pub fn from_env(site_url: &str) -> Self {
         let list = |name: &str, default: &str| -> Vec<String> {
             prefixed_or_common(PREFIX, name, default)
                 .split(',')
@@ -279,8 +319,12 @@ impl McpSettings {
                 .filter(|entry| !entry.is_empty())
                 .collect()
         };
+        let mut default_origins = Self::default().allowed_origins;
+        if !site_url.is_empty() {
+            default_origins.push(site_url.to_owned());
+        }
         Self {
-            allowed_origins: list("MCP_ALLOWED_ORIGINS", &Self::default().allowed_origins.join(",")),
+            allowed_origins: list("MCP_ALLOWED_ORIGINS", &default_origins.join(",")),
             allowed_hosts: list("MCP_ALLOWED_HOSTS", ""),
         }
     }

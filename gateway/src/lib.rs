@@ -169,8 +169,16 @@ impl Application {
             request_timeout: front_door.request_timeout,
             max_concurrent_requests: front_door.max_concurrent_requests,
             mcp: Arc::new(settings.mcp.clone()),
+            site_url: Arc::from(""),
         };
         let http_listener = TcpListener::bind(settings.http_addr).await?;
+        // Links are built from the configured site; a sandbox without one links to itself.
+        let mut state = state;
+        state.site_url = if settings.site_url.is_empty() {
+            format!("http://{}", http_listener.local_addr()?).into()
+        } else {
+            settings.site_url.trim_end_matches('/').into()
+        };
         let grpc_listener = TcpListener::bind(common.grpc_addr).await?;
         Ok(Self {
             settings,

@@ -86,6 +86,10 @@ impl MeshSettings {
             // The pay page is served by this process's gateway.
             settings.payments.site_url = String::new();
         }
+        if env_var("GATEWAY_SITE_URL").is_none() && env_var("SITE_URL").is_none() {
+            // Links point at this process's own gateway.
+            settings.gateway.site_url = String::new();
+        }
         settings.apply_common(&base, Some(base_port));
         Ok(settings)
     }

@@ -2,7 +2,8 @@
 //! calls, the timing of its idempotency store and stream consumer (tests compress them), and
 //! how it signs the label URL of an order's shipping block.
 
-use platform::config::{CommonSettings, env_var, file_or_value, prefixed_or_common};
+use platform::config::{CommonSettings, file_or_value, prefixed_or_common};
+use platform::production::{MIN_SECRET_CHARS, Requirements};
 use secrecy::SecretString;
 use std::time::Duration;
 
@@ -50,7 +51,7 @@ pub struct Settings {
 
 /// How orders-svc signs the label URL of an order's `shipping` block: with shipping-svc's key
 /// (`ORDERS_LABEL_SIGNING_KEY`, else `SHIPPING_SIGNING_KEY`; `@path` reads a file), for the
-/// same public site (`ORDERS_PUBLIC_BASE_URL`, else `SHIPPING_PUBLIC_BASE_URL`), lasting as long.
+/// same public site (`ORDERS_SITE_URL`, else `SITE_URL`), lasting as long.
 #[derive(Clone, Debug)]
 pub struct LabelLinkSettings {
     /// `None`: the development key, only in development mode.
@@ -68,17 +69,21 @@ impl LabelLinkSettings {
         }
     }
 
-    fn from_env() -> anyhow::Result<Self> {
+    fn from_env(need: &mut Requirements) -> anyhow::Result<Self> {
         let mut settings = Self::local();
-        settings.signing_key = match file_or_value(PREFIX, "LABEL_SIGNING_KEY")? {
-            Some(key) => Some(key.into()),
-            None => file_or_value("SHIPPING", "SIGNING_KEY")?.map(Into::into),
+        let (variable, key) = match file_or_value(PREFIX, "LABEL_SIGNING_KEY")? {
+            Some(key) => (format!("{PREFIX}_LABEL_SIGNING_KEY"), Some(key)),
+            None => (
+                "SHIPPING_SIGNING_KEY".to_owned(),
+                file_or_value("SHIPPING", "SIGNING_KEY")?,
+            ),
         };
-        if let Some(url) =
-            env_var(&format!("{PREFIX}_PUBLIC_BASE_URL")).or_else(|| env_var("SHIPPING_PUBLIC_BASE_URL"))
-        {
-            settings.public_base_url = url;
-        }
+        settings.signing_key = key.map(Into::into);
+        need.refuse_if(settings.signing_key.is_none(), || {
+            format!("{PREFIX}_LABEL_SIGNING_KEY (or SHIPPING_SIGNING_KEY) is not set: shipping-svc's key of signed label URLs")
+        });
+        need.secret(&variable, settings.signing_key.as_ref(), Some(MIN_SECRET_CHARS));
+        settings.public_base_url = need.site_url(PREFIX);
         Ok(settings)
     }
 }
@@ -86,8 +91,12 @@ impl LabelLinkSettings {
 impl Settings {
     /// Reads settings from `ORDERS_*` and the common environment variables.
     pub fn from_env() -> anyhow::Result<Self> {
+        let common = CommonSettings::from_env(PREFIX, DEFAULT_GRPC_ADDR)?;
+        let mut need = Requirements::new("orders-svc", common.dev_mode);
+        let label_links = LabelLinkSettings::from_env(&mut need)?;
+        need.finish()?;
         Ok(Self {
-            common: CommonSettings::from_env(PREFIX, DEFAULT_GRPC_ADDR)?,
+            common,
             catalog_addr: prefixed_or_common(PREFIX, "CATALOG_SVC_ADDR", DEFAULT_CATALOG_ADDR),
             payments_addr: prefixed_or_common(PREFIX, "PAYMENTS_SVC_ADDR", DEFAULT_PAYMENTS_ADDR),
             consumer: ConsumerTiming {
@@ -99,7 +108,7 @@ impl Settings {
                 lease: millis("IDEMPOTENCY_LEASE_MS", 30_000)?,
                 wait: millis("IDEMPOTENCY_WAIT_MS", 10_000)?,
             },
-            label_links: LabelLinkSettings::from_env()?,
+            label_links,
         })
     }
 

@@ -5,7 +5,8 @@
 use crate::domain::BankInstructions;
 use crate::domain::spend::WithoutEnvelope;
 use crate::processor::stripe::StripeSettings;
-use platform::config::{CommonSettings, env_var};
+use platform::config::{CommonSettings, env_var, file_or_value};
+use platform::production::Requirements;
 use std::time::Duration;
 
 /// Which card processor takes card payments.
@@ -122,19 +123,39 @@ impl Settings {
         }
     }
 
-    /// Reads settings from `PAYMENTS_*` and the common environment variables.
+    /// Reads settings from `PAYMENTS_*` and the common environment variables. Outside
+    /// development mode the card processor, the bank account and the site URL must be set
+    /// explicitly and the sandbox processor is refused ([`platform::production`]).
     pub fn from_env() -> anyhow::Result<Self> {
         let mut settings = Self::local(CommonSettings::from_env(ENV_PREFIX, DEFAULT_GRPC_ADDR)?);
-        let text = |name: &str, target: &mut String| {
-            if let Some(value) = env_var(&format!("{ENV_PREFIX}_{name}")) {
-                *target = value;
-            }
-        };
-        text("BANK_BENEFICIARY", &mut settings.bank.beneficiary);
-        text("BANK_NAME", &mut settings.bank.bank_name);
-        text("BANK_ACCOUNT_NUMBER", &mut settings.bank.account_number);
-        text("BANK_ROUTING_NUMBER", &mut settings.bank.routing_number);
-        text("BANK_SWIFT", &mut settings.bank.swift);
+        let mut need = Requirements::new("payments-svc", settings.common.dev_mode);
+        let demo = BankAccount::default();
+        let bank = &mut settings.bank;
+        for (name, field, demo_value) in [
+            ("BANK_BENEFICIARY", &mut bank.beneficiary, &demo.beneficiary),
+            ("BANK_NAME", &mut bank.bank_name, &demo.bank_name),
+            (
+                "BANK_ACCOUNT_NUMBER",
+                &mut bank.account_number,
+                &demo.account_number,
+            ),
+            (
+                "BANK_ROUTING_NUMBER",
+                &mut bank.routing_number,
+                &demo.routing_number,
+            ),
+            ("BANK_SWIFT", &mut bank.swift, &demo.swift),
+        ] {
+            let variable = format!("{ENV_PREFIX}_{name}");
+            *field = need.required(
+                &variable,
+                "the lab's receiving bank account printed on bank invoices",
+                demo_value,
+            );
+            need.refuse_if(*field == *demo_value && env_var(&variable).is_some(), || {
+                format!("{variable} is the demo bank account's value")
+            });
+        }
         if let Some(days) = number("INVOICE_DUE_DAYS")? {
             anyhow::ensure!(
                 (0..=3650).contains(&days),
@@ -149,9 +170,7 @@ impl Settings {
             settings.consumer.block = Duration::from_millis(millis.max(1).unsigned_abs());
         }
         settings.stablecoin = crate::stablecoin::StablecoinSettings::from_env(ENV_PREFIX)?;
-        if let Some(site) = env_var(&format!("{ENV_PREFIX}_SITE_URL")).or_else(|| env_var("SITE_URL")) {
-            settings.site_url = site.trim_end_matches('/').to_owned();
-        }
+        settings.site_url = need.site_url(ENV_PREFIX);
         if let Some(seconds) = number("CHECKOUT_TTL_SECONDS")? {
             anyhow::ensure!(
                 seconds >= 60,
@@ -170,25 +189,46 @@ impl Settings {
                 anyhow::bail!("{ENV_PREFIX}_SPEND_WITHOUT_ENVELOPE must be refuse or allow, not {other:?}")
             }
         }
-        match env_var(&format!("{ENV_PREFIX}_CARD_PROCESSOR")).as_deref() {
-            None | Some("sandbox") => {}
-            Some("stripe") => {
+        let processor = need.required(
+            &format!("{ENV_PREFIX}_CARD_PROCESSOR"),
+            "the card processor (stripe); the sandbox processor takes test cards and runs only in development mode",
+            "sandbox",
+        );
+        match processor.as_str() {
+            "sandbox" => {
+                need.refuse_if(env_var(&format!("{ENV_PREFIX}_CARD_PROCESSOR")).is_some(), || {
+                    format!("{ENV_PREFIX}_CARD_PROCESSOR=sandbox: the sandbox processor accepts test cards as payment and runs only in development mode")
+                });
+            }
+            "stripe" => {
                 let required = |name: &str| {
-                    env_var(&format!("{ENV_PREFIX}_{name}")).ok_or_else(|| {
+                    file_or_value(ENV_PREFIX, name)?.ok_or_else(|| {
                         anyhow::anyhow!("{ENV_PREFIX}_{name} is required with the stripe processor")
                     })
                 };
-                settings.card_processor = CardProcessorSettings::Stripe(StripeSettings {
+                let stripe = StripeSettings {
                     api_base: env_var(&format!("{ENV_PREFIX}_STRIPE_API_BASE"))
                         .unwrap_or_else(|| "https://api.stripe.com".to_owned()),
                     secret_key: required("STRIPE_SECRET_KEY")?.into(),
                     webhook_secret: required("STRIPE_WEBHOOK_SECRET")?.into(),
-                });
+                };
+                need.secret(
+                    &format!("{ENV_PREFIX}_STRIPE_SECRET_KEY"),
+                    Some(&stripe.secret_key),
+                    None,
+                );
+                need.secret(
+                    &format!("{ENV_PREFIX}_STRIPE_WEBHOOK_SECRET"),
+                    Some(&stripe.webhook_secret),
+                    None,
+                );
+                settings.card_processor = CardProcessorSettings::Stripe(stripe);
             }
-            Some(other) => {
+            other => {
                 anyhow::bail!("{ENV_PREFIX}_CARD_PROCESSOR must be sandbox or stripe, not {other:?}")
             }
         }
+        need.finish()?;
         Ok(settings)
     }
 }

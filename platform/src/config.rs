@@ -86,7 +86,7 @@ impl CommonSettings {
     pub fn from_env(prefix: &str, default_grpc_addr: &str) -> anyhow::Result<Self> {
         let grpc_addr = prefixed_or_common(prefix, "GRPC_ADDR", default_grpc_addr);
         let max_connections = prefixed_or_common(prefix, "DATABASE_MAX_CONNECTIONS", "20");
-        Ok(Self {
+        let settings = Self {
             grpc_addr: socket_addr(&format!("{prefix}_GRPC_ADDR"), &grpc_addr)?,
             database_url: prefixed_or_common(
                 prefix,
@@ -102,7 +102,15 @@ impl CommonSettings {
             database_max_connections: max_connections.parse().map_err(|_| {
                 anyhow::anyhow!("{prefix}_DATABASE_MAX_CONNECTIONS must be a positive integer")
             })?,
-        })
+        };
+        // Connection passwords and the signing key must not be values of this repository.
+        let mut need =
+            crate::production::Requirements::new(&format!("the {prefix} process"), settings.dev_mode);
+        need.secret("DATABASE_URL", Some(&settings.database_url), None);
+        need.secret("REDIS_URL", Some(&settings.redis_url.clone().into()), None);
+        need.secret("TOKEN_SIGNING_KEY", settings.token_signing_key.as_ref(), None);
+        need.finish()?;
+        Ok(settings)
     }
 
     /// Settings for a process on loopback with a free port in development mode, for tests and

@@ -26,6 +26,7 @@ pub mod money;
 pub mod outbox;
 pub mod pagination;
 pub mod principal;
+pub mod production;
 pub mod service;
 pub mod shutdown;
 pub mod streams;

@@ -54,19 +54,30 @@ pub struct Settings {
     /// How long one blocking read of the consumer waits.
     pub consumer_block: Duration,
     /// Letterhead and public base URL printed on COA documents (`RESULTS_LAB_NAME`,
-    /// `RESULTS_LAB_ADDRESS`, `RESULTS_LAB_ACCREDITATION`, `RESULTS_PUBLIC_BASE_URL`).
+    /// `RESULTS_LAB_ADDRESS`, `RESULTS_LAB_ACCREDITATION`, `SITE_URL`).
     pub letterhead: document::Letterhead,
 }
 
 impl Settings {
-    /// Reads settings from `RESULTS_*` and the common environment variables.
+    /// Reads settings from `RESULTS_*` and the common environment variables. Outside
+    /// development mode the COA key, the letterhead and the site URL must be set explicitly
+    /// ([`platform::production`]).
     pub fn from_env() -> anyhow::Result<Self> {
+        let common = CommonSettings::from_env("RESULTS", "127.0.0.1:50055")?;
+        let mut need = platform::production::Requirements::new("results-svc", common.dev_mode);
+        let coa_signing_key =
+            platform::config::file_or_value("RESULTS", "COA_SIGNING_KEY")?.map(SecretString::from);
+        need.refuse_if(coa_signing_key.is_none(), || {
+            "RESULTS_COA_SIGNING_KEY is not set: the private Ed25519 JWK that signs published COAs (`labctl tokens generate-key --issuer results-svc`)".to_owned()
+        });
+        need.secret("RESULTS_COA_SIGNING_KEY", coa_signing_key.as_ref(), None);
+        let letterhead = letterhead_from_env(&mut need);
+        need.finish()?;
         Ok(Self {
-            common: CommonSettings::from_env("RESULTS", "127.0.0.1:50055")?,
-            coa_signing_key: platform::config::file_or_value("RESULTS", "COA_SIGNING_KEY")?
-                .map(SecretString::from),
+            common,
+            coa_signing_key,
             consumer_block: Duration::from_secs(2),
-            letterhead: letterhead_from_env(),
+            letterhead,
         })
     }
 
@@ -92,16 +103,16 @@ impl Settings {
     }
 }
 
-fn letterhead_from_env() -> document::Letterhead {
+/// The COA letterhead: outside development mode the lab's name, address and accreditation
+/// statement are printed on every COA and must be set explicitly.
+fn letterhead_from_env(need: &mut platform::production::Requirements) -> document::Letterhead {
     let default = document::Letterhead::default();
-    let read = |name: &str, default: String| {
-        platform::config::env_var(&format!("RESULTS_{name}")).unwrap_or(default)
-    };
+    let what = "printed on the letterhead of every COA";
     document::Letterhead {
-        lab_name: read("LAB_NAME", default.lab_name),
-        address: read("LAB_ADDRESS", default.address),
-        accreditation: read("LAB_ACCREDITATION", default.accreditation),
-        public_base_url: read("PUBLIC_BASE_URL", default.public_base_url),
+        lab_name: need.required("RESULTS_LAB_NAME", what, &default.lab_name),
+        address: need.required("RESULTS_LAB_ADDRESS", what, &default.address),
+        accreditation: need.required("RESULTS_LAB_ACCREDITATION", what, &default.accreditation),
+        public_base_url: need.site_url("RESULTS"),
     }
 }
 

@@ -8,6 +8,7 @@ use crate::domain::pickup::PickupRules;
 use crate::mail::MailTransport;
 use chrono::{NaiveDate, NaiveTime};
 use platform::config::{CommonSettings, env_var, file_or_value, prefixed_or_common};
+use platform::production::{MIN_SECRET_CHARS, Requirements};
 use secrecy::SecretString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -100,60 +101,113 @@ impl Settings {
         }
     }
 
-    /// Reads settings from `SHIPPING_*` and the common environment variables.
+    /// Reads settings from `SHIPPING_*` and the common environment variables. Outside
+    /// development mode the carrier (not the sandbox), the lab's receiving address, the site
+    /// URL, the signing key, the sender and an SMTP relay must be set explicitly
+    /// ([`platform::production`]).
     pub fn from_env() -> anyhow::Result<Self> {
         let mut settings = Self::local(CommonSettings::from_env(ENV_PREFIX, DEFAULT_GRPC_ADDR)?);
+        let mut need = Requirements::new("shipping-svc", settings.common.dev_mode);
         let var = |name: &str| env_var(&format!("{ENV_PREFIX}_{name}"));
         settings.catalog_addr = prefixed_or_common(ENV_PREFIX, "CATALOG_SVC_ADDR", &settings.catalog_addr);
         settings.payments_addr = prefixed_or_common(ENV_PREFIX, "PAYMENTS_SVC_ADDR", &settings.payments_addr);
         settings.identity_addr = prefixed_or_common(ENV_PREFIX, "IDENTITY_ADDR", &settings.identity_addr);
         let address = &mut settings.lab_address;
-        for (name, field) in [
-            ("LAB_NAME", &mut address.name),
-            ("LAB_COMPANY", &mut address.company),
-            ("LAB_STREET1", &mut address.street1),
-            ("LAB_STREET2", &mut address.street2),
-            ("LAB_CITY", &mut address.city),
-            ("LAB_STATE", &mut address.state),
-            ("LAB_POSTAL_CODE", &mut address.postal_code),
-            ("LAB_COUNTRY", &mut address.country),
-            ("LAB_PHONE", &mut address.phone),
-            ("LAB_EMAIL", &mut address.email),
+        // The ship-to of every label: outside development mode every line but the name and
+        // the second street line is set explicitly (the demo address is fictitious).
+        for (name, field, required) in [
+            ("LAB_NAME", &mut address.name, false),
+            ("LAB_COMPANY", &mut address.company, true),
+            ("LAB_STREET1", &mut address.street1, true),
+            ("LAB_STREET2", &mut address.street2, false),
+            ("LAB_CITY", &mut address.city, true),
+            ("LAB_STATE", &mut address.state, true),
+            ("LAB_POSTAL_CODE", &mut address.postal_code, true),
+            ("LAB_COUNTRY", &mut address.country, true),
+            ("LAB_PHONE", &mut address.phone, true),
+            ("LAB_EMAIL", &mut address.email, true),
         ] {
-            if let Some(value) = var(name) {
+            if required {
+                *field = need.required(
+                    &format!("{ENV_PREFIX}_{name}"),
+                    "the lab's receiving address, the ship-to of every label",
+                    field,
+                );
+            } else if let Some(value) = var(name) {
                 *field = value;
             }
         }
-        match var("CARRIER").as_deref().unwrap_or("sandbox") {
-            "sandbox" => settings.carrier = CarrierSettings::Sandbox,
+        if !need.dev_mode() && var("LAB_STREET2").is_none() {
+            // The demo address's dock line must not be printed under a real street.
+            address.street2.clear();
+        }
+        let carrier = need.required(
+            &format!("{ENV_PREFIX}_CARRIER"),
+            "the carrier that buys labels (easypost); the sandbox carrier runs only in development mode",
+            "sandbox",
+        );
+        match carrier.as_str() {
+            "sandbox" => {
+                settings.carrier = CarrierSettings::Sandbox;
+                need.refuse_if(var("CARRIER").is_some(), || {
+                    format!("{ENV_PREFIX}_CARRIER=sandbox: the sandbox carrier's labels ship nothing; it runs only in development mode")
+                });
+            }
             "easypost" => {
                 let required = |name: &str| {
                     file_or_value(ENV_PREFIX, name)?.ok_or_else(|| {
                         anyhow::anyhow!("{ENV_PREFIX}_{name} is required with SHIPPING_CARRIER=easypost")
                     })
                 };
-                settings.carrier = CarrierSettings::EasyPost(EasyPostSettings {
+                let easypost = EasyPostSettings {
                     base_url: var("EASYPOST_BASE_URL")
                         .unwrap_or_else(|| "https://api.easypost.com".to_owned()),
                     api_key: required("EASYPOST_API_KEY")?.into(),
                     webhook_secret: required("EASYPOST_WEBHOOK_SECRET")?.into(),
                     carrier: var("EASYPOST_CARRIER").unwrap_or_else(|| "UPS".to_owned()),
                     service: var("EASYPOST_SERVICE").unwrap_or_else(|| "Ground".to_owned()),
-                });
+                };
+                need.secret(
+                    &format!("{ENV_PREFIX}_EASYPOST_API_KEY"),
+                    Some(&easypost.api_key),
+                    None,
+                );
+                need.secret(
+                    &format!("{ENV_PREFIX}_EASYPOST_WEBHOOK_SECRET"),
+                    Some(&easypost.webhook_secret),
+                    None,
+                );
+                settings.carrier = CarrierSettings::EasyPost(easypost);
             }
             other => anyhow::bail!("{ENV_PREFIX}_CARRIER={other:?} must be sandbox or easypost"),
         }
-        if let Some(url) = var("PUBLIC_BASE_URL") {
-            settings.public_base_url = url;
-        }
+        settings.public_base_url = need.site_url(ENV_PREFIX);
         settings.signing_key = file_or_value(ENV_PREFIX, "SIGNING_KEY")?.map(Into::into);
-        if let Some(from) = var("MAIL_FROM") {
-            settings.mail_from = from;
-        }
+        need.refuse_if(settings.signing_key.is_none(), || {
+            format!("{ENV_PREFIX}_SIGNING_KEY is not set: the key of signed label URLs and pickup quotes (at least {MIN_SECRET_CHARS} characters)")
+        });
+        need.secret(
+            &format!("{ENV_PREFIX}_SIGNING_KEY"),
+            settings.signing_key.as_ref(),
+            Some(MIN_SECRET_CHARS),
+        );
+        settings.mail_from = need.required(
+            &format!("{ENV_PREFIX}_MAIL_FROM"),
+            "the sender of label emails, e.g. Lab Shipping <shipping@lab.example.com>",
+            &settings.mail_from,
+        );
         if let Some(url) = file_or_value(ENV_PREFIX, "SMTP_URL")? {
+            need.secret(&format!("{ENV_PREFIX}_SMTP_URL"), Some(&url.clone().into()), None);
             settings.mail = MailTransport::Smtp(url);
         } else if let Some(dir) = var("MAIL_DIR") {
             settings.mail = MailTransport::Files(PathBuf::from(dir));
+            need.refuse(format!(
+                "{ENV_PREFIX}_MAIL_DIR writes label emails to files; set {ENV_PREFIX}_SMTP_URL instead"
+            ));
+        } else {
+            need.refuse(format!(
+                "{ENV_PREFIX}_SMTP_URL is not set: the SMTP relay label emails go through"
+            ));
         }
         if let Some(price) = var("PICKUP_PRICE_CENTS") {
             settings.pickup.price_cents = price
@@ -179,6 +233,7 @@ impl Settings {
                     anyhow::anyhow!("{ENV_PREFIX}_PICKUP_HOLIDAYS must be YYYY-MM-DD dates, comma-separated")
                 })?;
         }
+        need.finish()?;
         Ok(settings)
     }
 }

@@ -5,6 +5,7 @@
 use crate::domain::RetrySchedule;
 use crate::keyring::Keyring;
 use platform::config::{CommonSettings, env_var};
+use platform::production::Requirements;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::Duration;
@@ -122,7 +123,13 @@ impl Settings {
     /// Reads settings from `WEBHOOKS_*` and the common environment variables.
     pub fn from_env() -> anyhow::Result<Self> {
         let mut settings = Self::local(CommonSettings::from_env(ENV_PREFIX, DEFAULT_GRPC_ADDR)?);
+        let mut need = Requirements::new("webhooks-svc", settings.common.dev_mode);
         if let Some(keys) = var("SECRET_KEYS") {
+            need.secret(
+                &format!("{ENV_PREFIX}_SECRET_KEYS"),
+                Some(&keys.clone().into()),
+                None,
+            );
             settings.secret_keys = Keyring::parse(&keys)
                 .map_err(|error| anyhow::anyhow!("{ENV_PREFIX}_SECRET_KEYS: {error}"))?;
         }
@@ -146,6 +153,9 @@ impl Settings {
         }
         if let Some(flag) = var("ALLOW_LOOPBACK_TARGETS") {
             settings.allow_loopback_targets = matches!(flag.trim(), "1" | "true" | "yes" | "on");
+            need.refuse_if(settings.allow_loopback_targets, || {
+                format!("{ENV_PREFIX}_ALLOW_LOOPBACK_TARGETS={flag}: webhooks to loopback addresses are for local development and tests only")
+            });
         }
         if let Some(path) = var("EXTRA_ROOT_CERTS_FILE") {
             let pem = std::fs::read_to_string(&path)
@@ -165,6 +175,7 @@ impl Settings {
         if let Some(count) = integer("MAX_ENDPOINTS_PER_CUSTOMER")? {
             settings.max_endpoints_per_customer = u32::try_from(count.clamp(1, 10_000)).unwrap_or(20);
         }
+        need.finish()?;
         Ok(settings)
     }
 }

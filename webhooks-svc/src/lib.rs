@@ -75,6 +75,10 @@ impl Application {
             );
         }
         if settings.allow_loopback_targets {
+            anyhow::ensure!(
+                settings.common.dev_mode,
+                "WEBHOOKS_ALLOW_LOOPBACK_TARGETS is on outside development mode: webhooks to loopback addresses are for local development and tests only"
+            );
             tracing::warn!(
                 "WEBHOOKS_ALLOW_LOOPBACK_TARGETS is on: webhooks may reach 127.0.0.0/8 and ::1 (unsafe)"
             );

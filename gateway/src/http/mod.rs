@@ -62,6 +62,9 @@ pub struct AppState {
     pub max_concurrent_requests: usize,
     /// Where the MCP endpoint may be called from.
     pub mcp: Arc<crate::config::McpSettings>,
+    /// The configured public site root (`https://lab.example.com`): absolute links (COA
+    /// documents) are built from it, never from the request's `Host` or `X-Forwarded-*`.
+    pub site_url: Arc<str>,
 }
 
 /// Response header set when the answer is the stored result of an earlier identical request.

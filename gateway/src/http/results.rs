@@ -16,21 +16,6 @@ use crate::operations::results as operations;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
-use http::HeaderMap;
-
-/// The site root as the caller reached it (`X-Forwarded-Proto` and `Host`), for absolute links.
-fn site(headers: &HeaderMap) -> String {
-    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
-    let scheme = match header("x-forwarded-proto") {
-        Some("https") => "https",
-        _ => "http",
-    };
-    let host = header("host").filter(|host| {
-        host.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
-    });
-    format!("{scheme}://{}", host.unwrap_or("localhost"))
-}
 
 /// Lists the customer's QA-published COAs (published, retracted or superseded), newest
 /// publication first. Nothing of a draft, submitted, approved or held COA is ever listed.
@@ -39,11 +24,10 @@ fn site(headers: &HeaderMap) -> String {
 pub async fn list_results(
     State(state): State<AppState>,
     caller: Caller,
-    headers: HeaderMap,
     ApiQuery(query): ApiQuery<ResultsQuery>,
 ) -> Result<Json<CoaList>, ErrorResponse> {
     Ok(Json(
-        operations::list_results(&state.peers, &caller, &site(&headers), query).await?,
+        operations::list_results(&state.peers, &caller, &state.site_url, query).await?,
     ))
 }
 
@@ -56,11 +40,10 @@ pub async fn list_results(
 pub async fn get_result(
     State(state): State<AppState>,
     caller: Caller,
-    headers: HeaderMap,
     Reference(reference): Reference,
 ) -> Result<Json<CoaEnvelope>, ErrorResponse> {
     Ok(Json(
-        operations::get_result(&state.peers, &caller, &site(&headers), reference).await?,
+        operations::get_result(&state.peers, &caller, &state.site_url, reference).await?,
     ))
 }
 

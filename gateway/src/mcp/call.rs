@@ -45,6 +45,7 @@ pub async fn call(
     tool: &Tool,
     peers: &Peers,
     verify_lookups: &LookupCeiling,
+    site: &str,
     caller: &Caller,
     arguments: Map<String, Value>,
 ) -> Result<Output, ApiError> {
@@ -192,16 +193,15 @@ pub async fn call(
             arguments.nothing_else()?;
             read(Box::pin(results::get_eta(peers, caller, reference)).await?)
         }
-        // MCP has no request URL to make document links absolute: they stay relative to the site
-        // root (`/api/v1/documents/coa/…`).
+        // Document links are absolute under the configured site URL, as over REST.
         "svc.result.list" => {
             let query = arguments.query()?;
-            read(Box::pin(results::list_results(peers, caller, "", query)).await?)
+            read(Box::pin(results::list_results(peers, caller, site, query)).await?)
         }
         "svc.result.get" => {
             let reference = arguments.reference()?;
             arguments.nothing_else()?;
-            read(Box::pin(results::get_result(peers, caller, "", reference)).await?)
+            read(Box::pin(results::get_result(peers, caller, site, reference)).await?)
         }
         "svc.result.analyte.list" => {
             let reference = arguments.reference()?;

@@ -274,6 +274,7 @@ async fn run_tool(
         tool,
         &state.peers,
         &state.front_door.verify_lookups,
+        &state.site_url,
         caller,
         arguments,
     )

@@ -17,6 +17,7 @@ mod mcp_clients;
 mod metrics;
 mod order_read_model;
 mod overdue_invoices;
+mod production_config;
 mod redis_acl;
 mod results_isolation;
 mod scaling;
