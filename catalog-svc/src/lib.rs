@@ -91,7 +91,13 @@ impl Application {
         .with_timing(self.settings.consumer_reclaim_idle, self.settings.consumer_block);
         let handler = Arc::new(consumer::OrderEvents::new(self.service.clone()));
         let consumer = tokio::spawn(
-            StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
+            StreamConsumer::new(
+                &base.common.redis_url,
+                consumer_settings,
+                handler,
+                base.event_verifier(),
+            )
+            .run(shutdown.clone()),
         );
         let adapter = grpc::CatalogGrpc::new(self.service.clone());
         let catalog = base.guarded(CatalogServiceServer::new(adapter), grpc::ACCESS);

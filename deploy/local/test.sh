@@ -77,7 +77,7 @@ step() {
     step "k8s" bash deploy/k8s/validate.sh
     step "fmt" cargo fmt --all -- --check
     step "clippy" cargo clippy --workspace --all-targets $locked -- -D warnings
-    step "test" cargo test --workspace $locked
+    step "test" cargo test --workspace --no-fail-fast $locked
 }
 
 if [[ ${#failed[@]} -gt 0 ]]; then

@@ -13,6 +13,21 @@ use std::net::{IpAddr, Ipv6Addr};
 /// Header written by proxies: `client, proxy1, proxy2`.
 pub const X_FORWARDED_FOR: &str = "x-forwarded-for";
 
+/// The client address of a request as the front door determined it (behind trusted proxies),
+/// in the request's extensions for the handlers that limit by it (public verification).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientAddr(pub IpAddr);
+
+impl ClientAddr {
+    /// The address of an optional extension (unspecified without one: the benchmark's router).
+    pub fn of(extension: Option<axum::Extension<ClientAddr>>) -> IpAddr {
+        extension.map_or(
+            IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+            |axum::Extension(ClientAddr(address))| address,
+        )
+    }
+}
+
 /// The value of `GATEWAY_TRUSTED_PROXIES` that states explicitly that no proxy stands in front
 /// of the gateway (the peer address is the client).
 pub const NO_PROXIES: &str = "none";

@@ -80,6 +80,8 @@ pub struct FrontDoorSettings {
     pub key_lookups_per_address: RateLimitSettings,
     /// Accessions looked up by public verification, all clients and replicas together.
     pub verify_lookups: RateLimitSettings,
+    /// Accessions looked up by public verification from one client address (per replica).
+    pub verify_lookups_per_address: RateLimitSettings,
     /// Proxies whose `X-Forwarded-For` names the client; empty: the peer address is the client.
     pub trusted_proxies: TrustedProxies,
     /// Unknown public ids remembered (least recently used first out).
@@ -109,6 +111,10 @@ impl Default for FrontDoorSettings {
                 per_second: 20,
                 burst: 200,
             },
+            verify_lookups_per_address: RateLimitSettings {
+                per_second: 2,
+                burst: 100,
+            },
             trusted_proxies: TrustedProxies::default(),
             negative_cache_capacity: 10_000,
             key_cache_capacity: 100_000,
@@ -123,6 +129,8 @@ impl FrontDoorSettings {
     /// Reads `GATEWAY_ADDRESS_RATE_LIMIT_PER_SECOND` [300], `GATEWAY_ADDRESS_RATE_LIMIT_BURST`
     /// [600], `GATEWAY_KEY_LOOKUPS_PER_SECOND` [2], `GATEWAY_KEY_LOOKUPS_BURST` [20],
     /// `GATEWAY_VERIFY_LOOKUPS_PER_SECOND` [20], `GATEWAY_VERIFY_LOOKUPS_BURST` [200],
+    /// `GATEWAY_VERIFY_LOOKUPS_PER_ADDRESS_PER_SECOND` [2],
+    /// `GATEWAY_VERIFY_LOOKUPS_PER_ADDRESS_BURST` [100],
     /// `GATEWAY_TRUSTED_PROXIES` [none; comma-separated addresses or CIDR ranges],
     /// `GATEWAY_NEGATIVE_KEY_CACHE_CAPACITY` [10000], `GATEWAY_KEY_CACHE_CAPACITY` [100000],
     /// `GATEWAY_REQUEST_TIMEOUT_MS` [10000], `GATEWAY_MAX_CONCURRENT_REQUESTS` [1024] and
@@ -148,6 +156,10 @@ impl FrontDoorSettings {
             per_address: limit("ADDRESS_RATE_LIMIT", defaults.per_address)?,
             key_lookups_per_address: limit("KEY_LOOKUPS", defaults.key_lookups_per_address)?,
             verify_lookups: limit("VERIFY_LOOKUPS", defaults.verify_lookups)?,
+            verify_lookups_per_address: limit(
+                "VERIFY_LOOKUPS_PER_ADDRESS",
+                defaults.verify_lookups_per_address,
+            )?,
             trusted_proxies: TrustedProxies::parse(&proxies)
                 .map_err(|error| anyhow::anyhow!("setting {PREFIX}_TRUSTED_PROXIES: {error}"))?,
             negative_cache_capacity: count("NEGATIVE_KEY_CACHE_CAPACITY", defaults.negative_cache_capacity)?,
@@ -171,6 +183,10 @@ impl FrontDoorSettings {
                 burst: 1_000,
             },
             verify_lookups: RateLimitSettings {
+                per_second: 100_000,
+                burst: 100_000,
+            },
+            verify_lookups_per_address: RateLimitSettings {
                 per_second: 100_000,
                 burst: 100_000,
             },

@@ -159,11 +159,20 @@ impl Application {
                     manager.clone(),
                     &common.stream_prefix,
                 ),
-                verify_lookups: LookupCeiling::new(SharedLimiter::new(
-                    Policy::new(limits::ceiling::POLICY, front_door.verify_lookups),
-                    manager,
-                    &common.stream_prefix,
-                )),
+                verify_lookups: LookupCeiling::new(
+                    SharedLimiter::new(
+                        Policy::new(limits::ceiling::POLICY, front_door.verify_lookups),
+                        manager,
+                        &common.stream_prefix,
+                    ),
+                    LocalLimiter::new(
+                        Policy::new(
+                            limits::ceiling::PER_ADDRESS_POLICY,
+                            front_door.verify_lookups_per_address,
+                        ),
+                        ADDRESS_CAPACITY,
+                    ),
+                ),
             }),
             readiness: Arc::new(Readiness::new(pool.clone(), redis.clone())),
             request_timeout: front_door.request_timeout,
@@ -234,7 +243,8 @@ impl Application {
             IdentityServiceServer::new(grpc::IdentityGrpc::new(identity, self.staff)),
             self.verifier.clone(),
             grpc::ACCESS,
-        );
+        )
+        .for_streams(&self.settings.common.stream_prefix);
         let operations = platform::access::guarded(
             OperationsServiceServer::new(operations_api::OperationsAdapter::new(
                 state.peers.clone(),

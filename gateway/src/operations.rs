@@ -112,10 +112,31 @@ pub async fn create_order(
         .map_err(service_error)?;
     let replayed = is_replay(&response);
     let order = response.into_inner().order.ok_or_else(|| missing("order"))?;
+    let mut order = Order::try_from(order)?;
+    show_pay_link_to_payments_keys(&mut order, caller);
     Ok(Replayable {
-        body: Order::try_from(order)?.into(),
+        body: order.into(),
         replayed,
     })
+}
+
+/// Whether the caller's key holds a payments scope (`payments:read` or `payments:write`): only
+/// such keys see an order's `payment.hostedUrl`, the link that takes a card payment.
+fn sees_pay_links(caller: &Caller) -> bool {
+    caller
+        .principal
+        .scopes
+        .iter()
+        .any(|scope| scope == "payments:read" || scope == "payments:write")
+}
+
+/// Blanks `payment.hostedUrl` for a key without a payments scope.
+fn show_pay_link_to_payments_keys(order: &mut Order, caller: &Caller) {
+    if !sees_pay_links(caller)
+        && let Some(payment) = order.payment.as_mut()
+    {
+        payment.hosted_url = None;
+    }
 }
 
 /// `GET /orders`: one page of the customer's orders.
@@ -134,8 +155,12 @@ pub async fn list_orders(peers: &Peers, caller: &Caller, query: OrdersQuery) -> 
     let data = page
         .orders
         .into_iter()
-        .map(Order::try_from)
-        .collect::<Result<_, _>>()?;
+        .map(|order| {
+            let mut order = Order::try_from(order)?;
+            show_pay_link_to_payments_keys(&mut order, caller);
+            Ok(order)
+        })
+        .collect::<Result<_, ApiError>>()?;
     Ok(OrderList::new(data, page.next_cursor))
 }
 
@@ -188,13 +213,19 @@ pub async fn get_order(peers: &Peers, caller: &Caller, reference: String) -> Res
         }
         other => other?,
     };
+    let mut json = view.json;
+    let mut at = usize::try_from(view.shipping_offset).unwrap_or(usize::MAX);
+    if !sees_pay_links(caller)
+        && let Some((position, removed)) = crate::dto::orders::blank_hosted_url(&mut json)
+        && at > position
+    {
+        at -= removed;
+    }
     if !view.shipping_unknown {
-        return OrderDocument::new(view.json);
+        return OrderDocument::new(json);
     }
     // An order labelled before orders-svc kept shipping blocks: its block comes from
     // shipping-svc, spliced in place of the `null` at `shipping_offset`.
-    let mut json = view.json;
-    let at = usize::try_from(view.shipping_offset).unwrap_or(usize::MAX);
     if json.get(at..at + 4) != Some(b"null".as_slice()) {
         return Err(missing("order's shipping offset"));
     }

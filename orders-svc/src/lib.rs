@@ -125,7 +125,13 @@ impl Application {
         };
         let handler = Arc::new(consumer::PaymentEventsHandler::new(orders.clone()));
         let consumer = tokio::spawn(
-            StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
+            StreamConsumer::new(
+                &base.common.redis_url,
+                consumer_settings,
+                handler,
+                base.event_verifier(),
+            )
+            .run(shutdown.clone()),
         );
         let api = base.guarded(
             OrdersServiceServer::new(grpc::OrdersGrpc::new(orders)),

@@ -118,7 +118,13 @@ impl Application {
             None => None,
         };
         let consumer = tokio::spawn(
-            StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
+            StreamConsumer::new(
+                &base.common.redis_url,
+                consumer_settings,
+                handler,
+                base.event_verifier(),
+            )
+            .run(shutdown.clone()),
         );
         let jobs = tokio::spawn(run_jobs(
             service.clone(),

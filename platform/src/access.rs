@@ -7,12 +7,20 @@
 //! rule: a customer needs every listed scope, an operator the listed role, a service must be
 //! named in the rule. The principal is then handed to the handler in the request extensions
 //! (`crate::grpc::principal`).
+//!
+//! A service principal that names a customer is admitted only with proof that it was asked to
+//! serve that customer: a gateway delegation or a signed event of that customer in the call's
+//! metadata (`crate::delegation`), verified here. Whatever proof a call arrived with, its handler
+//! runs inside it, so the calls it makes in turn carry it on.
 
+use crate::delegation::{CustomerAuthority, CustomerContext};
 use crate::error::{ApiError, ErrorCode};
+use crate::event_signing::EventVerifier;
 use crate::principal::{Principal, PrincipalKind};
 use crate::tokens::TokenVerifier;
 use futures::future::{Either, Ready, ready};
 use std::task::{Context, Poll};
+use tokio::task::futures::TaskLocalFuture;
 use tonic::Status;
 use tonic::server::NamedService;
 
@@ -158,10 +166,14 @@ fn forbidden() -> ApiError {
 /// The access rules of every rpc of one gRPC service, by method name (`GetQuote`).
 pub type AccessTable = &'static [(&'static str, Rule)];
 
-/// Returns `service` guarded by `table`, verifying tokens with `verifier`.
+/// Returns `service` guarded by `table`, verifying tokens with `verifier`. Signed events are
+/// accepted as a service's customer context only once [`Guarded::for_streams`] names this
+/// deployment's stream prefix.
 pub fn guarded<S>(service: S, verifier: TokenVerifier, table: AccessTable) -> Guarded<S> {
+    let events = EventVerifier::new(verifier.trusted_keys().clone());
     Guarded {
         inner: service,
+        authority: CustomerAuthority::new(verifier.clone(), events, ""),
         verifier,
         table,
     }
@@ -172,7 +184,17 @@ pub fn guarded<S>(service: S, verifier: TokenVerifier, table: AccessTable) -> Gu
 pub struct Guarded<S> {
     inner: S,
     verifier: TokenVerifier,
+    authority: CustomerAuthority,
     table: AccessTable,
+}
+
+impl<S> Guarded<S> {
+    /// Accepts signed events of the streams under `stream_prefix` as customer contexts.
+    pub fn for_streams(mut self, stream_prefix: &str) -> Self {
+        let events = EventVerifier::new(self.verifier.trusted_keys().clone());
+        self.authority = CustomerAuthority::new(self.verifier.clone(), events, stream_prefix);
+        self
+    }
 }
 
 impl<S: NamedService> NamedService for Guarded<S> {
@@ -180,15 +202,20 @@ impl<S: NamedService> NamedService for Guarded<S> {
 }
 
 impl<S> Guarded<S> {
-    /// Authenticates and authorizes a request; `None` for a public rpc.
-    fn authorize<B>(&self, request: &http::Request<B>) -> Result<Option<Principal>, ApiError> {
+    /// Authenticates and authorizes a request (`None` for a public rpc), with the customer
+    /// context it carries: verified for a service principal that names a customer, passed on as
+    /// it came otherwise.
+    fn authorize<B>(
+        &self,
+        request: &http::Request<B>,
+    ) -> Result<(Option<Principal>, Option<CustomerContext>), ApiError> {
         let method = request.uri().path().rsplit('/').next().unwrap_or_default();
         let Some((_, rule)) = self.table.iter().find(|(name, _)| *name == method) else {
             tracing::error!(rpc = %request.uri().path(), "an rpc is missing from the access table");
             return Err(forbidden());
         };
         if rule.public {
-            return Ok(None);
+            return Ok((None, None));
         }
         let token = request
             .headers()
@@ -198,7 +225,21 @@ impl<S> Guarded<S> {
             .ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, "missing principal token"))?;
         let principal = self.verifier.verify(token)?;
         rule.check(&principal)?;
-        Ok(Some(principal))
+        let context = CustomerContext::from_headers(request.headers());
+        if let (PrincipalKind::Service, Some(customer_id)) = (principal.kind, principal.customer_id) {
+            self.authority
+                .verify(context.as_ref(), customer_id)
+                .inspect_err(|error| {
+                    tracing::warn!(
+                        service = %principal.subject,
+                        customer = %customer_id,
+                        rpc = %request.uri().path(),
+                        reason = %error.message,
+                        "a service's call for a customer was refused"
+                    );
+                })?;
+        }
+        Ok((Some(principal), context))
     }
 }
 
@@ -209,7 +250,10 @@ where
 {
     type Response = http::Response<R>;
     type Error = S::Error;
-    type Future = Either<S::Future, Ready<Result<http::Response<R>, S::Error>>>;
+    type Future = Either<
+        Either<S::Future, TaskLocalFuture<CustomerContext, S::Future>>,
+        Ready<Result<http::Response<R>, S::Error>>,
+    >;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -217,11 +261,18 @@ where
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         match self.authorize(&request) {
-            Ok(principal) => {
+            Ok((principal, context)) => {
                 if let Some(principal) = principal {
                     request.extensions_mut().insert(principal);
                 }
-                Either::Left(self.inner.call(request))
+                let call = self.inner.call(request);
+                match context {
+                    // The handler, and every call it makes, acts in the context it came with.
+                    Some(context) => {
+                        Either::Left(Either::Right(crate::delegation::acting_for(context, call)))
+                    }
+                    None => Either::Left(Either::Left(call)),
+                }
             }
             Err(error) => Either::Right(ready(Ok(Status::from(error).into_http()))),
         }

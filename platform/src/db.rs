@@ -116,14 +116,98 @@ pub async fn migrate(pool: &PgPool, migrator: &Migrator) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Opens a Redis client whose connections set `TCP_NODELAY`.
+/// How `rediss://` connections trust their server, and prove who they are: the CA that signs
+/// the server's certificate (`REDIS_CA_FILE`, PEM; without it the system's roots) and, for
+/// servers that require client certificates, `REDIS_CLIENT_CERT_FILE` and
+/// `REDIS_CLIENT_KEY_FILE` (PEM). A `redis://` URL ignores them.
+#[derive(Clone, Default)]
+pub struct RedisTls {
+    pub ca_pem: Option<Vec<u8>>,
+    pub client_cert_pem: Option<Vec<u8>>,
+    pub client_key_pem: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for RedisTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisTls")
+            .field("ca", &self.ca_pem.is_some())
+            .field("client_certificate", &self.client_cert_pem.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisTls {
+    /// Reads `REDIS_CA_FILE`, `REDIS_CLIENT_CERT_FILE` and `REDIS_CLIENT_KEY_FILE`.
+    pub fn from_env() -> std::io::Result<Self> {
+        let read = |name: &str| {
+            crate::config::env_var(name)
+                .map(|path| {
+                    std::fs::read(&path)
+                        .map_err(|error| std::io::Error::new(error.kind(), format!("{name}={path}: {error}")))
+                })
+                .transpose()
+        };
+        let tls = Self {
+            ca_pem: read("REDIS_CA_FILE")?,
+            client_cert_pem: read("REDIS_CLIENT_CERT_FILE")?,
+            client_key_pem: read("REDIS_CLIENT_KEY_FILE")?,
+        };
+        if tls.client_cert_pem.is_some() != tls.client_key_pem.is_some() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "REDIS_CLIENT_CERT_FILE and REDIS_CLIENT_KEY_FILE go together",
+            ));
+        }
+        Ok(tls)
+    }
+}
+
+/// Opens a Redis client whose connections set `TCP_NODELAY`; a `rediss://` URL connects over
+/// TLS (rustls) with the trust of [`RedisTls::from_env`].
 ///
 /// Why: a multiplexed connection writes a command while the previous one may still be
 /// unacknowledged, and Nagle's algorithm would hold the small write until a delayed ACK.
 pub fn redis_client(url: &str) -> redis::RedisResult<redis::Client> {
+    static TLS: std::sync::OnceLock<Result<RedisTls, String>> = std::sync::OnceLock::new();
+    if !is_tls(url) {
+        return redis_client_with(url, &RedisTls::default());
+    }
+    match TLS.get_or_init(|| RedisTls::from_env().map_err(|error| error.to_string())) {
+        Ok(tls) => redis_client_with(url, tls),
+        Err(error) => Err(redis::RedisError::from(std::io::Error::other(error.clone()))),
+    }
+}
+
+fn is_tls(url: &str) -> bool {
+    url.trim_start().to_ascii_lowercase().starts_with("rediss://")
+}
+
+/// [`redis_client`] with explicit TLS trust.
+pub fn redis_client_with(url: &str, tls: &RedisTls) -> redis::RedisResult<redis::Client> {
     let info = redis::IntoConnectionInfo::into_connection_info(url)?
         .set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true));
-    redis::Client::open(info)
+    if !is_tls(url) {
+        return redis::Client::open(info);
+    }
+    // rustls needs a process-wide provider: the workspace's one, ring.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    if tls.ca_pem.is_none() && tls.client_cert_pem.is_none() {
+        return redis::Client::open(info);
+    }
+    let client_tls = match (&tls.client_cert_pem, &tls.client_key_pem) {
+        (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
+            client_cert: cert.clone(),
+            client_key: key.clone(),
+        }),
+        _ => None,
+    };
+    redis::Client::build_with_tls(
+        info,
+        redis::TlsCertificates {
+            client_tls,
+            root_cert: tls.ca_pem.clone(),
+        },
+    )
 }
 
 #[cfg(test)]

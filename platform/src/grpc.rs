@@ -65,6 +65,8 @@ pub fn outgoing<T>(message: T, token: &str) -> Request<T> {
         request.metadata_mut().insert("authorization", value);
     }
     inject_trace_context(request.metadata_mut());
+    // The customer the current work acts for, proven (`crate::delegation`).
+    crate::delegation::attach_current(request.metadata_mut());
     request
 }
 

@@ -29,6 +29,12 @@ pub const MIN_SECRET_CHARS: usize = 32;
 /// `platform/tests/committed_secrets.rs` scans the repository and fails when a committed secret
 /// is missing here (it prints the line to add).
 pub const COMMITTED_SECRET_SHA256: &[&str] = &[
+    "dcf4551498f7f4eea127589b0b220e4ed6e1494fa40021206925ecc4ef3d508c", // deploy/k8s/overlays/dev/kustomization.yaml catalog-svc
+    "fbff34e24a3adb0207cd0da043370e3d0449763422ccb3379a0750d909251a00", // deploy/k8s/overlays/dev/kustomization.yaml catalog-svc
+    "2dfe01c8eb1ed75a2f8d43f982aae73268437560e1074e16a3ddf1b283042710", // deploy/k8s/overlays/dev/kustomization.yaml payments-svc
+    "bdc94c50138d1c1e3e209f01268275fe1e58aa3edf61009ebaf58f66c5d56b18", // deploy/k8s/overlays/dev/kustomization.yaml payments-svc
+    "2af0952c9ad2343ee7528064b166ced7a2c731e935537ad403767c03116eadf7", // deploy/k8s/overlays/dev/kustomization.yaml results-svc
+    "81f6dd6a9967f9bcec49c8dfb0c647dd291ae9543201c8ba0e680d94e32dd62c", // deploy/k8s/overlays/dev/kustomization.yaml results-svc
     "62fbbf55c67c46a191d152bf487822d8dd0f4726235eee679fc73a6e024b7768", // deploy/k8s/overlays/dev/kustomization.yaml LAB_API_KEY_PEPPER
     "c76524b9dd2bbc0c1c38fc3d5dce6e6c20026ebf593544e028830c4680fac0e2", // deploy/k8s/overlays/dev/kustomization.yaml WEBHOOKS_SECRET_KEYS
     "25a7bbce3deea9b5220bb9daf030b6cef19c5259009e55047cce61525a1faa25", // deploy/k8s/overlays/dev/kustomization.yaml WEBHOOKS_SECRET_KEYS

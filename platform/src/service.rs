@@ -3,6 +3,7 @@
 //! relay, housekeeping) plus its own (stream consumers), and drain them all on shutdown.
 
 use crate::config::CommonSettings;
+use crate::event_signing::{EventSigner, EventVerifier};
 use crate::outbox::{Outbox, OutboxRelay};
 use crate::tokens::{ProcessTokens, TokenIssuer, TokenVerifier};
 use sqlx::PgPool;
@@ -47,6 +48,12 @@ impl ServiceBase {
         migrator: &Migrator,
     ) -> anyhow::Result<Self> {
         let tokens = ProcessTokens::load(common, identity.name)?;
+        if crate::streams::EVENT_DOMAINS.contains(&identity.domain) && tokens.issuer().is_err() {
+            anyhow::bail!(
+                "{name} signs the events it emits and needs a signing key: set TOKEN_SIGNING_KEY (a private Ed25519 JWK, `labctl tokens generate-key --issuer {name}`)",
+                name = identity.name
+            );
+        }
         if common.dev_mode {
             crate::config::warn_development_mode(identity.name);
         }
@@ -81,7 +88,12 @@ impl ServiceBase {
 
     /// Guards a gRPC service with its access table (`crate::access`).
     pub fn guarded<S>(&self, service: S, table: crate::access::AccessTable) -> crate::access::Guarded<S> {
-        crate::access::guarded(service, self.token_verifier(), table)
+        crate::access::guarded(service, self.token_verifier(), table).for_streams(&self.common.stream_prefix)
+    }
+
+    /// Verifies the signatures of the events this service consumes (its token trust set).
+    pub fn event_verifier(&self) -> EventVerifier {
+        EventVerifier::new(self.tokens.verifier.trusted_keys().clone())
     }
 
     /// The stream name of `domain` under this deployment's prefix.
@@ -118,6 +130,10 @@ impl ServiceBase {
             &self.common.redis_url,
             &self.common.stream_prefix,
             identity.domain,
+            self.tokens
+                .issuer()
+                .ok()
+                .map(|issuer| EventSigner::new(issuer.signing_key().clone())),
         );
         tasks.push(tokio::spawn(relay.run(shutdown.clone())));
         tasks.push(crate::housekeeping::spawn(

@@ -158,7 +158,13 @@ impl Application {
         .with_timing(Duration::from_secs(30), self.settings.consumer_block);
         let handler = Arc::new(consumer::NewsHandler::new(results.clone()));
         let consumer = tokio::spawn(
-            StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
+            StreamConsumer::new(
+                &base.common.redis_url,
+                consumer_settings,
+                handler,
+                base.event_verifier(),
+            )
+            .run(shutdown.clone()),
         );
         let api = base.guarded(
             ResultsServiceServer::new(grpc::ResultsGrpc::new(results)),

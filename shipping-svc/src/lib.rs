@@ -126,7 +126,13 @@ impl Application {
         .with_timing(timing.reclaim_idle, timing.block);
         let handler = Arc::new(consumer::ShippingEventsHandler::new(self.service.clone()));
         let consumer = tokio::spawn(
-            StreamConsumer::new(&base.common.redis_url, consumer_settings, handler).run(shutdown.clone()),
+            StreamConsumer::new(
+                &base.common.redis_url,
+                consumer_settings,
+                handler,
+                base.event_verifier(),
+            )
+            .run(shutdown.clone()),
         );
         let api = base.guarded(
             ShippingServiceServer::new(grpc::ShippingGrpc::new(self.service)),

@@ -79,11 +79,18 @@ impl Sandbox {
         let (gateway_key, gateway_private) = SigningKey::generate("gateway-test-1");
         let (orders_key, orders_private) = SigningKey::generate("orders-svc-test-1");
         let (shipping_key, shipping_private) = SigningKey::generate("shipping-svc-test-1");
+        // The services that emit events sign them with their own keys.
+        let (catalog_key, catalog_private) = SigningKey::generate("catalog-svc-test-1");
+        let (payments_key, payments_private) = SigningKey::generate("payments-svc-test-1");
+        let (results_key, results_private) = SigningKey::generate("results-svc-test-1");
         let trusted = serde_json::json!({
             "keys": [
                 gateway_key.public_jwk("gateway"),
                 orders_key.public_jwk("orders-svc"),
-                shipping_key.public_jwk("shipping-svc")
+                shipping_key.public_jwk("shipping-svc"),
+                catalog_key.public_jwk("catalog-svc"),
+                payments_key.public_jwk("payments-svc"),
+                results_key.public_jwk("results-svc")
             ]
         })
         .to_string();
@@ -109,6 +116,9 @@ impl Sandbox {
                 settings.gateway.common.token_signing_key = Some(gateway_private);
                 settings.orders.common.token_signing_key = Some(orders_private);
                 settings.shipping.common.token_signing_key = Some(shipping_private);
+                settings.catalog.common.token_signing_key = Some(catalog_private);
+                settings.payments.common.token_signing_key = Some(payments_private);
+                settings.results.common.token_signing_key = Some(results_private);
                 settings.shipping.signing_key =
                     Some("a-shipping-signing-key-of-this-test-deployment".to_owned().into());
                 let (_, coa_private) = SigningKey::generate("coa-test-1");

@@ -246,10 +246,8 @@ async fn xadd(
     stream: &str,
     event: &EventEnvelope,
 ) -> anyhow::Result<()> {
-    let fields: Vec<(&str, Vec<u8>)> = vec![
-        (platform::streams::ENVELOPE_FIELD, event.encode_to_vec()),
-        (platform::streams::TYPE_FIELD, event.r#type.as_bytes().to_vec()),
-    ];
+    let owner = platform::streams::owner_of_stream(stream).unwrap_or(event.source.as_str());
+    let fields = platform::testing::events::signed_fields(stream, event.encode_to_vec(), owner);
     let _: String = redis::AsyncCommands::xadd(redis, stream, "*", &fields).await?;
     Ok(())
 }

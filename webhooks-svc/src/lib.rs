@@ -150,7 +150,12 @@ impl Application {
                 let mut settings = ConsumerSettings::new(platform::streams::GROUP_WEBHOOKS, streams.clone())
                     .with_timing(timing.reclaim_idle, timing.block);
                 settings.batch = self.settings.consumer_batch.max(1);
-                let consumer = StreamConsumer::new(&base.common.redis_url, settings, Arc::clone(&handler));
+                let consumer = StreamConsumer::new(
+                    &base.common.redis_url,
+                    settings,
+                    Arc::clone(&handler),
+                    base.event_verifier(),
+                );
                 tokio::spawn(consumer.run(shutdown.clone()))
             })
             .collect();

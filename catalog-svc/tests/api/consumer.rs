@@ -3,7 +3,6 @@
 
 use crate::helpers::{TestApp, quote_request, sample_catalog, spawn_app};
 use chrono::{DateTime, Utc};
-use prost::Message;
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use proto::orders::OrderCreated;
@@ -36,16 +35,7 @@ async fn publish(app: &TestApp, envelope: &EventEnvelope) {
         platform::streams::stream_name(&app.settings.common.stream_prefix, platform::streams::ORDERS);
     let client = redis::Client::open(app.settings.common.redis_url.as_str()).unwrap();
     let mut connection = client.get_multiplexed_async_connection().await.unwrap();
-    let _: String = redis::cmd("XADD")
-        .arg(&stream)
-        .arg("*")
-        .arg(platform::streams::TYPE_FIELD)
-        .arg(&envelope.r#type)
-        .arg(platform::streams::ENVELOPE_FIELD)
-        .arg(envelope.encode_to_vec())
-        .query_async(&mut connection)
-        .await
-        .unwrap();
+    platform::testing::events::xadd(&mut connection, &stream, envelope).await;
 }
 
 async fn processed(app: &TestApp, event_id: Uuid) -> i64 {

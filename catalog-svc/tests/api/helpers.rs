@@ -170,11 +170,16 @@ impl TestApp {
     }
 
     pub async fn get_quote_as(&self, token: &str, quote_id: &str) -> Result<pb::Quote, ApiError> {
-        let request = platform::grpc::outgoing(
-            pb::GetQuoteRequest {
-                quote_id: quote_id.to_owned(),
-            },
-            token,
+        // A service reads a quote only for the customer it was asked to serve: the gateway's
+        // delegation for this app's customer rides along (customer tokens ignore it).
+        let request = platform::tokens::testing::delegated(
+            platform::grpc::outgoing(
+                pb::GetQuoteRequest {
+                    quote_id: quote_id.to_owned(),
+                },
+                token,
+            ),
+            self.customer_id,
         );
         let response = self
             .client

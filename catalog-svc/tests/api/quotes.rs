@@ -225,10 +225,12 @@ async fn another_customers_quote_is_quote_not_found() {
 
     let orders_svc = app.keys.mint_service("orders-svc", Some(app.customer_id));
     assert_eq!(app.get_quote_as(&orders_svc, &quote.id).await.unwrap(), quote);
+    // orders-svc naming another customer than the one it was asked to serve is refused before
+    // the quote is looked up.
     let orders_svc_elsewhere = app.keys.mint_service("orders-svc", Some(Uuid::new_v4()));
     assert_error(
         app.get_quote_as(&orders_svc_elsewhere, &quote.id).await,
-        "quote_not_found",
+        "forbidden",
         None,
     );
 }

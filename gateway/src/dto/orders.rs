@@ -299,6 +299,49 @@ impl TryFrom<pb::StatusChange> for StatusChange {
     }
 }
 
+/// Replaces the value of the order document's `"hostedUrl"` with `null` (no JSON parsed: the key
+/// can only appear as a key, a quote inside a string value being escaped). Returns where the
+/// value started and how many bytes shorter the document became; `None` when it has no link.
+pub fn blank_hosted_url(json: &mut Vec<u8>) -> Option<(usize, usize)> {
+    const KEY: &[u8] = b"\"hostedUrl\":\"";
+    let start = json.windows(KEY.len()).position(|window| window == KEY)? + KEY.len() - 1;
+    let mut end = start + 1;
+    while end < json.len() {
+        match json[end] {
+            b'\\' => end += 2,
+            b'"' => break,
+            _ => end += 1,
+        }
+    }
+    if end >= json.len() {
+        return None;
+    }
+    json.splice(start..=end, b"null".iter().copied());
+    Some((start, end + 1 - start - 4))
+}
+
+#[cfg(test)]
+mod blank_hosted_url_tests {
+    use super::blank_hosted_url;
+
+    #[test]
+    fn the_pay_link_becomes_null_and_the_rest_of_the_document_stays() {
+        let mut json = br#"{"clientReference":"say \"hostedUrl\":\"x","payment":{"hostedUrl":"https://lab.example.com/pay/abc","status":"open"},"shipping":null}"#.to_vec();
+        let before = json.len();
+        let (at, removed) = blank_hosted_url(&mut json).expect("a link");
+        let text = String::from_utf8(json.clone()).unwrap();
+        assert_eq!(
+            text,
+            r#"{"clientReference":"say \"hostedUrl\":\"x","payment":{"hostedUrl":null,"status":"open"},"shipping":null}"#
+        );
+        assert_eq!(before - removed, json.len());
+        assert_eq!(&json[at..at + 4], b"null");
+        assert!(serde_json::from_slice::<serde_json::Value>(&json).is_ok());
+        let mut none = br#"{"payment":{"hostedUrl":null}}"#.to_vec();
+        assert_eq!(blank_hosted_url(&mut none), None);
+    }
+}
+
 /// The payment block of an order: its invoice as last known.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -313,7 +356,8 @@ pub struct OrderPayment {
     pub bank_instructions: Option<BankInstructions>,
     /// Card rail: the hosted checkout link issued with the order (single use, locked to the
     /// amount, expiring with the quote), else `null`. `POST /payments/prepare` mints a fresh one
-    /// after expiry; this field keeps the link issued at order time.
+    /// after expiry; this field keeps the link issued at order time. Shown only to keys holding
+    /// `payments:read` or `payments:write` (the link takes a payment): `null` for any other key.
     pub hosted_url: Option<String>,
     /// When `hostedUrl` expires, else `null`.
     #[serde(serialize_with = "rfc3339_opt")]

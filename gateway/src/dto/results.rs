@@ -252,6 +252,7 @@ pub struct Verification {
     /// `authentic`, `retracted`, `superseded` or `unknown`.
     pub status: String,
     pub coa_id: Option<String>,
+    /// When the COA was published: only with the matching verification code (`null` otherwise).
     #[serde(serialize_with = "rfc3339_opt")]
     pub published_at: Option<DateTime<Utc>>,
     /// The amendment that supersedes the COA.
@@ -275,7 +276,9 @@ pub struct VerificationList {
 impl From<pb::Verification> for Verification {
     fn from(verification: pb::Verification) -> Self {
         Self {
-            published_at: optional_time(verification.published_at.as_ref()),
+            // When a COA was published tells about the sample: only with its code.
+            published_at: optional_time(verification.published_at.as_ref())
+                .filter(|_| verification.code_matched),
             accession_number: verification.accession_number,
             status: verification.status,
             coa_id: verification.coa_id,

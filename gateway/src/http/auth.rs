@@ -103,6 +103,9 @@ pub async fn guard(
     next: Next,
 ) -> Response {
     let client = client_of(&state, &request);
+    request
+        .extensions_mut()
+        .insert(crate::client_addr::ClientAddr(client));
     let front_door = &state.front_door;
     let per_address = front_door.per_address.check(limit_key(client));
     if !per_address.is_allowed() {
@@ -160,9 +163,19 @@ pub async fn guard(
             rate_limit::set_headers(response.headers_mut(), front_door.per_key.policy(), per_key);
             return response;
         }
-        request
-            .extensions_mut()
-            .insert(Caller::new(Arc::clone(&record.principal), state.tokens.clone()));
+        let caller = Caller::new(Arc::clone(&record.principal), state.tokens.clone())
+            .with_request_id(request.headers().get(&crate::http::layers::X_REQUEST_ID));
+        // A request that changes something acts for its customer through a delegation the
+        // services it calls pass on (MCP decides per tool, `crate::mcp`).
+        let delegated = !matches!(*request.method(), http::Method::GET | http::Method::HEAD)
+            && request.uri().path() != crate::http::MCP_PATH;
+        let delegation = if delegated { caller.delegation() } else { None };
+        request.extensions_mut().insert(caller);
+        if let Some(delegation) = delegation {
+            let mut response = platform::delegation::acting_for(delegation, next.run(request)).await;
+            rate_limit::set_headers(response.headers_mut(), front_door.per_key.policy(), per_key);
+            return response;
+        }
     }
     let mut response = next.run(request).await;
     rate_limit::set_headers(response.headers_mut(), front_door.per_key.policy(), per_key);

@@ -69,7 +69,7 @@ pub fn request_span(request: &Request) -> tracing::Span {
         http.request.method = %request.method(),
         http.route = tracing::field::Empty,
         http.response.status_code = tracing::field::Empty,
-        url.path = %request.uri().path(),
+        url.path = %loggable_path(request.uri().path()),
         url.scheme = "http",
         "http.request.header.x-request-id" = request_id,
         lab.api_key.id = tracing::field::Empty,
@@ -79,6 +79,36 @@ pub fn request_span(request: &Request) -> tracing::Span {
         platform::telemetry::continue_from_headers(&span, request.headers());
     }
     span
+}
+
+/// The request path as spans and logs may show it: the hosted pay page's session id is the
+/// capability to pay (`/pay/{sessionId}`), so it never leaves the request.
+pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
+    match path.strip_prefix("/pay/") {
+        Some(rest) => {
+            let after = rest.find('/').map_or("", |slash| &rest[slash..]);
+            std::borrow::Cow::Owned(format!("/pay/{{sessionId}}{after}"))
+        }
+        None => std::borrow::Cow::Borrowed(path),
+    }
+}
+
+#[cfg(test)]
+mod loggable_path_tests {
+    use super::loggable_path;
+
+    #[test]
+    fn a_pay_page_path_is_logged_without_its_session_id() {
+        assert_eq!(loggable_path("/pay/AbC123secret"), "/pay/{sessionId}");
+        assert_eq!(
+            loggable_path("/pay/AbC123secret/confirm"),
+            "/pay/{sessionId}/confirm"
+        );
+        assert_eq!(
+            loggable_path("/api/v1/agent/orders/ORD-1"),
+            "/api/v1/agent/orders/ORD-1"
+        );
+    }
 }
 
 /// While spans are not exported, runs the request passing on its W3C trace context (the

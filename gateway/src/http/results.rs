@@ -4,6 +4,7 @@
 //! `/verify/batch`, and the COA signing key at `/.well-known/coa-signing-key.json`.
 
 use crate::caller::Caller;
+use crate::client_addr::ClientAddr;
 use crate::dto::lab::{CustodyEnvelope, EtaEnvelope, OrderSamplesEnvelope};
 use crate::dto::results::{
     AnalyteList, CoaEnvelope, CoaList, ResultsQuery, VerificationEnvelope, VerificationList,
@@ -13,6 +14,7 @@ use crate::http::AppState;
 use crate::http::error::ErrorResponse;
 use crate::http::extract::{ApiJson, ApiQuery, Reference};
 use crate::operations::results as operations;
+use axum::Extension;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
@@ -112,12 +114,14 @@ pub async fn get_eta(
     responses((status = 200, description = "the verdict", body = VerificationEnvelope)))]
 pub async fn verify_get(
     State(state): State<AppState>,
+    client: Option<Extension<ClientAddr>>,
     ApiQuery(query): ApiQuery<VerifyQuery>,
 ) -> Result<Json<VerificationEnvelope>, ErrorResponse> {
     Ok(Json(
         operations::verify(
             &state.peers,
             &state.front_door.verify_lookups,
+            ClientAddr::of(client),
             query.accession,
             query.code,
         )
@@ -130,12 +134,14 @@ pub async fn verify_get(
     responses((status = 200, description = "the verdict", body = VerificationEnvelope)))]
 pub async fn verify_post(
     State(state): State<AppState>,
+    client: Option<Extension<ClientAddr>>,
     ApiJson(body): ApiJson<VerifyRequest>,
 ) -> Result<Json<VerificationEnvelope>, ErrorResponse> {
     Ok(Json(
         operations::verify(
             &state.peers,
             &state.front_door.verify_lookups,
+            ClientAddr::of(client),
             Some(body.accession),
             body.code,
         )
@@ -148,11 +154,18 @@ pub async fn verify_post(
     responses((status = 200, description = "one verdict per accession, in request order", body = VerificationList)))]
 pub async fn verify_batch_get(
     State(state): State<AppState>,
+    client: Option<Extension<ClientAddr>>,
     ApiQuery(query): ApiQuery<VerifyBatchQuery>,
 ) -> Result<Json<VerificationList>, ErrorResponse> {
     let accessions = query.split();
     Ok(Json(
-        operations::verify_batch(&state.peers, &state.front_door.verify_lookups, accessions).await?,
+        operations::verify_batch(
+            &state.peers,
+            &state.front_door.verify_lookups,
+            ClientAddr::of(client),
+            accessions,
+        )
+        .await?,
     ))
 }
 
@@ -162,10 +175,17 @@ pub async fn verify_batch_get(
     responses((status = 200, description = "one verdict per accession, in request order", body = VerificationList)))]
 pub async fn verify_batch_post(
     State(state): State<AppState>,
+    client: Option<Extension<ClientAddr>>,
     ApiJson(body): ApiJson<VerifyBatchRequest>,
 ) -> Result<Json<VerificationList>, ErrorResponse> {
     Ok(Json(
-        operations::verify_batch(&state.peers, &state.front_door.verify_lookups, body.accessions).await?,
+        operations::verify_batch(
+            &state.peers,
+            &state.front_door.verify_lookups,
+            ClientAddr::of(client),
+            body.accessions,
+        )
+        .await?,
     ))
 }
 

@@ -45,6 +45,7 @@ pub async fn call(
     tool: &Tool,
     peers: &Peers,
     verify_lookups: &LookupCeiling,
+    client: std::net::IpAddr,
     site: &str,
     caller: &Caller,
     arguments: Map<String, Value>,
@@ -214,6 +215,7 @@ pub async fn call(
                 Box::pin(results::verify(
                     peers,
                     verify_lookups,
+                    client,
                     query.accession,
                     query.code,
                 ))
@@ -226,6 +228,7 @@ pub async fn call(
                 Box::pin(results::verify(
                     peers,
                     verify_lookups,
+                    client,
                     Some(body.accession),
                     body.code,
                 ))
@@ -234,11 +237,27 @@ pub async fn call(
         }
         "svc.coa.verify.batch" => {
             let query: VerifyBatchQuery = arguments.query()?;
-            read(Box::pin(results::verify_batch(peers, verify_lookups, query.split())).await?)
+            read(
+                Box::pin(results::verify_batch(
+                    peers,
+                    verify_lookups,
+                    client,
+                    query.split(),
+                ))
+                .await?,
+            )
         }
         "svc.coa.verify.batch.post" => {
             let body: VerifyBatchRequest = arguments.body()?;
-            read(Box::pin(results::verify_batch(peers, verify_lookups, body.accessions)).await?)
+            read(
+                Box::pin(results::verify_batch(
+                    peers,
+                    verify_lookups,
+                    client,
+                    body.accessions,
+                ))
+                .await?,
+            )
         }
         other => Err(ApiError::internal(format!(
             "the tool {other} has no call in gateway/src/mcp/call.rs"

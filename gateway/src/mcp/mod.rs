@@ -63,6 +63,12 @@ named in details.field or details.path and retry.";
 /// The handler of `POST /api/mcp`. It takes the request whole (no copy of its headers) and
 /// reads the body once the transport checks passed.
 pub async fn endpoint(State(state): State<AppState>, caller: Caller, request: Request) -> Response {
+    let client = request
+        .extensions()
+        .get::<crate::client_addr::ClientAddr>()
+        .map_or(std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED), |client| {
+            client.0
+        });
     let authority = request.uri().authority().map(|authority| authority.as_str());
     if let Err(refusal) = transport::check_headers(&state.mcp, request.headers(), authority) {
         return refused(&refusal);
@@ -76,7 +82,9 @@ pub async fn endpoint(State(state): State<AppState>, caller: Caller, request: Re
     match read_message(&body, protocol_version.as_ref(), &caller) {
         // One await of the tool, whichever reader read the call: the handler's future (which
         // axum moves into a box on every request) holds one tool call, not one per reader.
-        Read::Call { id, name, arguments } => answer(run_tool(&state, &caller, &id, &name, arguments).await),
+        Read::Call { id, name, arguments } => {
+            answer(run_tool(&state, &caller, client, &id, &name, arguments).await)
+        }
         Read::Answered(response) => response,
     }
 }
@@ -255,6 +263,7 @@ fn call_params(params: Option<&RawValue>) -> Result<(Cow<'_, str>, Map<String, V
 async fn run_tool(
     state: &AppState,
     caller: &Caller,
+    client: std::net::IpAddr,
     id: &Value,
     name: &str,
     arguments: Map<String, Value>,
@@ -270,16 +279,26 @@ async fn run_tool(
     let Value::Object(arguments) = arguments else {
         return jsonrpc::error(id, jsonrpc::INTERNAL_ERROR, "internal error");
     };
-    match call::call(
+    let call = call::call(
         tool,
         &state.peers,
         &state.front_door.verify_lookups,
+        client,
         &state.site_url,
         caller,
         arguments,
-    )
-    .await
-    {
+    );
+    // A tool that changes something acts for the customer through a delegation the services it
+    // calls pass on (`platform::delegation`); reads need none.
+    let delegation = match tool.annotations.read_only_hint {
+        true => None,
+        false => caller.delegation(),
+    };
+    let outcome = match delegation {
+        Some(delegation) => platform::delegation::acting_for(delegation, call).await,
+        None => call.await,
+    };
+    match outcome {
         Ok(output) => jsonrpc::tool_result(id, output.json.pieces(), false, output.replayed),
         Err(error) => tool_error(id, &error),
     }

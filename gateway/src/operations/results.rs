@@ -218,13 +218,14 @@ async fn verify_all(
 pub async fn verify(
     peers: &Peers,
     ceiling: &LookupCeiling,
+    client: std::net::IpAddr,
     accession: Option<String>,
     code: Option<String>,
 ) -> Result<VerificationEnvelope, ApiError> {
     let accession = accession
         .filter(|accession| !accession.trim().is_empty())
         .ok_or_else(|| ApiError::field(ErrorCode::InvalidRequest, "accession", "accession is required"))?;
-    ceiling.charge(1).await?;
+    ceiling.charge(client, 1).await?;
     let mut verifications = verify_all(peers, vec![accession], code).await?;
     let verification = verifications.pop().ok_or_else(|| missing("verification"))?;
     Ok(verification.into())
@@ -235,10 +236,11 @@ pub async fn verify(
 pub async fn verify_batch(
     peers: &Peers,
     ceiling: &LookupCeiling,
+    client: std::net::IpAddr,
     accessions: Vec<String>,
 ) -> Result<VerificationList, ApiError> {
     if (1..=MAX_VERIFY_BATCH).contains(&accessions.len()) {
-        ceiling.charge(accessions.len()).await?;
+        ceiling.charge(client, accessions.len()).await?;
     }
     Ok(VerificationList {
         data: verify_all(peers, accessions, None).await?,

@@ -159,3 +159,42 @@ async fn public_verification_has_one_global_lookup_ceiling_across_replicas_and_a
         .unwrap();
     assert_ne!(later.status(), 429);
 }
+
+#[tokio::test]
+async fn public_verification_budgets_each_client_address_behind_the_trusted_proxy_besides_the_global_ceiling()
+{
+    let app = spawn_app_with(|settings| {
+        settings.front_door.verify_lookups_per_address = RateLimitSettings {
+            per_second: 1,
+            burst: 3,
+        };
+        settings.front_door.trusted_proxies =
+            gateway::client_addr::TrustedProxies::parse("127.0.0.1").unwrap();
+    })
+    .await;
+    let verify = |address: &'static str, query: &'static str| {
+        let app = &app;
+        async move {
+            app.http
+                .get(app.agent(&format!("/verify{query}")))
+                .header("X-Forwarded-For", address)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    // Three lookups from one client (a batch of three) fit its budget; the fourth does not.
+    let batch = verify(
+        "198.51.100.7",
+        "/batch?accessions=ACC-2026-000001,ACC-2026-000002,ACC-2026-000003",
+    )
+    .await;
+    assert_ne!(batch.status(), 429);
+    let refused = verify("198.51.100.7", "?accession=ACC-2026-000004").await;
+    assert!(refused.headers().contains_key("retry-after"));
+    let body = error_envelope(refused, 429, "rate_limited").await;
+    assert_eq!(body["error"]["details"]["policy"], "verify-lookups-per-address");
+    // Another client, through the same proxy, has its own budget.
+    let other = verify("203.0.113.9", "?accession=ACC-2026-000004").await;
+    assert_ne!(other.status(), 429);
+}

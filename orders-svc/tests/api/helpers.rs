@@ -8,12 +8,10 @@ use orders_svc::{Application, Settings};
 use platform::config::CommonSettings;
 use platform::principal::{Principal, PrincipalKind};
 use platform::tokens::testing::DevTokens;
-use prost::Message;
 use proto::catalog::Quote;
 use proto::events::EventEnvelope;
 use proto::orders::orders_service_client::OrdersServiceClient;
 use proto::orders::*;
-use redis::AsyncCommands;
 use sqlx::PgPool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -289,11 +287,7 @@ impl TestApp {
     /// Appends an event to a domain stream, as its owner's relay would; returns the entry id.
     pub async fn publish_event(&self, domain: &str, envelope: &EventEnvelope) -> String {
         let mut redis = redis_connection().await;
-        let fields: Vec<(&str, Vec<u8>)> = vec![
-            (platform::streams::TYPE_FIELD, envelope.r#type.as_bytes().to_vec()),
-            (platform::streams::ENVELOPE_FIELD, envelope.encode_to_vec()),
-        ];
-        redis.xadd(self.stream(domain), "*", &fields).await.unwrap()
+        platform::testing::events::xadd(&mut redis, &self.stream(domain), envelope).await
     }
 }
 

@@ -185,6 +185,15 @@ impl CheckoutSession {
     }
 }
 
+/// How logs name session `id` without revealing it: the id is the capability to pay (the pay
+/// link), so logs carry the first 12 hex digits of its SHA-256 instead (`ses_` + them), enough to
+/// correlate lines and find the row (`encode(sha256(id::bytea), 'hex') LIKE '<ref>%'`).
+pub fn log_ref(id: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(id.as_bytes());
+    format!("ses_{}", &hex::encode(digest)[..12])
+}
+
 /// The hosted URL of session `id` under `site_url`.
 pub fn hosted_url(site_url: &str, id: &str) -> String {
     format!("{}/pay/{id}", site_url.trim_end_matches('/'))

@@ -361,7 +361,7 @@ impl PaymentsService {
         repo::checkout::complete(tx, &session.id, payment.id, now).await?;
         if !settles {
             tracing::warn!(
-                session = %session.id,
+                session = %crate::domain::checkout::log_ref(&session.id),
                 invoice = %invoice.invoice_number,
                 status = invoice.status.as_str(),
                 "a card payment arrived for an invoice that was already settled; recorded as refund_due"
@@ -392,7 +392,7 @@ impl PaymentsService {
                     .ok_or_else(|| ApiError::internal("a settled invoice vanished"))?;
             OUTBOX.enqueue(tx, events::invoice_updated(&updated, now)).await?;
         }
-        tracing::info!(session = %session.id, invoice = %invoice.invoice_number, "card checkout settled");
+        tracing::info!(session = %crate::domain::checkout::log_ref(&session.id), invoice = %invoice.invoice_number, "card checkout settled");
         Ok(Settled::Paid)
     }
 
@@ -436,7 +436,7 @@ impl PaymentsService {
                     "duplicate"
                 } else if amount != session.amount || !currency.eq_ignore_ascii_case(&session.currency) {
                     // The amount is locked; a PSP answer for another amount is not ours to settle.
-                    tracing::error!(session = %session.id, "a paid webhook carries another amount than the locked one");
+                    tracing::error!(session = %crate::domain::checkout::log_ref(&session.id), "a paid webhook carries another amount than the locked one");
                     return Err(ApiError::new(
                         ErrorCode::InvalidRequest,
                         "the paid amount differs from the session's locked amount",

@@ -46,7 +46,7 @@ impl PaymentsService {
             if let Some(processor_session_id) = &session.processor_session_id
                 && let Err(error) = self.card.processor.expire(processor_session_id).await
             {
-                tracing::warn!(session = %session.id, %error, "could not expire the processor's session");
+                tracing::warn!(session = %crate::domain::checkout::log_ref(&session.id), %error, "could not expire the processor's session");
             }
         }
         Ok(expired.len())

@@ -130,7 +130,7 @@ impl PaymentsService {
             return same_charge(existing, &new);
         }
         tx.commit().await?;
-        tracing::info!(session = %session.id, pickup = %pickup_id, "pickup checkout opened");
+        tracing::info!(session = %crate::domain::checkout::log_ref(&session.id), pickup = %pickup_id, "pickup checkout opened");
         Ok(session)
     }
 
@@ -196,7 +196,7 @@ impl PaymentsService {
         }
         if !settles {
             tracing::warn!(
-                session = %session.id,
+                session = %crate::domain::checkout::log_ref(&session.id),
                 pickup = %charge.pickup_id,
                 "a pickup payment arrived after its session expired; recorded as refund_due"
             );
@@ -215,7 +215,7 @@ impl PaymentsService {
         OUTBOX
             .enqueue(tx, events::pickup_payment_paid(session, charge, &payment, now))
             .await?;
-        tracing::info!(session = %session.id, pickup = %charge.pickup_id, "pickup payment settled");
+        tracing::info!(session = %crate::domain::checkout::log_ref(&session.id), pickup = %charge.pickup_id, "pickup payment settled");
         Ok(Settled::Paid)
     }
 

@@ -1,7 +1,6 @@
 //! The order.created backstop: the consumer issues an order's invoice exactly once.
 
 use crate::helpers::{TestApp, data, invoice_request_for, spawn_app};
-use prost::Message;
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use proto::orders::{OrderCreated, OrderEventLine};
@@ -54,14 +53,7 @@ async fn publish(app: &TestApp, envelope: &EventEnvelope) -> String {
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let fields: [(&str, Vec<u8>); 2] = [
-        (
-            platform::streams::TYPE_FIELD,
-            envelope.r#type.clone().into_bytes(),
-        ),
-        (platform::streams::ENVELOPE_FIELD, envelope.encode_to_vec()),
-    ];
-    redis.xadd(&stream, "*", &fields).await.unwrap()
+    platform::testing::events::xadd(&mut redis, &stream, envelope).await
 }
 
 /// Waits until the payments-svc group has acknowledged everything up to `entry`.

@@ -122,7 +122,10 @@ impl TestApp {
 
     /// Creates an invoice as orders-svc for `customer`, panicking on error.
     pub async fn create_invoice(&self, customer: Uuid, request: pb::CreateInvoiceRequest) -> pb::Invoice {
-        let request = platform::grpc::outgoing(request, &self.service_token(customer));
+        let request = platform::tokens::testing::delegated(
+            platform::grpc::outgoing(request, &self.service_token(customer)),
+            customer,
+        );
         self.client
             .clone()
             .create_invoice(request)

@@ -65,7 +65,11 @@ async fn a_control_character_in_an_invoice_line_is_invalid_not_internal() {
     let app = spawn_app().await;
     let mut request = invoice_request();
     request.lines[1].description = "Conformity\u{0} sample".into();
-    let message = platform::grpc::outgoing(request, &app.service_token(Uuid::now_v7()));
+    let customer = Uuid::now_v7();
+    let message = platform::tokens::testing::delegated(
+        platform::grpc::outgoing(request, &app.service_token(customer)),
+        customer,
+    );
     assert_refused(
         app.client.clone().create_invoice(message).await,
         "lines[1].description",

@@ -135,7 +135,8 @@ async fn customers_and_staff_cannot_create_invoices() {
 #[tokio::test]
 async fn create_invoice_with_inconsistent_lines_is_rejected_naming_the_field() {
     let app = spawn_app().await;
-    let token = app.service_token(Uuid::now_v7());
+    let customer = Uuid::now_v7();
+    let token = app.service_token(customer);
     let mut cases: Vec<(pb::CreateInvoiceRequest, &str)> = Vec::new();
     let mut no_lines = invoice_request();
     no_lines.lines.clear();
@@ -156,7 +157,10 @@ async fn create_invoice_with_inconsistent_lines_is_rejected_naming_the_field() {
         let status = app
             .client
             .clone()
-            .create_invoice(platform::grpc::outgoing(request, &token))
+            .create_invoice(platform::tokens::testing::delegated(
+                platform::grpc::outgoing(request, &token),
+                customer,
+            ))
             .await
             .unwrap_err();
         assert_eq!(
@@ -169,7 +173,10 @@ async fn create_invoice_with_inconsistent_lines_is_rejected_naming_the_field() {
     let status = app
         .client
         .clone()
-        .create_invoice(platform::grpc::outgoing(bad_method, &token))
+        .create_invoice(platform::tokens::testing::delegated(
+            platform::grpc::outgoing(bad_method, &token),
+            customer,
+        ))
         .await
         .unwrap_err();
     assert_eq!(code_of(&status), "invalid_payment_method");
@@ -267,7 +274,10 @@ async fn a_stablecoin_invoice_is_refused_when_the_deployment_runs_no_stablecoin_
     let customer = Uuid::now_v7();
     let mut request = invoice_request();
     request.payment_method = "chain_stablecoin".into();
-    let request = platform::grpc::outgoing(request, &app.service_token(customer));
+    let request = platform::tokens::testing::delegated(
+        platform::grpc::outgoing(request, &app.service_token(customer)),
+        customer,
+    );
     let refused = app.client.clone().create_invoice(request).await.unwrap_err();
     assert_eq!(code_of(&refused), "payment_method_unavailable");
     assert!(app.events_of("invoice.created").await.is_empty());

@@ -39,7 +39,10 @@ async fn a_pickup_session_is_opened_once_locked_to_its_price_and_paid_once_with_
         let mut client = app.client.clone();
         async move {
             client
-                .open_pickup_checkout(platform::grpc::outgoing(request, &token))
+                .open_pickup_checkout(platform::tokens::testing::delegated(
+                    platform::grpc::outgoing(request, &token),
+                    customer,
+                ))
                 .await
                 .map(|answer| answer.into_inner().session.unwrap())
         }
@@ -185,7 +188,10 @@ async fn a_pickup_session_commits_its_price_to_the_keys_envelope_and_a_refusal_l
         let shipping = shipping.clone();
         async move {
             client
-                .open_pickup_checkout(platform::grpc::outgoing(request, &shipping))
+                .open_pickup_checkout(platform::tokens::testing::delegated(
+                    platform::grpc::outgoing(request, &shipping),
+                    customer,
+                ))
                 .await
         }
     };

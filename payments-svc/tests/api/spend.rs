@@ -45,7 +45,10 @@ impl TestApp {
         Ok(self
             .client
             .clone()
-            .commit_spend(platform::grpc::outgoing(request, &self.service_token(customer)))
+            .commit_spend(platform::tokens::testing::delegated(
+                platform::grpc::outgoing(request, &self.service_token(customer)),
+                customer,
+            ))
             .await?
             .into_inner()
             .already_committed)
@@ -58,7 +61,10 @@ impl TestApp {
         };
         self.client
             .clone()
-            .release_spend(platform::grpc::outgoing(request, &self.service_token(customer)))
+            .release_spend(platform::tokens::testing::delegated(
+                platform::grpc::outgoing(request, &self.service_token(customer)),
+                customer,
+            ))
             .await
             .expect("release")
             .into_inner()

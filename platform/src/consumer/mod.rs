@@ -5,8 +5,10 @@
 //! records the event id in the service's `processed_events` table in that same transaction, so
 //! a redelivered event changes nothing. Entries left pending by a consumer that died are claimed
 //! by a live one after `reclaim_idle` (every pending entry, page by page); an entry delivered
-//! `max_deliveries` times, one that cannot be decoded, or one whose `source` is not the service
-//! that owns the stream ([`streams::owner_of_stream`]) moves to the dead-letter stream
+//! `max_deliveries` times, one that cannot be decoded, one whose signature is missing or is not
+//! a valid signature by the stream owner's key for this stream (`crate::event_signing`, counted
+//! in `stream_events_rejected_total`), or one whose `source` is not the service that owns the
+//! stream ([`streams::owner_of_stream`]) moves to the dead-letter stream
 //! `<stream>:dead` and is acknowledged, never applied. A consumer reads only domain streams with
 //! a known owner. While a dead-letter stream is at its cap, entries bound for it stay pending
 //! (still unapplied) and are retried at each reclaim (see `settle.rs`).
@@ -17,13 +19,14 @@
 //! ones are acknowledged together with one `XACK`, a passing failure leaves only that entry
 //! pending, a permanent one dead-letters only that entry.
 
+use crate::event_signing::{self, EventVerifier};
 use crate::streams;
 use prost::Message;
 use proto::events::EventEnvelope;
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
 use redis::streams::{StreamId, StreamReadOptions, StreamReadReply};
-use settle::envelope_bytes;
+use settle::{Letter, envelope_bytes, field_bytes};
 use sqlx::{AssertSqlSafe, PgConnection};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -66,8 +69,10 @@ pub trait EventHandler: Send + Sync + 'static {
     /// Applies the events of one read of one stream, in stream order, and returns one outcome
     /// per event (same order, same length). The consumer acknowledges every applied entry with
     /// one `XACK`. The default applies them one by one with [`EventHandler::handle`], each inside
-    /// its own span; a handler may override it to apply a whole batch in one transaction (one
-    /// commit for many events), as long as each event's effect stays idempotent on its own.
+    /// its own span and acting for the event's customer ([`Consumed::context`]); a handler may
+    /// override it to apply a whole batch in one transaction (one commit for many events), as
+    /// long as each event's effect stays idempotent on its own (and, if it calls other services
+    /// for a customer, runs those calls inside that event's context).
     fn handle_batch(
         &self,
         batch: &[Consumed],
@@ -77,10 +82,12 @@ pub trait EventHandler: Send + Sync + 'static {
             for consumed in batch {
                 // The event's trace context, passed on to what handling it causes (while spans
                 // are exported, the span continues it instead).
+                // ...and the event itself, as its owner signed it: the calls handling it makes act
+                // for the event's customer (`crate::delegation`).
                 let handled = crate::telemetry::passed_on(
                     consumed.envelope.traceparent.clone(),
                     consumed.envelope.tracestate.clone(),
-                    self.handle(&consumed.envelope),
+                    crate::delegation::acting_for(consumed.context.clone(), self.handle(&consumed.envelope)),
                 );
                 outcomes.push(tracing::Instrument::instrument(handled, consumed.span.clone()).await);
             }
@@ -93,6 +100,9 @@ pub trait EventHandler: Send + Sync + 'static {
 #[derive(Debug)]
 pub struct Consumed {
     pub envelope: EventEnvelope,
+    /// The entry as its owner signed it: the customer context of the calls handling it makes
+    /// (`crate::delegation::acting_for`; the default `handle_batch` runs `handle` inside it).
+    pub context: crate::delegation::CustomerContext,
     /// The `process` span of the entry (`telemetry::semconv::messaging_process`), continuing
     /// the trace of the transaction that emitted the event; it ends when the entry is
     /// acknowledged or left pending.
@@ -127,14 +137,23 @@ pub struct StreamConsumer<H> {
     redis_url: String,
     settings: ConsumerSettings,
     handler: Arc<H>,
+    verifier: EventVerifier,
 }
 
 impl<H: EventHandler> StreamConsumer<H> {
-    pub fn new(redis_url: &str, settings: ConsumerSettings, handler: Arc<H>) -> Self {
+    /// A consumer applying with `handler` the entries whose signature `verifier` accepts
+    /// (`crate::event_signing`); every other entry is dead-lettered unapplied.
+    pub fn new(
+        redis_url: &str,
+        settings: ConsumerSettings,
+        handler: Arc<H>,
+        verifier: EventVerifier,
+    ) -> Self {
         Self {
             redis_url: redis_url.to_owned(),
             settings,
             handler,
+            verifier,
         }
     }
 
@@ -146,6 +165,7 @@ impl<H: EventHandler> StreamConsumer<H> {
             &self.settings.group,
             &self.settings.streams,
         );
+        crate::metrics::streams::start_rejection_counters(&self.settings.group, &self.settings.streams);
         let mut backoff = Duration::from_millis(100);
         while !shutdown.is_cancelled() {
             match self.session(&shutdown).await {
@@ -220,31 +240,63 @@ impl<H: EventHandler> StreamConsumer<H> {
         entries: Vec<StreamId>,
     ) -> anyhow::Result<()> {
         let mut batch = Vec::with_capacity(entries.len());
-        let mut kept: Vec<(String, Vec<u8>)> = Vec::with_capacity(entries.len());
+        let mut kept: Vec<(String, Letter)> = Vec::with_capacity(entries.len());
         let destination = streams::destination_of_stream(stream);
         for entry in entries {
             let Some(bytes) = envelope_bytes(&entry) else {
-                self.dead_letter(redis, stream, &entry.id, None, "entry has no envelope")
-                    .await?;
+                self.dead_letter(
+                    redis,
+                    stream,
+                    &entry.id,
+                    Letter::of(&entry),
+                    "entry has no envelope",
+                )
+                .await?;
                 continue;
             };
+            let signed = self.verifier.verify(
+                stream,
+                field_bytes(&entry, event_signing::KID_FIELD),
+                field_bytes(&entry, event_signing::SIGNATURE_FIELD),
+                &bytes,
+            );
+            if let Err(rejection) = signed {
+                tracing::warn!(
+                    stream,
+                    entry.id = %entry.id,
+                    group = %self.settings.group,
+                    reason = rejection.reason(),
+                    "event refused: {rejection}; dead-lettering it unapplied"
+                );
+                crate::metrics::streams::rejected(stream, &self.settings.group, rejection.reason());
+                let reason = format!("signature: {rejection}");
+                self.dead_letter(redis, stream, &entry.id, Letter::of(&entry), &reason)
+                    .await?;
+                continue;
+            }
             let envelope = match EventEnvelope::decode(bytes.as_slice()) {
                 Ok(envelope) => envelope,
                 Err(error) => {
                     let reason = format!("undecodable envelope: {error}");
-                    self.dead_letter(redis, stream, &entry.id, Some(bytes), &reason)
+                    self.dead_letter(redis, stream, &entry.id, Letter::of(&entry), &reason)
                         .await?;
                     continue;
                 }
             };
             if Uuid::parse_str(&envelope.id).is_err() {
                 // Deduplication keys on the event id; an envelope without a valid one is unusable.
-                self.dead_letter(redis, stream, &entry.id, Some(bytes), "event id is not a UUID")
-                    .await?;
+                self.dead_letter(
+                    redis,
+                    stream,
+                    &entry.id,
+                    Letter::of(&entry),
+                    "event id is not a UUID",
+                )
+                .await?;
                 continue;
             }
             if let Some(reason) = untrusted_source(stream, &entry.id, &envelope) {
-                self.dead_letter(redis, stream, &entry.id, Some(bytes), &reason)
+                self.dead_letter(redis, stream, &entry.id, Letter::of(&entry), &reason)
                     .await?;
                 continue;
             }
@@ -255,8 +307,19 @@ impl<H: EventHandler> StreamConsumer<H> {
                 &self.settings.group,
             );
             crate::telemetry::continue_trace(&span, &envelope.traceparent, &envelope.tracestate);
-            batch.push(Consumed { envelope, span });
-            kept.push((entry.id, bytes));
+            let context = crate::delegation::CustomerContext::event(
+                stream,
+                &bytes,
+                field_bytes(&entry, event_signing::KID_FIELD).unwrap_or_default(),
+                field_bytes(&entry, event_signing::SIGNATURE_FIELD).unwrap_or_default(),
+            );
+            batch.push(Consumed {
+                envelope,
+                context,
+                span,
+            });
+            let letter = Letter::of(&entry);
+            kept.push((entry.id, letter));
         }
         if batch.is_empty() {
             return Ok(());
@@ -272,7 +335,7 @@ impl<H: EventHandler> StreamConsumer<H> {
         }
         let mut applied: Vec<&str> = Vec::with_capacity(kept.len());
         let mut retried = 0;
-        for ((consumed, (id, bytes)), outcome) in batch.iter().zip(&kept).zip(outcomes) {
+        for ((consumed, (id, letter)), outcome) in batch.iter().zip(&kept).zip(outcomes) {
             match outcome {
                 Ok(()) => applied.push(id),
                 Err(HandlerError::Retry(error)) => {
@@ -283,7 +346,7 @@ impl<H: EventHandler> StreamConsumer<H> {
                 Err(HandlerError::Permanent(error)) => {
                     consumed.span.record("otel.status_code", "error");
                     let reason = error.to_string();
-                    self.dead_letter(redis, stream, id, Some(bytes.clone()), &reason)
+                    self.dead_letter(redis, stream, id, letter.clone(), &reason)
                         .await?;
                 }
             }

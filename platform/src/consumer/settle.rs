@@ -3,6 +3,7 @@
 //! the capped dead-letter stream.
 
 use super::{EventHandler, StreamConsumer};
+use crate::event_signing;
 use crate::streams;
 use redis::AsyncCommands;
 use redis::aio::MultiplexedConnection;
@@ -77,9 +78,14 @@ impl<H: EventHandler> StreamConsumer<H> {
         let mut live = Vec::with_capacity(claimed.ids.len());
         for entry in claimed.ids {
             if exhausted(&entry.id) {
-                let envelope = envelope_bytes(&entry);
-                self.dead_letter(redis, stream, &entry.id, envelope, "too many deliveries")
-                    .await?;
+                self.dead_letter(
+                    redis,
+                    stream,
+                    &entry.id,
+                    Letter::of(&entry),
+                    "too many deliveries",
+                )
+                .await?;
             } else {
                 live.push(entry);
             }
@@ -111,7 +117,7 @@ impl<H: EventHandler> StreamConsumer<H> {
         redis: &mut MultiplexedConnection,
         stream: &str,
         id: &str,
-        envelope: Option<Vec<u8>>,
+        letter: Letter,
         reason: &str,
     ) -> anyhow::Result<()> {
         let dead = streams::dead_letter_stream(stream);
@@ -136,8 +142,16 @@ impl<H: EventHandler> StreamConsumer<H> {
             ("group", self.settings.group.as_bytes().to_vec()),
             ("reason", reason.as_bytes().to_vec()),
         ];
-        if let Some(envelope) = envelope {
+        // The envelope with its signature: an entry dead-lettered for a passing cause can be
+        // added back to its stream as it was, and still verifies there.
+        if let Some(envelope) = letter.envelope {
             fields.push((streams::ENVELOPE_FIELD, envelope));
+        }
+        if let Some(kid) = letter.kid {
+            fields.push((event_signing::KID_FIELD, kid));
+        }
+        if let Some(signature) = letter.signature {
+            fields.push((event_signing::SIGNATURE_FIELD, signature));
         }
         let _: String = redis.xadd(&dead, "*", &fields).await?;
         let length = length + 1;
@@ -153,6 +167,32 @@ impl<H: EventHandler> StreamConsumer<H> {
         self.acknowledge(redis, stream, &[id]).await?;
         crate::metrics::streams::consumed(stream, &self.settings.group, "dead_lettered", 1);
         Ok(())
+    }
+}
+
+/// What a dead letter keeps of its entry: the envelope and its signature, as they were.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Letter {
+    envelope: Option<Vec<u8>>,
+    kid: Option<Vec<u8>>,
+    signature: Option<Vec<u8>>,
+}
+
+impl Letter {
+    pub(super) fn of(entry: &StreamId) -> Self {
+        Self {
+            envelope: envelope_bytes(entry),
+            kid: field_bytes(entry, event_signing::KID_FIELD).map(<[u8]>::to_vec),
+            signature: field_bytes(entry, event_signing::SIGNATURE_FIELD).map(<[u8]>::to_vec),
+        }
+    }
+}
+
+/// The bytes of an entry's `field`, when it has them.
+pub(super) fn field_bytes<'a>(entry: &'a StreamId, field: &str) -> Option<&'a [u8]> {
+    match entry.map.get(field)? {
+        redis::Value::BulkString(bytes) => Some(bytes.as_slice()),
+        _ => None,
     }
 }
 

@@ -106,6 +106,14 @@ pub struct ConsumedLabels {
     pub outcome: &'static str,
 }
 
+/// Why a consumer refused an entry's signature (`crate::event_signing::Rejection::reason`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RejectedLabels {
+    pub stream: String,
+    pub group: String,
+    pub reason: &'static str,
+}
+
 /// A dead-letter stream (`<stream>:dead`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StreamLabels {
@@ -145,6 +153,7 @@ pub struct Metrics {
     pub consumer_pending: Family<GroupLabels, Gauge>,
     pub consumer_lag: Family<GroupLabels, Gauge>,
     pub events_consumed: Family<ConsumedLabels, Counter>,
+    pub events_rejected: Family<RejectedLabels, Counter>,
     pub dead_letter_entries: Family<StreamLabels, Gauge>,
     pub webhook_deliveries: Family<DeliveryLabels, Counter>,
     pub webhook_delivery_duration: HistogramFamily<DeliveryLabels>,
@@ -169,6 +178,7 @@ impl Metrics {
             consumer_pending: Family::default(),
             consumer_lag: Family::default(),
             events_consumed: Family::default(),
+            events_rejected: Family::default(),
             dead_letter_entries: Family::default(),
             webhook_deliveries: Family::default(),
             webhook_delivery_duration: Family::new_with_constructor(latency_histogram),
@@ -242,6 +252,11 @@ impl Metrics {
             "stream_events_consumed",
             "Events handled by a consumer group, by outcome (applied, retry, dead_lettered)",
             metrics.events_consumed.clone(),
+        );
+        registry.register(
+            "stream_events_rejected",
+            "Entries a consumer group refused because their signature is missing, unknown, wrong or not the stream owner's (dead-lettered unapplied)",
+            metrics.events_rejected.clone(),
         );
         registry.register(
             "stream_dead_letter_entries",

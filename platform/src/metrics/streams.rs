@@ -2,7 +2,10 @@
 //! (lag) or acknowledged (pending), the length of its dead-letter streams, and the backlog of a
 //! service's outbox — each read when Prometheus scrapes.
 
-use super::{ConsumedLabels, GroupLabels, Registration, ServiceLabels, StreamLabels, metrics, on_scrape};
+use super::{
+    ConsumedLabels, GroupLabels, Registration, RejectedLabels, ServiceLabels, StreamLabels, metrics,
+    on_scrape,
+};
 use crate::streams;
 use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
@@ -27,10 +30,42 @@ pub fn consumed(stream: &str, group: &str, outcome: &'static str, count: u64) {
         .inc_by(count);
 }
 
+/// Every reason an entry's signature is refused for (`crate::event_signing::Rejection::reason`).
+pub const REJECTION_REASONS: [&str; 4] = ["unsigned", "unknown_key", "bad_signature", "wrong_signer"];
+
+/// Starts `group`'s rejection counters of `streams` at zero, so that the first refused entry
+/// is an increase an alert sees (a counter born at 1 shows none).
+pub fn start_rejection_counters(group: &str, streams: &[String]) {
+    for stream in streams {
+        for reason in REJECTION_REASONS {
+            metrics()
+                .events_rejected
+                .get_or_create(&RejectedLabels {
+                    stream: stream.clone(),
+                    group: group.to_owned(),
+                    reason,
+                })
+                .inc_by(0);
+        }
+    }
+}
+
+/// Counts an entry of `stream` that `group` refused for its signature (`reason`).
+pub fn rejected(stream: &str, group: &str, reason: &'static str) {
+    metrics()
+        .events_rejected
+        .get_or_create(&RejectedLabels {
+            stream: stream.to_owned(),
+            group: group.to_owned(),
+            reason,
+        })
+        .inc();
+}
+
 /// Reports `group`'s pending entries and lag on each of `streams`, and the length of their
 /// dead-letter streams, at each scrape while the registration lives.
 pub fn watch_group(redis_url: &str, group: &str, streams: &[String]) -> Option<Registration> {
-    let Ok(client) = redis::Client::open(redis_url) else {
+    let Ok(client) = crate::db::redis_client(redis_url) else {
         return None;
     };
     let connection: Arc<OnceCell<ConnectionManager>> = Arc::new(OnceCell::new());

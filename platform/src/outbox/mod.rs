@@ -20,6 +20,7 @@
 //! `outbox(id bigserial, event_id uuid unique, event_type text, envelope bytea,
 //! created_at timestamptz, published_at timestamptz)`.
 
+use crate::event_signing::{self, EventSigner};
 use crate::streams::{self, StreamCaps};
 use prost::Message;
 use proto::events::EventEnvelope;
@@ -146,6 +147,8 @@ pub struct OutboxRelay {
     redis_url: String,
     stream: String,
     caps: StreamCaps,
+    /// Signs every entry (`crate::event_signing`); without it nothing is published.
+    signer: Option<EventSigner>,
     /// The stream's length after this relay's last write (or check).
     known_length: AtomicU64,
     /// When the relay last warned about the stream's length, and whether it is paused.
@@ -161,8 +164,17 @@ struct CapWatch {
 
 impl OutboxRelay {
     /// A relay from `outbox` to the stream of `domain` under `stream_prefix`, with the caps of
-    /// the environment ([`StreamCaps::from_env`]).
-    pub fn new(pool: PgPool, outbox: Outbox, redis_url: &str, stream_prefix: &str, domain: &str) -> Self {
+    /// the environment ([`StreamCaps::from_env`]), signing each entry with `signer` (the
+    /// process's token key). Without a signer it publishes nothing: consumers would refuse
+    /// unsigned entries, so the rows wait in the outbox and an error is logged.
+    pub fn new(
+        pool: PgPool,
+        outbox: Outbox,
+        redis_url: &str,
+        stream_prefix: &str,
+        domain: &str,
+        signer: Option<EventSigner>,
+    ) -> Self {
         if streams::owner_of_domain(domain) != Some(outbox.source) {
             tracing::error!(
                 source = outbox.source,
@@ -175,6 +187,7 @@ impl OutboxRelay {
             outbox,
             redis_url: redis_url.to_owned(),
             stream: streams::stream_name(stream_prefix, domain),
+            signer,
             caps: StreamCaps::from_env(),
             known_length: AtomicU64::new(0),
             watch: Mutex::new(CapWatch::default()),
@@ -277,6 +290,12 @@ impl OutboxRelay {
         if rows.is_empty() {
             return Ok(0);
         }
+        let Some(signer) = &self.signer else {
+            anyhow::bail!(
+                "{} has no token signing key to sign its events with (TOKEN_SIGNING_KEY); its outbox is not published",
+                self.outbox.source
+            );
+        };
         // Rows beyond the stream's room stay unpublished (locked until this transaction ends)
         // and go out once consumers catch up.
         let room = self.room_for(redis, rows.len() as u64).await?;
@@ -303,6 +322,7 @@ impl OutboxRelay {
                 crate::telemetry::continue_trace(&span, &decoded.traceparent, &decoded.tracestate);
                 sends.push(span);
             }
+            let signature = signer.sign(&self.stream, &envelope);
             pipeline
                 .cmd("XADD")
                 .arg(&self.stream)
@@ -311,6 +331,10 @@ impl OutboxRelay {
                 .arg(event_type)
                 .arg(streams::ENVELOPE_FIELD)
                 .arg(envelope)
+                .arg(event_signing::KID_FIELD)
+                .arg(signer.kid())
+                .arg(event_signing::SIGNATURE_FIELD)
+                .arg(&signature[..])
                 .ignore();
             ids.push(id);
         }

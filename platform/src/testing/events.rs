@@ -1,6 +1,7 @@
 //! Reading what the event machinery wrote, for tests: a schema's outbox, a stream's entries, a
 //! group's pending count and a dead-letter stream.
 
+use crate::event_signing::{EventSigner, KID_FIELD, SIGNATURE_FIELD};
 use crate::streams::ENVELOPE_FIELD;
 use prost::Message;
 use proto::events::EventEnvelope;
@@ -45,8 +46,39 @@ pub async fn redis_connection() -> MultiplexedConnection {
         .expect("connect to TEST_REDIS_URL")
 }
 
-/// Appends `envelope` to `stream` as a relay would; returns the entry id.
+/// The fields of a stream entry holding `envelope` (encoded) as the relay of `signer` writes it
+/// to `stream`: signed with that service's published development key (`crate::event_signing`).
+pub fn signed_fields(stream: &str, envelope: Vec<u8>, signer: &str) -> Vec<(&'static str, Vec<u8>)> {
+    let signer = EventSigner::development(signer);
+    let signature = signer.sign(stream, &envelope);
+    vec![
+        (ENVELOPE_FIELD, envelope),
+        (KID_FIELD, signer.kid().as_bytes().to_vec()),
+        (SIGNATURE_FIELD, signature.to_vec()),
+    ]
+}
+
+/// Appends `envelope` to `stream` as the stream owner's relay would (signed with that service's
+/// development key, which development mode trusts), whatever `source` the envelope claims;
+/// returns the entry id.
 pub async fn xadd(redis: &mut MultiplexedConnection, stream: &str, envelope: &EventEnvelope) -> String {
+    let signer = crate::streams::owner_of_stream(stream).unwrap_or(envelope.source.as_str());
+    redis
+        .xadd(
+            stream,
+            "*",
+            &signed_fields(stream, envelope.encode_to_vec(), signer),
+        )
+        .await
+        .expect("XADD")
+}
+
+/// Appends `envelope` to `stream` unsigned, as anyone who can write to Redis could.
+pub async fn xadd_unsigned(
+    redis: &mut MultiplexedConnection,
+    stream: &str,
+    envelope: &EventEnvelope,
+) -> String {
     redis
         .xadd(stream, "*", &[(ENVELOPE_FIELD, envelope.encode_to_vec())])
         .await

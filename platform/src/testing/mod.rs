@@ -8,6 +8,7 @@
 //! to let something happen or to prove that it does not: it polls.
 
 pub mod events;
+pub mod pki;
 
 use sqlx::{AssertSqlSafe, Connection, PgConnection};
 use std::future::Future;

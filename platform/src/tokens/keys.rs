@@ -30,6 +30,8 @@ pub struct SigningKey {
     /// Key id, written into every token header.
     pub kid: String,
     pub(crate) encoding: EncodingKey,
+    /// The same key for detached signatures (event envelopes, `crate::events_trust`).
+    pub(crate) detached: ed25519_dalek::SigningKey,
     /// The public half (raw 32 bytes, base64url), for the trust set.
     pub public_x: String,
 }
@@ -81,6 +83,7 @@ impl SigningKey {
         Self {
             kid: kid.to_owned(),
             encoding: EncodingKey::from_ed_der(&der),
+            detached: ed25519_dalek::SigningKey::from_bytes(seed),
             public_x: URL_SAFE_NO_PAD.encode(public_of(seed)),
         }
     }
@@ -136,6 +139,12 @@ impl SigningKey {
         })
     }
 
+    /// A detached Ed25519 signature of `message` (64 bytes).
+    pub fn sign_detached(&self, message: &[u8]) -> [u8; 64] {
+        use ed25519_dalek::Signer;
+        self.detached.sign(message).to_bytes()
+    }
+
     /// True when this is the published development key of some mesh issuer.
     pub fn is_development(&self) -> bool {
         is_development_public_key(&self.public_x)
@@ -163,6 +172,13 @@ fn is_development_public_key(x: &str) -> bool {
 pub(crate) struct TrustedKey {
     pub issuer: String,
     pub decoding: DecodingKey,
+    /// The same key for detached signatures.
+    pub verifying: ed25519_dalek::VerifyingKey,
+}
+
+fn verifying_key(x: &str) -> Option<ed25519_dalek::VerifyingKey> {
+    let raw: [u8; 32] = URL_SAFE_NO_PAD.decode(x).ok()?.try_into().ok()?;
+    ed25519_dalek::VerifyingKey::from_bytes(&raw).ok()
 }
 
 /// The public keys a process accepts, by key id.
@@ -201,9 +217,18 @@ impl TrustedKeys {
                 .map_err(|error| anyhow::anyhow!("the trusted key {:?}: {error}", jwk.kid))?;
             let raw = URL_SAFE_NO_PAD.decode(&jwk.x).unwrap_or_default();
             anyhow::ensure!(raw.len() == 32, "the trusted key {:?} is not 32 bytes", jwk.kid);
+            let verifying = verifying_key(&jwk.x)
+                .ok_or_else(|| anyhow::anyhow!("the trusted key {:?} is not an Ed25519 point", jwk.kid))?;
             anyhow::ensure!(
                 keys.by_kid
-                    .insert(jwk.kid.clone(), TrustedKey { issuer, decoding })
+                    .insert(
+                        jwk.kid.clone(),
+                        TrustedKey {
+                            issuer,
+                            decoding,
+                            verifying
+                        }
+                    )
                     .is_none(),
                 "the key id {:?} is listed twice",
                 jwk.kid
@@ -218,6 +243,7 @@ impl TrustedKeys {
         let trusted = TrustedKey {
             issuer: issuer.to_owned(),
             decoding,
+            verifying: key.detached.verifying_key(),
         };
         self.by_kid.insert(key.kid.clone(), trusted);
         self
@@ -245,6 +271,20 @@ impl TrustedKeys {
     /// True when no key is trusted.
     pub fn is_empty(&self) -> bool {
         self.by_kid.is_empty()
+    }
+
+    /// The issuer the key `kid` speaks for, if it is trusted.
+    pub fn issuer_of(&self, kid: &str) -> Option<&str> {
+        self.by_kid.get(kid).map(|trusted| trusted.issuer.as_str())
+    }
+
+    /// Verifies a detached Ed25519 `signature` of `message` by the key `kid`, and returns the
+    /// issuer that key speaks for; `None` when the key is unknown or the signature is wrong.
+    pub fn verify_detached(&self, kid: &str, message: &[u8], signature: &[u8]) -> Option<&str> {
+        let trusted = self.by_kid.get(kid)?;
+        let signature = ed25519_dalek::Signature::from_slice(signature).ok()?;
+        trusted.verifying.verify_strict(message, &signature).ok()?;
+        Some(&trusted.issuer)
     }
 }
 

@@ -112,6 +112,11 @@ impl TokenIssuer {
         &self.inner.issuer
     }
 
+    /// The signing key (it also signs this process's events, `crate::event_signing`).
+    pub fn signing_key(&self) -> &SigningKey {
+        &self.inner.key
+    }
+
     /// A token carrying `principal` for `audience`, reused while more than half its life remains.
     pub fn token(&self, principal: &Principal, audience: &str) -> Arc<str> {
         let now = unix_now();
@@ -168,6 +173,60 @@ impl TokenIssuer {
     }
 }
 
+/// The claims of a delegation (`crate::delegation`): the gateway lets the mesh act for one
+/// customer request.
+#[derive(Debug, Serialize, Deserialize)]
+struct DelegationClaims {
+    iss: String,
+    aud: String,
+    iat: u64,
+    exp: u64,
+    /// The API key the request authenticated with.
+    sub: String,
+    /// The customer.
+    cid: uuid::Uuid,
+    /// The key's scopes.
+    #[serde(default)]
+    scp: Vec<String>,
+    /// The request id (`X-Request-Id`).
+    #[serde(default)]
+    rid: String,
+}
+
+/// A verified delegation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delegation {
+    pub customer_id: uuid::Uuid,
+    pub key_id: String,
+    pub scopes: Vec<String>,
+    pub request_id: String,
+}
+
+impl TokenIssuer {
+    /// A delegation for the customer request of `principal` (a customer principal) with id
+    /// `request_id`: signed by this issuer (only the gateway's are believed), for every service
+    /// of the mesh, lasting [`crate::delegation::DELEGATION_TTL`]. Not cached: one per request.
+    pub fn delegation(&self, principal: &Principal, request_id: &str) -> Option<String> {
+        let customer = principal
+            .customer_id
+            .filter(|_| principal.kind == PrincipalKind::Customer)?;
+        let now = unix_now();
+        let claims = DelegationClaims {
+            iss: self.inner.issuer.clone(),
+            aud: crate::delegation::DELEGATION_AUDIENCE.to_owned(),
+            iat: now,
+            exp: now + crate::delegation::DELEGATION_TTL.as_secs(),
+            sub: principal.subject.clone(),
+            cid: customer,
+            scp: principal.scopes.clone(),
+            rid: request_id.to_owned(),
+        };
+        let mut header = Header::new(Algorithm::EdDSA);
+        header.kid = Some(self.inner.key.kid.clone());
+        jsonwebtoken::encode(&header, &claims, &self.inner.key.encoding).ok()
+    }
+}
+
 /// Verifies the tokens addressed to one service.
 #[derive(Clone, Debug)]
 pub struct TokenVerifier {
@@ -206,6 +265,11 @@ impl TokenVerifier {
         &self.inner.audience
     }
 
+    /// The trust set (it also verifies events, `crate::event_signing`).
+    pub fn trusted_keys(&self) -> &TrustedKeys {
+        &self.inner.keys
+    }
+
     /// Verifies `token` and returns its principal; `unauthenticated` when the signature, key,
     /// issuer, audience or lifetime is wrong, or the issuer may not sign that kind of principal.
     pub fn verify(&self, token: &str) -> Result<Principal, ApiError> {
@@ -225,6 +289,36 @@ impl TokenVerifier {
         }
         cache.insert(token.into(), (principal.clone(), expires));
         Ok(principal)
+    }
+
+    /// Verifies a delegation (`crate::delegation`): signed by a trusted key of the gateway, for
+    /// the mesh, unexpired. `forbidden` otherwise.
+    pub fn verify_delegation(&self, token: &str) -> Result<Delegation, ApiError> {
+        let refused = || ApiError::new(ErrorCode::Forbidden, "the delegation is missing or invalid");
+        let header = jsonwebtoken::decode_header(token).map_err(|_| refused())?;
+        if header.alg != Algorithm::EdDSA {
+            return Err(refused());
+        }
+        let kid = header.kid.ok_or_else(refused)?;
+        let trusted = self.inner.keys.by_kid.get(&kid).ok_or_else(refused)?;
+        if trusted.issuer != GATEWAY_ISSUER {
+            tracing::warn!(issuer = %trusted.issuer, "a delegation signed by a key that is not the gateway's");
+            return Err(refused());
+        }
+        let mut validation = Validation::new(Algorithm::EdDSA);
+        validation.set_issuer(&[GATEWAY_ISSUER]);
+        validation.set_audience(&[crate::delegation::DELEGATION_AUDIENCE]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.leeway = LEEWAY_SECONDS;
+        let claims = jsonwebtoken::decode::<DelegationClaims>(token, &trusted.decoding, &validation)
+            .map_err(|_| refused())?
+            .claims;
+        Ok(Delegation {
+            customer_id: claims.cid,
+            key_id: claims.sub,
+            scopes: claims.scp,
+            request_id: claims.rid,
+        })
     }
 
     fn verify_signature(&self, token: &str) -> Result<(Principal, u64), ApiError> {

@@ -66,3 +66,26 @@ impl DevTokens {
         TokenIssuer::new(issuer, SigningKey::development(issuer)).mint(principal, &self.audience, TOKEN_TTL)
     }
 }
+
+/// The gateway's delegation for a request of `customer_id`'s key (`crate::delegation`), signed
+/// with the gateway's development key: what lets a service call for that customer.
+pub fn delegation(customer_id: Uuid) -> crate::delegation::CustomerContext {
+    let principal = Principal {
+        kind: PrincipalKind::Customer,
+        subject: format!("key-{customer_id}"),
+        customer_id: Some(customer_id),
+        scopes: Vec::new(),
+        roles: Vec::new(),
+        spend_limit_cents: None,
+    };
+    let token = TokenIssuer::new(GATEWAY_ISSUER, SigningKey::development(GATEWAY_ISSUER))
+        .delegation(&principal, "test-request")
+        .expect("a customer principal has a delegation");
+    crate::delegation::CustomerContext::Delegation(token.into())
+}
+
+/// `request` carrying the gateway's delegation for `customer_id`.
+pub fn delegated<T>(mut request: tonic::Request<T>, customer_id: Uuid) -> tonic::Request<T> {
+    delegation(customer_id).attach(request.metadata_mut());
+    request
+}

@@ -36,7 +36,10 @@ async fn a_consumer_that_dies_after_its_commit_but_before_xack_does_not_apply_th
     dying.acknowledge = false;
     dying.reclaim_idle = Duration::from_secs(3600);
     let first_life = CancellationToken::new();
-    let first = tokio::spawn(StreamConsumer::new(&redis_url, dying, handler.clone()).run(first_life.clone()));
+    let first = tokio::spawn(
+        StreamConsumer::new(&redis_url, dying, handler.clone(), EventVerifier::development())
+            .run(first_life.clone()),
+    );
     let applied = || handler.applications_of(event_id);
     wait_for("the first consumer to commit", Duration::from_secs(10), applied).await;
     first_life.cancel();
@@ -50,8 +53,15 @@ async fn a_consumer_that_dies_after_its_commit_but_before_xack_does_not_apply_th
     let mut survivor = ConsumerSettings::new("crash-test", vec![stream.clone()]);
     survivor.reclaim_idle = Duration::from_millis(200);
     let second_life = CancellationToken::new();
-    let second =
-        tokio::spawn(StreamConsumer::new(&redis_url, survivor, handler.clone()).run(second_life.clone()));
+    let second = tokio::spawn(
+        StreamConsumer::new(
+            &redis_url,
+            survivor,
+            handler.clone(),
+            EventVerifier::development(),
+        )
+        .run(second_life.clone()),
+    );
     wait_for(
         "the survivor to reclaim and acknowledge",
         Duration::from_secs(10),
@@ -140,7 +150,7 @@ async fn a_batch_handler_gets_a_whole_read_and_each_entry_is_acknowledged_retrie
             .xadd(
                 &stream,
                 "*",
-                &[(platform::streams::ENVELOPE_FIELD, entry.encode_to_vec())],
+                &platform::testing::events::signed_fields(&stream, entry.encode_to_vec(), "orders-svc"),
             )
             .ignore();
     }
@@ -159,8 +169,15 @@ async fn a_batch_handler_gets_a_whole_read_and_each_entry_is_acknowledged_retrie
     let mut settings = ConsumerSettings::new("batch-test", vec![stream.clone()]);
     settings.reclaim_idle = Duration::from_millis(300);
     let token = CancellationToken::new();
-    let consumer =
-        tokio::spawn(StreamConsumer::new(&redis_url, settings, handler.clone()).run(token.clone()));
+    let consumer = tokio::spawn(
+        StreamConsumer::new(
+            &redis_url,
+            settings,
+            handler.clone(),
+            EventVerifier::development(),
+        )
+        .run(token.clone()),
+    );
     wait_for("every entry settled", Duration::from_secs(10), || async {
         let mut redis = redis_connection().await;
         (pending_count(&mut redis, &stream, "batch-test").await == 0

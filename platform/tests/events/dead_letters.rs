@@ -27,16 +27,23 @@ async fn an_undecodable_entry_or_an_event_without_a_uuid_goes_to_the_dead_letter
         ..Default::default()
     };
     xadd(&mut connection, &stream, &bad_id).await;
-    let _: String = connection
-        .xadd(&stream, "*", &[(ENVELOPE_FIELD, b"\xff\xff garbage".to_vec())])
-        .await
-        .unwrap();
+    // Signed by the stream's owner, so that it is the decoding that refuses it.
+    let garbage =
+        platform::testing::events::signed_fields(&stream, b"\xff\xff garbage".to_vec(), "orders-svc");
+    let _: String = connection.xadd(&stream, "*", &garbage).await.unwrap();
 
     let handler = Arc::new(CountingHandler::new(&pool));
     let settings = ConsumerSettings::new("dead-letter-test", vec![stream.clone()]);
     let token = CancellationToken::new();
-    let consumer =
-        tokio::spawn(StreamConsumer::new(&redis_url, settings, handler.clone()).run(token.clone()));
+    let consumer = tokio::spawn(
+        StreamConsumer::new(
+            &redis_url,
+            settings,
+            handler.clone(),
+            EventVerifier::development(),
+        )
+        .run(token.clone()),
+    );
     let dead = platform::streams::dead_letter_stream(&stream);
     wait_for(
         "both entries in the dead-letter stream",
@@ -96,7 +103,15 @@ async fn an_entry_that_exhausts_its_deliveries_is_dead_lettered_once_even_with_s
             let mut settings = ConsumerSettings::new("exhaust-test", vec![stream.clone()])
                 .with_timing(Duration::from_millis(100), Duration::from_millis(20));
             settings.max_deliveries = 3;
-            tokio::spawn(StreamConsumer::new(&redis_url, settings, handler.clone()).run(token.clone()))
+            tokio::spawn(
+                StreamConsumer::new(
+                    &redis_url,
+                    settings,
+                    handler.clone(),
+                    EventVerifier::development(),
+                )
+                .run(token.clone()),
+            )
         })
         .collect();
     let dead = platform::streams::dead_letter_stream(&stream);
@@ -146,7 +161,13 @@ async fn an_entry_bound_for_a_full_dead_letter_stream_stays_pending_until_it_has
     settings.caps.dead_letter_max_len = 2;
     let token = CancellationToken::new();
     let consumer = tokio::spawn(
-        StreamConsumer::new(&platform::testing::redis_url(), settings, handler.clone()).run(token.clone()),
+        StreamConsumer::new(
+            &platform::testing::redis_url(),
+            settings,
+            handler.clone(),
+            EventVerifier::development(),
+        )
+        .run(token.clone()),
     );
     wait_for("the entry delivered", Duration::from_secs(10), || async {
         let mut redis = redis_connection().await;

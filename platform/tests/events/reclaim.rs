@@ -49,7 +49,13 @@ async fn one_reclaim_round_settles_every_stale_pending_entry_even_beyond_one_pag
     settings.batch = PAGE;
     let token = CancellationToken::new();
     let consumer = tokio::spawn(
-        StreamConsumer::new(&platform::testing::redis_url(), settings, handler.clone()).run(token.clone()),
+        StreamConsumer::new(
+            &platform::testing::redis_url(),
+            settings,
+            handler.clone(),
+            EventVerifier::development(),
+        )
+        .run(token.clone()),
     );
     wait_for(
         "every stale entry applied and acknowledged",

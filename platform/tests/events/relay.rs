@@ -19,7 +19,14 @@ async fn outbox_rows_written_while_redis_is_down_reach_the_stream_once_it_is_bac
     let prefix = unique_stream_prefix();
     let outbox = Outbox::new(SCHEMA, "orders-svc");
     let shutdown = CancellationToken::new();
-    let relay = OutboxRelay::new(pool.clone(), outbox, &redis_url, &prefix, "orders");
+    let relay = OutboxRelay::new(
+        pool.clone(),
+        outbox,
+        &redis_url,
+        &prefix,
+        "orders",
+        Some(EventSigner::development("orders-svc")),
+    );
     let relay = tokio::spawn(relay.run(shutdown.clone()));
 
     let mut written = Vec::new();
@@ -102,6 +109,7 @@ async fn the_relay_pauses_at_the_stream_cap_and_publishes_the_waiting_rows_once_
         &platform::testing::redis_url(),
         &prefix,
         "orders",
+        Some(EventSigner::development("orders-svc")),
     )
     .with_caps(caps);
     let token = CancellationToken::new();

@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use uuid::Uuid;
 
+pub use platform::event_signing::{EventSigner, EventVerifier};
 pub use platform::testing::events::{
     dead_letters, pending_count, redis_connection, stream_envelopes, unpublished, xadd,
 };

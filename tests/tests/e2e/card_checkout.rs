@@ -451,3 +451,75 @@ async fn another_customers_checkout_and_payments_are_unreachable() {
     crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
+
+#[tokio::test]
+async fn the_pay_link_of_a_card_order_is_shown_only_to_keys_holding_a_payments_scope() {
+    let sandbox = Sandbox::start().await;
+    let owner = sandbox.customer("Pay Link Owner", "all").await;
+    let key = |scopes: &'static str| {
+        let sandbox = &sandbox;
+        let owner = &owner;
+        async move {
+            let created = sandbox
+                .labctl(&[
+                    "keys",
+                    "create",
+                    "--customer",
+                    &owner.id,
+                    "--name",
+                    scopes,
+                    "--scopes",
+                    scopes,
+                ])
+                .await
+                .unwrap();
+            Customer {
+                id: owner.id.clone(),
+                key: created["key"].as_str().unwrap().to_owned(),
+            }
+        }
+    };
+    let orderer = key("catalog:read,quotes:write,orders:read,orders:write").await;
+    let payer = key("orders:read,payments:read").await;
+
+    // The key that placed the order without a payments scope sees no link, however it reads.
+    let order = card_order(&sandbox, &orderer, "pay-link-scope-1").await;
+    assert!(order["payment"]["hostedUrl"].is_null(), "{order}");
+    let reference = order["orderNumber"].as_str().unwrap();
+    let read = sandbox.get(&orderer.key, &format!("/orders/{reference}")).await;
+    assert_eq!(read.status, 200);
+    assert!(
+        read.body["data"]["order"]["payment"]["hostedUrl"].is_null(),
+        "{:?}",
+        read.body
+    );
+    let listed = sandbox.get(&orderer.key, "/orders").await;
+    assert!(
+        listed.body["data"][0]["payment"]["hostedUrl"].is_null(),
+        "{:?}",
+        listed.body
+    );
+    let tool = sandbox
+        .call_tool(&orderer.key, "svc.order.get", json!({ "reference": reference }))
+        .await;
+    assert!(
+        tool["result"]["structuredContent"]["data"]["order"]["payment"]["hostedUrl"].is_null(),
+        "{tool}"
+    );
+    // The rest of the document is untouched.
+    assert_eq!(
+        read.body["data"]["order"]["payment"]["checkoutExpiresAt"],
+        order["payment"]["checkoutExpiresAt"]
+    );
+
+    // A key of the same customer holding a payments scope sees the same order's link.
+    let read = sandbox.get(&payer.key, &format!("/orders/{reference}")).await;
+    let link = read.body["data"]["order"]["payment"]["hostedUrl"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(link.contains("/pay/"), "{:?}", read.body);
+    let listed = sandbox.get(&payer.key, "/orders").await;
+    assert_eq!(listed.body["data"][0]["payment"]["hostedUrl"], link);
+    assert_eq!(open_page(&sandbox, link).await.status, 200);
+    sandbox.stop().await;
+}

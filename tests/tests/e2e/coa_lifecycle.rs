@@ -294,16 +294,20 @@ async fn verification_reveals_compound_and_lot_only_with_the_printed_code_and_ba
         (bare["codeMatched"].as_bool(), &bare["compound"]),
         (Some(false), &Value::Null)
     );
+    // Without the code nothing dates the sample either.
+    assert_eq!(bare["publishedAt"], Value::Null, "{bare}");
     let wrong = verify(&sandbox, &format!("accession={accession}&code=WRONGCODE1")).await;
     assert_eq!(
         (wrong["codeMatched"].as_bool(), &wrong["compound"]),
         (Some(false), &Value::Null)
     );
+    assert_eq!(wrong["publishedAt"], Value::Null, "{wrong}");
     let coded = verify(&sandbox, &format!("accession={accession}&code={code}")).await;
     assert_eq!(
         (coded["codeMatched"].as_bool(), coded["compound"].as_str()),
         (Some(true), Some("BPC-157"))
     );
+    assert!(coded["publishedAt"].is_string(), "{coded}");
     let posted = sandbox
         .call(
             reqwest::Method::POST,

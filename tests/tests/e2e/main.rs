@@ -6,6 +6,7 @@ mod card_checkout;
 mod card_psp;
 mod coa_document;
 mod coa_lifecycle;
+mod customer_bound;
 mod errors;
 mod forged_events;
 mod idempotency;

@@ -295,10 +295,7 @@ impl TestApp {
                 source: owner.to_owned(),
                 ..(*envelope).clone()
             };
-            let fields: Vec<(&str, Vec<u8>)> = vec![
-                (platform::streams::ENVELOPE_FIELD, envelope.encode_to_vec()),
-                (platform::streams::TYPE_FIELD, envelope.r#type.as_bytes().to_vec()),
-            ];
+            let fields = platform::testing::events::signed_fields(&stream, envelope.encode_to_vec(), owner);
             pipeline.xadd(&stream, "*", &fields).ignore();
         }
         let (): () = pipeline.query_async(&mut connection).await.unwrap();
