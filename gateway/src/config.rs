@@ -236,11 +236,19 @@ impl Settings {
         let site_url = need.site_url(PREFIX);
         let api_key_pepper: SecretString =
             prefixed_or_common(PREFIX, "LAB_API_KEY_PEPPER", DEV_API_KEY_PEPPER).into();
-        need.secret(
-            "LAB_API_KEY_PEPPER",
-            Some(&api_key_pepper),
-            Some(MIN_SECRET_CHARS),
-        );
+        if env_var(&format!("{PREFIX}_LAB_API_KEY_PEPPER")).is_none()
+            && env_var("LAB_API_KEY_PEPPER").is_none()
+        {
+            need.refuse(format!(
+                "LAB_API_KEY_PEPPER is not set: the HMAC key of API-key and operator verifiers (at least {MIN_SECRET_CHARS} characters)"
+            ));
+        } else {
+            need.secret(
+                "LAB_API_KEY_PEPPER",
+                Some(&api_key_pepper),
+                Some(MIN_SECRET_CHARS),
+            );
+        }
         need.refuse_if(
             env_var(&format!("{PREFIX}_TRUSTED_PROXIES")).is_none() && env_var("TRUSTED_PROXIES").is_none(),
             || {
