@@ -25,14 +25,23 @@ pub enum ChainError {
     /// The two providers answered differently.
     #[error("the providers disagree about {what}")]
     Disagree { what: String },
+    /// A provider serves another chain than the configured one (`eth_chainId`): nothing it
+    /// says about blocks, receipts or logs is about our chain.
+    #[error("provider {provider} serves chain id {served}, not the configured chain id {configured}")]
+    WrongChain {
+        provider: String,
+        served: u64,
+        configured: u64,
+    },
 }
 
 impl From<ChainError> for ApiError {
-    /// Either way the rail answers "cannot verify now" (503), never a verdict.
+    /// Whichever the cause, the rail answers "cannot verify now" (503), never a verdict.
     fn from(error: ChainError) -> Self {
         let reason = match &error {
             ChainError::Unavailable { .. } => "provider_unavailable",
             ChainError::Disagree { .. } => "providers_disagree",
+            ChainError::WrongChain { .. } => "chain_mismatch",
         };
         tracing::warn!(error = %error, "the chain cannot be verified now");
         ApiError::new(

@@ -1,4 +1,6 @@
 //! The finalized-log scanner. One pass:
+//! 0. both providers' chain id (`super::chain_guard`): another chain than the configured one
+//!    skips the whole pass, so nothing below happens until both serve it again;
 //! 1. the finalized block both providers agree on;
 //! 2. reorgs: every `confirming` transfer's stored block hash against the canonical hash at its
 //!    height (anvil's `eth_getLogs` never says `removed: true`); a vanished one emits
@@ -44,9 +46,21 @@ pub struct ScanReport {
 }
 
 impl StablecoinRail {
-    /// Runs scanner passes every `scan_interval` until `shutdown` fires; a failed pass (a provider
-    /// down, the providers disagreeing) changes nothing and is retried on the next tick.
+    /// Asks both providers for their chain id at start, then runs scanner passes every
+    /// `scan_interval` until `shutdown` fires; a failed pass (a provider down, the providers
+    /// disagreeing or serving another chain) changes nothing and is retried on the next tick.
     pub async fn run_scanner(self, shutdown: CancellationToken) {
+        let chain_id = self.settings.chain_id;
+        match self.chain_guard.verify(&self.providers).await {
+            Ok(()) => tracing::info!(chain_id, "both stablecoin providers serve the configured chain"),
+            // Logged as an error by the guard: the rail starts halted.
+            Err(ChainError::WrongChain { .. }) => {}
+            Err(error) => tracing::warn!(
+                chain_id,
+                error = %error,
+                "the stablecoin providers' chain id could not be checked at start; it is asked again before every pass"
+            ),
+        }
         let mut ticker = tokio::time::interval(self.settings.scan_interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -62,6 +76,7 @@ impl StablecoinRail {
 
     /// One scanner pass (see the module comment).
     pub async fn scan_once(&self) -> Result<ScanReport, ApiError> {
+        self.chain_guard.verify(&self.providers).await?;
         let finalized = self.providers.finalized().await?;
         let mut report = ScanReport {
             finalized: finalized.number,

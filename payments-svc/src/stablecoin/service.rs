@@ -2,11 +2,13 @@
 //!
 //! Request: invoice of the order (chain_stablecoin rail) → the request it already has, renewed
 //! when expired, or a new one with a free reference (the partial unique index settles races) →
-//! `payment.requested`. Submit: parse the hash → read the receipt from both providers (outside
-//! any transaction; disagreement or a dead provider is 503) → examine every log → lock the
-//! request → record the log once → `confirming` with `payment.observed` and `payment.confirming`.
-//! Confirmation is the scanner's (`super::scanner`).
+//! `payment.requested`. Submit: parse the hash → both providers' chain id (`super::chain_guard`:
+//! another chain halts the rail) → read the receipt from both providers (outside any
+//! transaction; disagreement, a dead provider or another chain is 503) → examine every log →
+//! lock the request → record the log once → `confirming` with `payment.observed` and
+//! `payment.confirming`. Confirmation is the scanner's (`super::scanner`).
 
+use super::chain_guard::ChainGuard;
 use super::events;
 use super::repo::{self, TransferRecord};
 use super::request::{PaymentRequest, RequestStatus};
@@ -35,10 +37,13 @@ pub struct StablecoinRail {
     pub(super) pool: PgPool,
     pub(super) settings: Arc<StablecoinSettings>,
     pub(super) providers: ProviderPair,
+    /// Whether both providers serve the configured chain (shared by the scanner and submissions).
+    pub(super) chain_guard: Arc<ChainGuard>,
 }
 
 impl StablecoinRail {
-    /// The rail with its two providers (nothing is called yet).
+    /// The rail with its two providers (nothing is called yet; the chain-mismatch gauge is
+    /// exported at 0).
     pub fn new(pool: PgPool, settings: StablecoinSettings) -> anyhow::Result<Self> {
         let [a, b] = &settings.providers;
         let providers = ProviderPair {
@@ -47,6 +52,7 @@ impl StablecoinRail {
         };
         Ok(Self {
             pool,
+            chain_guard: Arc::new(ChainGuard::new(settings.chain_id)),
             settings: Arc::new(settings),
             providers,
         })
@@ -242,6 +248,8 @@ impl StablecoinRail {
                 "the payment request is already paid by another transaction",
             ));
         }
+        // Nothing is verified against a provider that serves another chain.
+        self.chain_guard.verify(&self.providers).await?;
         let agreed = self.providers.receipt(tx_hash).await?.ok_or_else(|| {
             ApiError::new(
                 ErrorCode::TransactionNotFound,

@@ -9,7 +9,9 @@
 //! the stream consumers, webhook deliveries). Values that are a state rather than an event
 //! (pool use, outbox backlog, consumer lag and pending entries, dead-letter stream lengths) are
 //! read when Prometheus scrapes, by the refreshers the running parts register with
-//! [`on_scrape`]: nothing is sampled while nobody scrapes.
+//! [`on_scrape`]: nothing is sampled while nobody scrapes. The one exception is the stablecoin
+//! rail's chain-mismatch gauge, moved by the rail's own `eth_chainId` checks (it asks the
+//! providers before every pass anyway; a scrape must not call a paid RPC provider).
 //!
 //! `docs/operations.md` lists every metric, and `deploy/prometheus/alerts.yaml` the alerts built
 //! on them.
@@ -137,6 +139,13 @@ pub struct SettlementLabels {
     pub outcome: &'static str,
 }
 
+/// One of the stablecoin rail's two RPC providers: `a` or `b`, as in `PAYMENTS_CHAIN_RPC_URL_A`
+/// and `_B` (their configured names are free text: they stay in the logs, not in labels).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ChainProviderLabels {
+    pub provider: &'static str,
+}
+
 /// Every metric family of the mesh (a process records only the ones of the parts it runs).
 pub struct Metrics {
     registry: Registry,
@@ -158,6 +167,7 @@ pub struct Metrics {
     pub webhook_deliveries: Family<DeliveryLabels, Counter>,
     pub webhook_delivery_duration: HistogramFamily<DeliveryLabels>,
     pub payment_settlements: Family<SettlementLabels, Counter>,
+    pub stablecoin_chain_mismatch: Family<ChainProviderLabels, Gauge>,
 }
 
 impl Metrics {
@@ -183,6 +193,7 @@ impl Metrics {
             webhook_deliveries: Family::default(),
             webhook_delivery_duration: Family::new_with_constructor(latency_histogram),
             payment_settlements: Family::default(),
+            stablecoin_chain_mismatch: Family::default(),
         };
         registry.register(
             "rpc_server_requests",
@@ -279,6 +290,11 @@ impl Metrics {
             "Payment settlement steps committed by payments-svc, by rail and outcome",
             metrics.payment_settlements.clone(),
         );
+        registry.register(
+            "stablecoin_chain_mismatch",
+            "Stablecoin rails of this process halted because this provider's eth_chainId is not the configured chain (1 while a deployment's rail is halted, else 0)",
+            metrics.stablecoin_chain_mismatch.clone(),
+        );
         Self { registry, ..metrics }
     }
 
@@ -303,6 +319,29 @@ pub fn record_settlements(rail: &'static str, outcome: &'static str, count: u64)
             .payment_settlements
             .get_or_create(&SettlementLabels { rail, outcome })
             .inc_by(count);
+    }
+}
+
+/// Exports the chain-mismatch gauge of stablecoin provider `provider` (`a` or `b`) without
+/// changing it: a process running the rail has the sample, at 0 until a rail is halted.
+pub fn expose_chain_mismatch(provider: &'static str) {
+    // A family shows the samples it holds: creating it is enough.
+    let _sample = metrics()
+        .stablecoin_chain_mismatch
+        .get_or_create(&ChainProviderLabels { provider });
+}
+
+/// Counts one rail more (`halted`) or one fewer (`!halted`) halted because `provider` serves
+/// another chain; the caller records transitions only, so the gauge is the number of halted
+/// rails (one rail per deployment: 0 or 1).
+pub fn record_chain_mismatch(provider: &'static str, halted: bool) {
+    let gauge = metrics()
+        .stablecoin_chain_mismatch
+        .get_or_create(&ChainProviderLabels { provider });
+    if halted {
+        gauge.inc();
+    } else {
+        gauge.dec();
     }
 }
 
@@ -387,6 +426,7 @@ mod tests {
                 stream: "test:events:orders:dead".into(),
             })
             .set(0);
+        expose_chain_mismatch("a");
         let delivered = DeliveryLabels { outcome: "delivered" };
         metrics.webhook_deliveries.get_or_create(&delivered).inc();
         metrics
@@ -410,6 +450,8 @@ mod tests {
             "# TYPE stream_dead_letter_entries gauge",
             "# TYPE webhook_deliveries counter",
             "# TYPE webhook_delivery_duration_seconds histogram",
+            "# TYPE stablecoin_chain_mismatch gauge",
+            "stablecoin_chain_mismatch{provider=\"a\"} ",
         ] {
             assert!(text.contains(name), "missing {name:?} in\n{text}");
         }

@@ -1,8 +1,9 @@
 //! The stablecoin rail against a real anvil: payment requests, submissions verified on two
-//! providers (one of them can lie or be down), the finalized-log scanner, reorgs, expiry, and
-//! the read-only guarantee.
+//! providers (one of them can lie, be down or serve another chain id), the finalized-log scanner,
+//! reorgs, expiry, and the read-only guarantee.
 
 mod anvil;
+mod chain_id;
 mod flows;
 mod proxy;
 mod read_only;
@@ -20,7 +21,7 @@ use platform::tokens::testing::DevTokens;
 use proto::payments as pb;
 use proto::payments::payments_service_client::PaymentsServiceClient;
 use proto::scopes::{PAYMENTS_READ, PAYMENTS_WRITE};
-use proxy::RpcProxy;
+use proxy::{Behaviour, RpcProxy};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
@@ -44,6 +45,12 @@ pub struct Chain {
 /// Starts anvil, deploys the tokens and the batcher, funds the payer and the exchange, and
 /// starts payments-svc with the rail configured (`ttl` for requests).
 pub async fn start_chain(ttl: Duration) -> Chain {
+    start_chain_with(ttl, [Behaviour::Honest, Behaviour::Honest]).await
+}
+
+/// [`start_chain`] with providers A and B behaving as `providers` from before payments-svc
+/// starts.
+pub async fn start_chain_with(ttl: Duration, providers: [Behaviour; 2]) -> Chain {
     let anvil = Anvil::start().await;
     let token = anvil.deploy_token("USDC").await;
     let other_token = anvil.deploy_token("FAKE").await;
@@ -55,6 +62,8 @@ pub async fn start_chain(ttl: Duration) -> Chain {
     }
     let provider_a = RpcProxy::start(&anvil.url).await;
     let provider_b = RpcProxy::start(&anvil.url).await;
+    provider_a.set(providers[0]);
+    provider_b.set(providers[1]);
     let mut chain = StablecoinSettings::new(
         31_337,
         ChainAddress(token),

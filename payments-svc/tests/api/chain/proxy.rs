@@ -1,6 +1,7 @@
 //! A JSON-RPC proxy in front of anvil standing in for one of the two providers: it records
 //! every method the service calls (the "no signing method is ever called" check) and can lie
-//! (rewrite block hashes in receipts and blocks) or be down (answer 503).
+//! (rewrite block hashes in receipts and blocks), answer another chain id (as a provider pointed
+//! at another network would) or be down (answer 503).
 
 use axum::Router;
 use axum::extract::State;
@@ -16,6 +17,9 @@ pub enum Behaviour {
     Honest,
     /// Receipts and blocks carry a forged block hash.
     Lying,
+    /// `eth_chainId` answers this chain id; everything else is forwarded untouched, so only
+    /// the chain-id check can tell.
+    OtherChain(u64),
     /// Every call answers 503.
     Down,
 }
@@ -92,6 +96,28 @@ fn lie(answer: &mut Value) {
     }
 }
 
+/// Rewrites the answers to `eth_chainId` calls of `request` to `chain_id`.
+fn other_chain(request: &Value, answer: &mut Value, chain_id: u64) {
+    let calls: Vec<&Value> = match request {
+        Value::Array(calls) => calls.iter().collect(),
+        call => vec![call],
+    };
+    let ids: Vec<&Value> = calls
+        .into_iter()
+        .filter(|call| call["method"] == "eth_chainId")
+        .map(|call| &call["id"])
+        .collect();
+    let answers: Vec<&mut Value> = match answer {
+        Value::Array(answers) => answers.iter_mut().collect(),
+        single => vec![single],
+    };
+    for answer in answers {
+        if ids.contains(&&answer["id"]) && answer.get("result").is_some() {
+            answer["result"] = Value::String(format!("{chain_id:#x}"));
+        }
+    }
+}
+
 async fn forward(State(shared): State<Shared>, body: axum::body::Bytes) -> Response {
     let Ok(request) = serde_json::from_slice::<Value>(&body) else {
         return StatusCode::BAD_REQUEST.into_response();
@@ -107,11 +133,13 @@ async fn forward(State(shared): State<Shared>, body: axum::body::Bytes) -> Respo
     let Ok(mut answer) = upstream.json::<Value>().await else {
         return StatusCode::BAD_GATEWAY.into_response();
     };
-    if behaviour == Behaviour::Lying {
-        match &mut answer {
+    match behaviour {
+        Behaviour::Lying => match &mut answer {
             Value::Array(answers) => answers.iter_mut().for_each(lie),
             single => lie(single),
-        }
+        },
+        Behaviour::OtherChain(chain_id) => other_chain(&request, &mut answer, chain_id),
+        Behaviour::Honest | Behaviour::Down => {}
     }
     axum::Json(answer).into_response()
 }
