@@ -99,7 +99,7 @@ error_codes! {
     CatalogUnavailable => ("catalog_unavailable", 503, Unavailable, "no catalog has been imported yet"),
     ServiceUnavailable => ("service_unavailable", 503, Unavailable, "a dependency is unavailable; retry with the same Idempotency-Key"),
     Overloaded => ("overloaded", 503, Unavailable, "the gateway has as many requests in flight as it takes; retry after Retry-After seconds"),
-    ChainUnavailable => ("chain_unavailable", 503, Unavailable, "the chain cannot be verified now: a provider is down or the two providers disagree (details.reason); nothing was recorded, retry later"),
+    ChainUnavailable => ("chain_unavailable", 503, Unavailable, "the chain cannot be verified now: a provider is down, the two providers disagree, or a provider serves another chain than the configured one (details.reason); nothing was recorded, retry later"),
     Timeout => ("timeout", 504, DeadlineExceeded, "the request took longer than the gateway's time limit; it may still complete: retry with the same Idempotency-Key"),
     Internal => ("internal_error", 500, Internal, "an unexpected error; it was logged with the request id"),
 }

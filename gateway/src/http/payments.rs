@@ -74,8 +74,8 @@ pub async fn get_stablecoin_payment(
 /// `transaction_reverted`, `transfer_already_applied`, `payment_request_expired` (a late
 /// transfer, recorded for staff), `conflict` (already paid by another transfer); 404
 /// `transaction_not_found` (unknown or not yet mined hash) and `not_found` (no such order of
-/// yours); 503 `chain_unavailable` with `Retry-After` (a provider is down or they disagree;
-/// nothing recorded, retry). Needs `payments:write` and `Idempotency-Key`; 503 answers are not
+/// yours); 503 `chain_unavailable` with `Retry-After` (a provider is down, they disagree, or
+/// one serves another chain id: `details.reason`; nothing recorded, retry). Needs `payments:write` and `Idempotency-Key`; 503 answers are not
 /// stored under the key.
 #[utoipa::path(post, path = "/payments/stablecoin/submit", tag = "billing",
     operation_id = "submitStablecoinTransaction",

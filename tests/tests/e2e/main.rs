@@ -27,6 +27,7 @@ mod shipping_flow;
 mod shipping_pickup;
 mod spend_envelopes;
 mod stablecoin;
+mod stablecoin_chain_id;
 mod staff_identity;
 mod support;
 mod tenant_isolation;

@@ -2,8 +2,12 @@
 //! `prometheus_client`) and its values move when traffic flows through the mesh.
 //!
 //! The registry is the process's, shared by every sandbox of this test binary: assertions are
-//! about increases and this sandbox's own streams, never absolute counts.
+//! about increases and this sandbox's own streams, never absolute counts. The first sandbox runs
+//! the stablecoin rail (against anvil) so that its gauges are in the scrape the alerting rules
+//! are checked against.
 
+use crate::stablecoin::anvil::Anvil;
+use crate::stablecoin::rail_settings;
 use crate::support::bank_order;
 use platform::test_receiver::TestReceiver;
 use platform::testing::wait_for;
@@ -119,7 +123,11 @@ fn value(samples: &Samples, name: &str, labels: &[(&str, &str)]) -> f64 {
 async fn a_scrape_parses_as_openmetrics_and_its_counters_move_when_an_order_flows_through_the_mesh() {
     let receiver = TestReceiver::start().await;
     let ca = receiver.ca_pem();
+    // The rail needs no token here: the scanner reads an address without logs.
+    let anvil = Anvil::start().await;
+    let rail = rail_settings(&anvil, anvil.accounts[8], anvil.accounts[9]);
     let sandbox = Sandbox::start_with(|settings| {
+        settings.payments.stablecoin = Some(rail);
         settings.webhooks.allow_loopback_targets = true;
         settings.webhooks.extra_root_certificates_pem = vec![ca];
     })
@@ -293,6 +301,7 @@ async fn a_scrape_parses_as_openmetrics_and_its_counters_move_when_an_order_flow
         "db_client_",
         "webhook_",
         "payment_",
+        "stablecoin_",
     ];
     let named: std::collections::BTreeSet<&str> = rules
         .lines()

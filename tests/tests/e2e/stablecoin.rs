@@ -11,7 +11,7 @@
 
 #[allow(dead_code)]
 #[path = "../../../payments-svc/tests/api/chain/anvil.rs"]
-mod anvil;
+pub(crate) mod anvil;
 
 use crate::support::{place_order, quote};
 use crate::webhooks_flow::verify;
@@ -27,11 +27,11 @@ use std::time::Duration;
 use tests::{Customer, Sandbox};
 
 /// Anvil's chain id.
-const ANVIL_CHAIN_ID: u64 = 31_337;
+pub(crate) const ANVIL_CHAIN_ID: u64 = 31_337;
 
 /// The rail's settings over `anvil`: two providers under different URLs of the same node (each
 /// is read and cross-checked separately), a fast scanner.
-fn rail_settings(anvil: &Anvil, token: Address, treasury: Address) -> StablecoinSettings {
+pub(crate) fn rail_settings(anvil: &Anvil, token: Address, treasury: Address) -> StablecoinSettings {
     let port = anvil.url.rsplit(':').next().unwrap();
     let mut settings = StablecoinSettings::new(
         ANVIL_CHAIN_ID,
@@ -53,7 +53,7 @@ fn rail_settings(anvil: &Anvil, token: Address, treasury: Address) -> Stablecoin
     settings
 }
 
-fn stablecoin_order(quote_id: &str, payer: Option<&str>) -> Value {
+pub(crate) fn stablecoin_order(quote_id: &str, payer: Option<&str>) -> Value {
     let mut body = json!({ "quoteId": quote_id, "paymentMethod": "chain_stablecoin", "confirm": true });
     if let Some(payer) = payer {
         body["expectedPayerAddress"] = json!(payer);
@@ -61,7 +61,7 @@ fn stablecoin_order(quote_id: &str, payer: Option<&str>) -> Value {
     body
 }
 
-async fn submit(
+pub(crate) async fn submit(
     sandbox: &Sandbox,
     customer: &Customer,
     reference: &str,
