@@ -2,6 +2,7 @@
 
 use crate::domain::analyte::UncheckedRow;
 use crate::domain::coa::{AnalyteRow, Coa};
+use crate::domain::coa_keys::PublicCoaKey;
 use crate::domain::verification::Verdict;
 use crate::repo::ResultsFilter;
 use platform::error::{ApiError, ErrorCode};
@@ -133,6 +134,16 @@ impl From<&Verdict> for pb::Verification {
             code_matched: reveal,
             signature: coa.filter(|_| reveal).map(|coa| coa.signature.clone()),
             signed_content: coa.filter(|_| reveal).map(|coa| coa.signed_content.clone()),
+            signing_key_id: coa.map(|coa| coa.signing_key_id.clone()),
+        }
+    }
+}
+
+impl From<&PublicCoaKey> for pb::CoaPublicKey {
+    fn from(key: &PublicCoaKey) -> Self {
+        pb::CoaPublicKey {
+            kid: key.kid.clone(),
+            x: key.x(),
         }
     }
 }

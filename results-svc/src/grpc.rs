@@ -199,8 +199,10 @@ impl ResultsApi for ResultsGrpc {
         &self,
         _request: Request<pb::GetSigningKeyRequest>,
     ) -> Result<Response<pb::GetSigningKeyResponse>, Status> {
+        let keys = self.results.keys();
         Ok(Response::new(pb::GetSigningKeyResponse {
-            jwk_json: self.results.signer().public_jwk().to_string(),
+            jwk_json: keys.signer().public_jwk().to_string(),
+            keys: keys.public_keys().iter().map(Into::into).collect(),
         }))
     }
 

@@ -1,5 +1,6 @@
 //! results-svc: the lab workflow of certificates of analysis (COAs), QA-published COAs with
-//! their per-analyte results, the Ed25519 content signature, and the public verification.
+//! their per-analyte results, the Ed25519 content signature (current key plus previous public
+//! keys, picked by each COA's `kid`), and the public verification.
 //!
 //! It serves `lab.results.v1.ResultsService` to labctl (staff steps), the gateway (customer reads,
 //! public verification), relays its outbox (`coa.published`, `coa.retracted`) to the results
@@ -17,6 +18,7 @@ pub mod grpc;
 pub mod repo;
 pub mod service;
 
+use domain::coa_keys::CoaKeys;
 use domain::signing::CoaSigner;
 use platform::config::CommonSettings;
 use platform::consumer::{ConsumerSettings, StreamConsumer};
@@ -51,6 +53,10 @@ pub struct Settings {
     /// Private Ed25519 JWK that signs COA contents (`RESULTS_COA_SIGNING_KEY`, or `@path`);
     /// required outside development mode.
     pub coa_signing_key: Option<SecretString>,
+    /// JWK set of the public halves of keys that signed COAs before the current one
+    /// (`RESULTS_COA_PREVIOUS_KEYS`, or `@path`): COAs they signed keep verifying. Public keys
+    /// only, so not a secret.
+    pub coa_previous_keys: Option<String>,
     /// How long one blocking read of the consumer waits.
     pub consumer_block: Duration,
     /// Letterhead and public base URL printed on COA documents (`RESULTS_LAB_NAME`,
@@ -71,14 +77,19 @@ impl Settings {
             "RESULTS_COA_SIGNING_KEY is not set: the private Ed25519 JWK that signs published COAs (`labctl tokens generate-key --issuer results-svc`)".to_owned()
         });
         need.secret("RESULTS_COA_SIGNING_KEY", coa_signing_key.as_ref(), None);
+        let coa_previous_keys = platform::config::file_or_value("RESULTS", "COA_PREVIOUS_KEYS")?;
         let letterhead = letterhead_from_env(&mut need);
         need.finish()?;
-        Ok(Self {
+        let settings = Self {
             common,
             coa_signing_key,
+            coa_previous_keys,
             consumer_block: Duration::from_secs(2),
             letterhead,
-        })
+        };
+        // A key set that would be refused at build is refused here, before anything connects.
+        settings.coa_keys()?;
+        Ok(settings)
     }
 
     /// Settings for tests and labd around `common`.
@@ -86,20 +97,26 @@ impl Settings {
         Self {
             common,
             coa_signing_key: None,
+            coa_previous_keys: None,
             consumer_block: Duration::from_secs(2),
             letterhead: document::Letterhead::default(),
         }
     }
 
-    /// The COA signer: the configured key, or the development key in development mode.
-    pub fn signer(&self) -> anyhow::Result<CoaSigner> {
-        match &self.coa_signing_key {
-            Some(key) => CoaSigner::from_jwk(key),
-            None if self.common.dev_mode => Ok(CoaSigner::development()),
+    /// The COA key set: the configured key (or the development key in development mode) and
+    /// the previous public keys. A private key whose `x` is not the public half of its `d`, and a
+    /// previous-key set with a private part, a repeated `kid` or the current key, are refused.
+    pub fn coa_keys(&self) -> anyhow::Result<CoaKeys> {
+        let signer = match &self.coa_signing_key {
+            Some(key) => CoaSigner::from_jwk(key)
+                .map_err(|error| anyhow::anyhow!("RESULTS_COA_SIGNING_KEY is refused: {error}"))?,
+            None if self.common.dev_mode => CoaSigner::development(),
             None => anyhow::bail!(
                 "RESULTS_COA_SIGNING_KEY is not set (a private Ed25519 JWK, `labctl tokens generate-key --issuer results-svc`)"
             ),
-        }
+        };
+        CoaKeys::new(signer, self.coa_previous_keys.as_deref())
+            .map_err(|error| anyhow::anyhow!("RESULTS_COA_PREVIOUS_KEYS is refused: {error}"))
     }
 }
 
@@ -119,20 +136,16 @@ fn letterhead_from_env(need: &mut platform::production::Requirements) -> documen
 /// A built service: migrated database, bound listener.
 pub struct Application {
     settings: Settings,
-    signer: CoaSigner,
+    keys: CoaKeys,
     base: ServiceBase,
 }
 
 impl Application {
     /// Connects and migrates the database and binds the gRPC listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let signer = settings.signer()?;
+        let keys = settings.coa_keys()?;
         let base = ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?;
-        Ok(Self {
-            settings,
-            signer,
-            base,
-        })
+        Ok(Self { settings, keys, base })
     }
 
     /// The bound gRPC address.
@@ -145,7 +158,7 @@ impl Application {
         let base = self.base;
         let results = Arc::new(service::ResultsService::new(
             base.pool.clone(),
-            self.signer,
+            self.keys,
             self.settings.letterhead.clone(),
         ));
         let consumer_settings = ConsumerSettings::new(

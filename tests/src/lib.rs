@@ -185,6 +185,40 @@ impl Sandbox {
         .await
     }
 
+    /// Stops this in-process sandbox's mesh and starts it again, in development mode, on the same
+    /// database, Redis and stream prefix after `adjust` changed its settings: a deployment
+    /// restarted with new settings. What was stored (catalog, customers, keys, operators, orders,
+    /// COAs) stays; the addresses change.
+    pub async fn restart_with(self, adjust: impl FnOnce(&mut MeshSettings)) -> Self {
+        let Sandbox {
+            mesh,
+            http,
+            database_url,
+            redis_url,
+            stream_prefix,
+            credential,
+            ..
+        } = self;
+        let Running::InProcess(mesh) = mesh else {
+            panic!("only a sandbox running in this process restarts");
+        };
+        mesh.stop().await;
+        let mut settings = MeshSettings::sandbox(&database_url, &redis_url, &stream_prefix);
+        adjust(&mut settings);
+        let mesh = labd::start(settings).await.expect("the mesh starts again");
+        let sandbox = Self {
+            base_url: format!("http://{}", mesh.http_addr),
+            mesh: Running::InProcess(mesh),
+            http,
+            database_url,
+            redis_url,
+            stream_prefix,
+            credential,
+        };
+        sandbox.wait_ready().await;
+        sandbox
+    }
+
     /// The labd mesh of a sandbox started in this process.
     pub fn in_process(&self) -> &Mesh {
         match &self.mesh {

@@ -1,5 +1,6 @@
 //! Result shapes: a published COA with its structured results, the normalized analyte rows, the
-//! results query, and the public verification request and answer.
+//! results query, the public verification request and answer, and the JWK set of the keys that
+//! sign COA contents.
 
 use super::common::{list_envelope, optional_time, required_time, rfc3339, rfc3339_opt, single_envelope};
 use chrono::{DateTime, Utc};
@@ -107,7 +108,8 @@ pub struct Coa {
     /// Printed on the document; reveals compound and lot on public verification.
     pub verification_code: String,
     /// The signed canonical content (JSON text) and its Ed25519 signature (base64url), verifiable
-    /// with the key at `/.well-known/coa-signing-key.json`.
+    /// with the key of the JWK set at `/.well-known/coa-signing-key.json` whose `kid` is
+    /// `signingKeyId`.
     pub signed_content: String,
     pub signature: String,
     pub signing_key_id: String,
@@ -249,7 +251,9 @@ pub struct VerifyBatchRequest {
 #[serde(rename_all = "camelCase")]
 pub struct Verification {
     pub accession_number: String,
-    /// `authentic`, `retracted`, `superseded` or `unknown`.
+    /// `authentic` (published, in force, and its signature verifies with the key `signingKeyId`
+    /// names), `unverifiable` (in force, but its signature does not verify with any published
+    /// key: do not rely on it), `retracted`, `superseded` or `unknown`.
     pub status: String,
     pub coa_id: Option<String>,
     /// When the COA was published: only with the matching verification code (`null` otherwise).
@@ -264,6 +268,9 @@ pub struct Verification {
     pub lot_number: Option<String>,
     pub signed_content: Option<String>,
     pub signature: Option<String>,
+    /// Key id (`kid`) of the key that signed the COA, in the JWK set at
+    /// `/.well-known/coa-signing-key.json`; null when no COA was published.
+    pub signing_key_id: Option<String>,
 }
 
 single_envelope!(VerificationEnvelope, VerificationData, verification: Verification);
@@ -288,6 +295,49 @@ impl From<pb::Verification> for Verification {
             lot_number: verification.lot_number,
             signed_content: verification.signed_content,
             signature: verification.signature,
+            signing_key_id: verification.signing_key_id.filter(|kid| !kid.is_empty()),
+        }
+    }
+}
+
+/// One public key of COA contents: an Ed25519 JWK (RFC 8037).
+#[derive(Serialize, ToSchema)]
+pub struct CoaPublicJwk {
+    /// Always `OKP`.
+    #[schema(example = "OKP")]
+    pub kty: &'static str,
+    /// Always `Ed25519`.
+    #[schema(example = "Ed25519")]
+    pub crv: &'static str,
+    /// Key id: what a COA's `signingKeyId` names.
+    pub kid: String,
+    /// Always `sig`.
+    #[serde(rename = "use")]
+    #[schema(example = "sig")]
+    pub key_use: &'static str,
+    /// Always `EdDSA`.
+    #[schema(example = "EdDSA")]
+    pub alg: &'static str,
+    /// The raw 32-byte public key, base64url without padding.
+    pub x: String,
+}
+
+/// `GET /.well-known/coa-signing-key.json`: a JWK set (RFC 7517) of every key a COA may name,
+/// the current key (which signs new COAs) first, then the previous keys.
+#[derive(Serialize, ToSchema)]
+pub struct CoaSigningKeySet {
+    pub keys: Vec<CoaPublicJwk>,
+}
+
+impl From<pb::CoaPublicKey> for CoaPublicJwk {
+    fn from(key: pb::CoaPublicKey) -> Self {
+        Self {
+            kty: "OKP",
+            crv: "Ed25519",
+            kid: key.kid,
+            key_use: "sig",
+            alg: "EdDSA",
+            x: key.x,
         }
     }
 }

@@ -118,6 +118,14 @@ pub fn agent_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     (router, openapi::finish(document))
 }
 
+/// The documented routes outside the agent area and their OpenAPI paths (each operation names
+/// its own server, the site root): the JWK set of the COA signing keys.
+pub fn site_root_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::new()
+        .routes(routes!(results::signing_keys))
+        .split_for_parts()
+}
+
 /// Path of the MCP endpoint (`{site_url}/api/mcp`); the front door lets a key call it and
 /// `crate::mcp` serves it.
 pub const MCP_PATH: &str = "/api/mcp";
@@ -139,7 +147,9 @@ pub fn fixed_caller(caller: crate::caller::Caller) -> FrontDoorLayer {
 /// Builds the application: the REST routes and `more` (another front end's routes), all behind
 /// `front_door` and the layers around everything.
 pub fn assemble(state: AppState, front_door: FrontDoorLayer, more: axum::Router<AppState>) -> Router {
-    let (agent, document) = agent_routes();
+    let (agent, mut document) = agent_routes();
+    let (site_root, site_root_document) = site_root_routes();
+    document.merge(site_root_document);
     let document = Arc::new(
         document
             .to_json()
@@ -194,7 +204,7 @@ pub fn assemble(state: AppState, front_door: FrontDoorLayer, more: axum::Router<
             shipping::CARRIER_WEBHOOK_PATH,
             axum::routing::post(shipping::carrier_webhook),
         )
-        .route(auth::COA_SIGNING_KEY_PATH, get(results::signing_keys))
+        .merge(site_root)
         .route(auth::COA_DOCUMENT_PATH, get(results::coa_document))
         .merge(more)
         .fallback(error::not_found)
@@ -268,5 +278,22 @@ mod tests {
                 .iter()
                 .all(|p| p["name"] != "Idempotency-Key")
         );
+    }
+
+    #[test]
+    fn the_coa_signing_key_set_is_documented_public_at_the_site_root() {
+        let (_, document) = site_root_routes();
+        let json: serde_json::Value = serde_json::from_str(&document.to_json().unwrap()).unwrap();
+        let paths = json["paths"].as_object().unwrap();
+        assert_eq!(paths.keys().collect::<Vec<_>>(), [auth::COA_SIGNING_KEY_PATH]);
+        let operation = &json["paths"][auth::COA_SIGNING_KEY_PATH]["get"];
+        assert_eq!(operation["servers"][0]["url"], "/", "{operation}");
+        assert_eq!(operation["security"], serde_json::json!([{}]), "{operation}");
+        let schema = &json["components"]["schemas"]["CoaSigningKeySet"];
+        assert!(schema["properties"]["keys"].is_object(), "{schema}");
+        let jwk = &json["components"]["schemas"]["CoaPublicJwk"]["properties"];
+        for member in ["kty", "crv", "kid", "use", "alg", "x"] {
+            assert!(jwk[member].is_object(), "{member}: {jwk}");
+        }
     }
 }

@@ -1,16 +1,19 @@
 //! REST handlers of results and of an order's lab views: `GET /results`,
 //! `GET /results/{reference}`, `GET /results/{reference}/analytes`,
 //! `GET /orders/{reference}/samples`, `/custody`, `/eta`, the public `GET`/`POST /verify` and
-//! `/verify/batch`, and the COA signing key at `/.well-known/coa-signing-key.json`.
+//! `/verify/batch`, and the JWK set of the COA signing keys at `/.well-known/coa-signing-key.json`
+//! (documented with its own server, the site root).
 
 use crate::caller::Caller;
 use crate::client_addr::ClientAddr;
+use crate::dto::common::ErrorEnvelope;
 use crate::dto::lab::{CustodyEnvelope, EtaEnvelope, OrderSamplesEnvelope};
 use crate::dto::results::{
-    AnalyteList, CoaEnvelope, CoaList, ResultsQuery, VerificationEnvelope, VerificationList,
-    VerifyBatchQuery, VerifyBatchRequest, VerifyQuery, VerifyRequest,
+    AnalyteList, CoaEnvelope, CoaList, CoaSigningKeySet, ResultsQuery, VerificationEnvelope,
+    VerificationList, VerifyBatchQuery, VerifyBatchRequest, VerifyQuery, VerifyRequest,
 };
 use crate::http::AppState;
+use crate::http::auth;
 use crate::http::error::ErrorResponse;
 use crate::http::extract::{ApiJson, ApiQuery, Reference};
 use crate::operations::results as operations;
@@ -108,6 +111,7 @@ pub async fn get_eta(
 }
 
 /// Public authenticity check of one COA by accession number (or COA id): `authentic`,
+/// `unverifiable` (its signature does not verify with the key its `signingKeyId` names),
 /// `retracted`, `superseded` (with the successor) or `unknown`. Compound, lot number and the
 /// signed content are revealed only with the verification code printed on the COA.
 #[utoipa::path(get, path = "/verify", tag = "verification", operation_id = "verifyCoa", params(VerifyQuery),
@@ -189,8 +193,21 @@ pub async fn verify_batch_post(
     ))
 }
 
-/// The public JWK set of the key that signs COA contents (`signedContent` / `signature`).
-pub async fn signing_keys(State(state): State<AppState>) -> Result<Json<serde_json::Value>, ErrorResponse> {
+/// The public keys that sign COA contents, as a JWK set.
+///
+/// A JWK set (RFC 7517) of Ed25519 keys (RFC 8037) by `kid`: the current key, which signs every
+/// COA published from now on, first, then the previous keys, which signed COAs published before
+/// a key rotation. To verify a COA offline, take the key whose `kid` is the COA's
+/// `signingKeyId` and check its `signature` (base64url) over the exact bytes of
+/// `signedContent`. Public: no API key; served at the site root, outside the agent area.
+#[utoipa::path(get, path = auth::COA_SIGNING_KEY_PATH, tag = "verification", operation_id = "getCoaSigningKeys",
+    servers((url = "/", description = "the site root (outside the agent area)")),
+    security(()),
+    responses(
+        (status = 200, description = "the JWK set of the COA signing keys", body = CoaSigningKeySet),
+        (status = 429, description = "over the client address's rate (`rate_limited`)", body = ErrorEnvelope),
+        (status = 503, description = "results-svc cannot answer now (`unavailable`); retry", body = ErrorEnvelope)))]
+pub async fn signing_keys(State(state): State<AppState>) -> Result<Json<CoaSigningKeySet>, ErrorResponse> {
     Ok(Json(operations::signing_keys(&state.peers).await?))
 }
 

@@ -483,7 +483,8 @@ pub const TOOLS: &[Tool] = &[
         method: "GET",
         path: "/verify",
         description: "Public authenticity check of a COA by `accession` (or the COA id printed on it): \
-            authentic, retracted, superseded (with the successor) or unknown. Compound, lot number and the \
+            authentic, unverifiable (its signature does not verify with the key its signingKeyId names), \
+            retracted, superseded (with the successor) or unknown. Compound, lot number and the \
             signed content are revealed only with the verification `code` printed on the COA. Read-only.",
         guard: "",
         annotations: READ,

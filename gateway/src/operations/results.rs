@@ -11,8 +11,8 @@ use crate::dto::lab::{
 };
 use crate::dto::orders::Order;
 use crate::dto::results::{
-    Analyte, AnalyteList, Coa, CoaEnvelope, CoaList, ResultsQuery, Verification, VerificationEnvelope,
-    VerificationList,
+    Analyte, AnalyteList, Coa, CoaEnvelope, CoaList, CoaSigningKeySet, ResultsQuery, Verification,
+    VerificationEnvelope, VerificationList,
 };
 use crate::limits::ceiling::LookupCeiling;
 use crate::peers::Peers;
@@ -247,15 +247,19 @@ pub async fn verify_batch(
     })
 }
 
-/// `GET /.well-known/coa-signing-key.json`: the public JWK set of the COA signing key.
-pub async fn signing_keys(peers: &Peers) -> Result<serde_json::Value, ApiError> {
+/// `GET /.well-known/coa-signing-key.json`: the JWK set of every key a COA may name, the current
+/// key first.
+pub async fn signing_keys(peers: &Peers) -> Result<CoaSigningKeySet, ApiError> {
     let response = peers
         .results()
         .get_signing_key(public(pb::GetSigningKeyRequest {}))
         .await
         .map_err(service_error)?
         .into_inner();
-    let key: serde_json::Value = serde_json::from_str(&response.jwk_json)
-        .map_err(|_| ApiError::internal("results-svc answered a malformed signing key"))?;
-    Ok(serde_json::json!({ "keys": [key] }))
+    if response.keys.is_empty() {
+        return Err(ApiError::internal("results-svc answered no COA signing key"));
+    }
+    Ok(CoaSigningKeySet {
+        keys: response.keys.into_iter().map(Into::into).collect(),
+    })
 }

@@ -37,6 +37,7 @@ async fn the_openapi_document_is_3_1_with_the_spec_version_and_every_routed_oper
         routes,
         vec![
             "DELETE /webhooks/{endpointId}",
+            "GET /.well-known/coa-signing-key.json",
             "GET /catalog",
             "GET /invoices",
             "GET /invoices/{reference}",
@@ -86,4 +87,11 @@ async fn the_openapi_document_is_3_1_with_the_spec_version_and_every_routed_oper
         "#/components/schemas/ErrorEnvelope"
     );
     assert!(create_order["requestBody"]["content"]["application/json"].is_object());
+    // The COA key set lives at the site root, not in the agent area: its own server says so.
+    let key_set = &document["paths"]["/.well-known/coa-signing-key.json"]["get"];
+    assert_eq!(key_set["servers"][0]["url"], "/");
+    assert_eq!(
+        key_set["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/CoaSigningKeySet"
+    );
 }

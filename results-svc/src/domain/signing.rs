@@ -1,9 +1,11 @@
 //! The Ed25519 key that signs the canonical content of every published COA, and its public JWK
-//! (served at the gateway's well-known URL) so anyone can verify a COA offline.
+//! (served at the gateway's well-known URL with the previous keys, [`super::coa_keys`]) so anyone
+//! can verify a COA offline.
 //!
 //! The private key is a JWK (`kty` OKP, `crv` Ed25519, `kid`, `x`, `d`), the same shape
-//! `labctl tokens generate-key` prints. In development mode a published development key is used
-//! when none is configured; outside it, results-svc refuses to start without one.
+//! `labctl tokens generate-key` prints; its `x` must be the public half of its `d`, or the key is
+//! refused. In development mode a published development key is used when none is configured;
+//! outside it, results-svc refuses to start without one.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -40,24 +42,35 @@ struct PrivateJwk {
     kty: String,
     crv: String,
     kid: String,
+    x: String,
     d: String,
 }
 
 impl CoaSigner {
-    /// Parses a private Ed25519 JWK.
+    /// Parses a private Ed25519 JWK whose `x` is the public half of its `d`.
     pub fn from_jwk(text: &SecretString) -> anyhow::Result<Self> {
-        let jwk: PrivateJwk = serde_json::from_str(text.expose_secret())
-            .map_err(|error| anyhow::anyhow!("the COA signing key is not a private JWK: {error}"))?;
+        let jwk: PrivateJwk = serde_json::from_str(text.expose_secret()).map_err(|error| {
+            anyhow::anyhow!("the COA signing key is not a private JWK with kty, crv, kid, x and d: {error}")
+        })?;
         anyhow::ensure!(
             jwk.kty == "OKP" && jwk.crv == "Ed25519",
             "the COA signing key is not an Ed25519 key"
+        );
+        anyhow::ensure!(
+            !jwk.kid.trim().is_empty(),
+            "the COA signing key has an empty kid (every COA records the kid that signed it)"
         );
         let seed: [u8; 32] = URL_SAFE_NO_PAD
             .decode(&jwk.d)
             .ok()
             .and_then(|bytes| bytes.try_into().ok())
-            .ok_or_else(|| anyhow::anyhow!("the COA signing key has a malformed d"))?;
+            .ok_or_else(|| anyhow::anyhow!("the COA signing key {:?} has a malformed d", jwk.kid))?;
         let key = SigningKey::from_bytes(&seed);
+        anyhow::ensure!(
+            URL_SAFE_NO_PAD.encode(key.verifying_key().to_bytes()) == jwk.x,
+            "the COA signing key {:?}: x does not match d (its public part is not the public half of its private part)",
+            jwk.kid
+        );
         Ok(Self {
             kid: jwk.kid,
             link_key: link_key(&key),
@@ -98,6 +111,11 @@ impl CoaSigner {
         mac.verify_slice(&signature).is_ok()
     }
 
+    /// The public half of this key.
+    pub fn verifying_key(&self) -> VerifyingKey {
+        self.key.verifying_key()
+    }
+
     /// The public JWK (`kty`, `crv`, `kid`, `x`, `use`, `alg`).
     pub fn public_jwk(&self) -> serde_json::Value {
         serde_json::json!({
@@ -107,22 +125,28 @@ impl CoaSigner {
     }
 }
 
-/// Verifies a base64url signature over `content` with a base64url public key `x`.
-pub fn verify(x: &str, content: &str, signature: &str) -> bool {
-    let key = URL_SAFE_NO_PAD
+/// The Ed25519 public key of a base64url `x` (32 bytes, a valid curve point).
+pub fn public_key(x: &str) -> Option<VerifyingKey> {
+    URL_SAFE_NO_PAD
         .decode(x)
         .ok()
         .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
-        .and_then(|bytes| VerifyingKey::from_bytes(&bytes).ok());
-    let signature = URL_SAFE_NO_PAD
+        .and_then(|bytes| VerifyingKey::from_bytes(&bytes).ok())
+}
+
+/// True when the base64url `signature` over `content` verifies with `key`.
+pub fn verify_with(key: &VerifyingKey, content: &str, signature: &str) -> bool {
+    URL_SAFE_NO_PAD
         .decode(signature)
         .ok()
         .and_then(|bytes| <[u8; 64]>::try_from(bytes).ok())
-        .map(|bytes| Signature::from_bytes(&bytes));
-    match (key, signature) {
-        (Some(key), Some(signature)) => key.verify(content.as_bytes(), &signature).is_ok(),
-        _ => false,
-    }
+        .map(|bytes| Signature::from_bytes(&bytes))
+        .is_some_and(|signature| key.verify(content.as_bytes(), &signature).is_ok())
+}
+
+/// Verifies a base64url signature over `content` with a base64url public key `x`.
+pub fn verify(x: &str, content: &str, signature: &str) -> bool {
+    public_key(x).is_some_and(|key| verify_with(&key, content, signature))
 }
 
 #[cfg(test)]
@@ -139,5 +163,38 @@ mod tests {
         let link = signer.sign_link("coa-document:x:1");
         assert!(signer.verify_link("coa-document:x:1", &link));
         assert!(!signer.verify_link("coa-document:x:2", &link));
+    }
+
+    fn private_jwk(kid: &str, seed: [u8; 32]) -> serde_json::Value {
+        let key = SigningKey::from_bytes(&seed);
+        serde_json::json!({
+            "kty": "OKP", "crv": "Ed25519", "kid": kid,
+            "x": URL_SAFE_NO_PAD.encode(key.verifying_key().to_bytes()),
+            "d": URL_SAFE_NO_PAD.encode(seed),
+        })
+    }
+
+    #[test]
+    fn a_private_jwk_parses_when_its_x_is_the_public_half_of_its_d() {
+        let jwk = private_jwk("coa-1", [7; 32]);
+        let signer = CoaSigner::from_jwk(&jwk.to_string().into()).unwrap();
+        assert_eq!(signer.kid, "coa-1");
+        assert_eq!(signer.public_jwk()["x"], jwk["x"]);
+    }
+
+    #[test]
+    fn a_private_jwk_whose_x_does_not_match_its_d_or_lacks_x_or_kid_is_refused() {
+        let mut mismatched = private_jwk("coa-1", [7; 32]);
+        mismatched["x"] = private_jwk("other", [8; 32])["x"].clone();
+        let error = CoaSigner::from_jwk(&mismatched.to_string().into()).unwrap_err();
+        assert!(error.to_string().contains("x does not match d"), "{error}");
+
+        let mut without_x = private_jwk("coa-1", [7; 32]);
+        without_x.as_object_mut().unwrap().remove("x");
+        assert!(CoaSigner::from_jwk(&without_x.to_string().into()).is_err());
+
+        let without_kid = private_jwk(" ", [7; 32]);
+        let error = CoaSigner::from_jwk(&without_kid.to_string().into()).unwrap_err();
+        assert!(error.to_string().contains("empty kid"), "{error}");
     }
 }

@@ -14,7 +14,8 @@ impl ResultsService {
     pub fn document_link(&self, coa: &Coa, now: DateTime<Utc>) -> (String, DateTime<Utc>) {
         let expires = now.timestamp() + DOWNLOAD_LIFETIME_SECONDS;
         let signature = self
-            .signer
+            .keys
+            .signer()
             .sign_link(&document::download_message(&coa.id.to_string(), expires));
         let path = format!(
             "/api/v1/documents/coa/{}?expires={expires}&signature={signature}",
@@ -34,7 +35,8 @@ impl ResultsService {
     ) -> Result<(Vec<u8>, String), ApiError> {
         let not_found = || ApiError::new(ErrorCode::NotFound, "document not found or link expired");
         let message = document::download_message(coa_id, expires);
-        if expires < platform::time::now().timestamp() || !self.signer.verify_link(&message, signature) {
+        if expires < platform::time::now().timestamp() || !self.keys.signer().verify_link(&message, signature)
+        {
             return Err(not_found());
         }
         let id = Uuid::parse_str(coa_id).map_err(|_| not_found())?;

@@ -12,28 +12,29 @@ pub use reads::RESULTS;
 pub use workflow::Step;
 
 use crate::document::Letterhead;
-use crate::domain::signing::CoaSigner;
+use crate::domain::coa_keys::CoaKeys;
 use sqlx::PgPool;
 
 /// The results use cases and what they need.
 #[derive(Clone)]
 pub struct ResultsService {
     pool: PgPool,
-    signer: CoaSigner,
+    /// The current key (signs new COAs and download links) and every key a COA may name.
+    keys: CoaKeys,
     letterhead: Letterhead,
 }
 
 impl ResultsService {
-    pub fn new(pool: PgPool, signer: CoaSigner, letterhead: Letterhead) -> Self {
+    pub fn new(pool: PgPool, keys: CoaKeys, letterhead: Letterhead) -> Self {
         Self {
             pool,
-            signer,
+            keys,
             letterhead,
         }
     }
 
-    /// The key that signs COA contents.
-    pub fn signer(&self) -> &CoaSigner {
-        &self.signer
+    /// The key set of COA contents: the current key and the previous public keys.
+    pub fn keys(&self) -> &CoaKeys {
+        &self.keys
     }
 }

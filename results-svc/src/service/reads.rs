@@ -79,7 +79,18 @@ impl ResultsService {
                         .filter(|coa| &coa.accession_number == reference)
                         .max_by_key(|coa| coa.version),
                 };
-                verification::judge(reference, coa.cloned(), code)
+                let verdict = verification::judge(reference, coa.cloned(), code, &self.keys);
+                if let Some(coa) = verdict.coa.as_ref().filter(|_| verdict.status == "unverifiable") {
+                    let check = self
+                        .keys
+                        .check(&coa.signing_key_id, &coa.signed_content, &coa.signature);
+                    tracing::warn!(
+                        coa_id = %coa.id, kid = %coa.signing_key_id, ?check,
+                        "a published COA does not verify with the key its kid names (the key left \
+                         RESULTS_COA_PREVIOUS_KEYS, or the stored content or signature changed)"
+                    );
+                }
+                verdict
             })
             .collect())
     }

@@ -207,8 +207,8 @@ impl ResultsService {
         coa.status = CoaStatus::Published;
         coa.published_at = Some(now);
         coa.signed_content = canonical_content(&coa, now);
-        coa.signature = self.signer.sign(&coa.signed_content);
-        coa.signing_key_id = self.signer.kid.clone();
+        coa.signature = self.keys.signer().sign(&coa.signed_content);
+        coa.signing_key_id = self.keys.signer().kid.clone();
         repo::update_coa(tx, &coa, None).await?;
         if let Some(original) = coa.amends
             && let Some(mut original) = repo::lock_coa(tx, original).await?

@@ -5,6 +5,7 @@ mod browser_checkout;
 mod card_checkout;
 mod card_psp;
 mod coa_document;
+mod coa_key_rotation;
 mod coa_lifecycle;
 mod customer_bound;
 mod errors;

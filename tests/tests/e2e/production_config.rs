@@ -397,3 +397,65 @@ async fn secrets_committed_to_the_repository_or_too_short_are_refused_outside_de
         .unwrap_or_else(|failure| panic!("{failure}"));
     }
 }
+
+#[tokio::test]
+async fn a_coa_key_whose_public_part_does_not_match_its_private_part_or_an_unsound_previous_key_set_is_refused_at_start()
+ {
+    let table = table();
+    let secrets = Secrets::generate(&table);
+    let database_url = platform::testing::fresh_database().await;
+    let env = production_env(&table, &secrets, "results-svc", &database_url);
+    let current: serde_json::Value = serde_json::from_str(&secrets.coa_key).expect("a private JWK");
+    let current_kid = current["kid"].as_str().unwrap().to_owned();
+    let public = |kid: &serde_json::Value, x: &serde_json::Value| serde_json::json!({ "kty": "OKP", "crv": "Ed25519", "kid": kid, "x": x });
+    let set = |keys: Vec<serde_json::Value>| serde_json::json!({ "keys": keys }).to_string();
+    let (other, _) = SigningKey::generate("results-svc-coa-other");
+    let mut mismatched = current.clone();
+    mismatched["x"] = other.public_x.clone().into();
+    let (previous, previous_private) = SigningKey::generate("results-svc-coa-previous");
+    let previous_public = public(&previous.kid.clone().into(), &previous.public_x.clone().into());
+    let previous_private: serde_json::Value =
+        serde_json::from_str(previous_private.expose_secret()).expect("a private JWK");
+    let cases = [
+        (
+            "RESULTS_COA_SIGNING_KEY",
+            mismatched.to_string(),
+            format!(
+                "RESULTS_COA_SIGNING_KEY is refused: the COA signing key {current_kid:?}: x does not match d"
+            ),
+        ),
+        (
+            "RESULTS_COA_PREVIOUS_KEYS",
+            set(vec![previous_private]),
+            "RESULTS_COA_PREVIOUS_KEYS is refused: the previous COA key \"results-svc-coa-previous\" carries a private part"
+                .to_owned(),
+        ),
+        (
+            "RESULTS_COA_PREVIOUS_KEYS",
+            set(vec![previous_public.clone(), previous_public.clone()]),
+            "RESULTS_COA_PREVIOUS_KEYS is refused: the previous COA key \"results-svc-coa-previous\" is listed twice"
+                .to_owned(),
+        ),
+        (
+            "RESULTS_COA_PREVIOUS_KEYS",
+            set(vec![public(&current["kid"], &current["x"])]),
+            format!("RESULTS_COA_PREVIOUS_KEYS is refused: the previous COA key {current_kid:?} is the current key"),
+        ),
+    ];
+    for (name, value, error) in cases {
+        refuses(
+            "results-svc",
+            with(&env, name, &value),
+            vec![error.clone()],
+            format!("with {name}={value}"),
+        )
+        .await
+        .unwrap_or_else(|failure| panic!("{failure}"));
+    }
+    // A sound rotation starts: the current key and the public half of the previous one.
+    starts(
+        "results-svc",
+        &with(&env, "RESULTS_COA_PREVIOUS_KEYS", &set(vec![previous_public])),
+    )
+    .await;
+}
