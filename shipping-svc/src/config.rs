@@ -2,7 +2,7 @@
 //! address (the ship-to of every label), the carrier, signed label URLs, email and door pickups.
 //! The table with every variable is in `shipping-svc/README.md`.
 
-use crate::carrier::easypost::EasyPostSettings;
+use crate::carrier::easypost::{DEFAULT_WEBHOOK_TOLERANCE, EasyPostSettings};
 use crate::domain::Address;
 use crate::domain::pickup::PickupRules;
 use crate::mail::MailTransport;
@@ -17,6 +17,10 @@ use std::time::Duration;
 pub const ENV_PREFIX: &str = "SHIPPING";
 /// Default gRPC listen address.
 pub const DEFAULT_GRPC_ADDR: &str = "127.0.0.1:50054";
+/// Largest EasyPost webhook timestamp tolerance that may be configured, in seconds: processed
+/// event ids are kept far longer ([`crate::service::webhooks::EVENT_ID_RETENTION`]), so a replay
+/// inside the tolerance always meets its id.
+pub const MAX_WEBHOOK_TOLERANCE_SECS: u64 = 3600;
 /// The published development key of signed label URLs and pickup quote tokens.
 pub const DEVELOPMENT_SIGNING_KEY: &str = platform::label_links::DEVELOPMENT_KEY;
 
@@ -164,6 +168,20 @@ impl Settings {
                         .unwrap_or_else(|| "https://api.easypost.com".to_owned()),
                     api_key: required("EASYPOST_API_KEY")?.into(),
                     webhook_secret: required("EASYPOST_WEBHOOK_SECRET")?.into(),
+                    webhook_tolerance: match var("EASYPOST_WEBHOOK_TOLERANCE_SECS") {
+                        None => DEFAULT_WEBHOOK_TOLERANCE,
+                        Some(seconds) => seconds
+                            .trim()
+                            .parse()
+                            .ok()
+                            .filter(|seconds| (1..=MAX_WEBHOOK_TOLERANCE_SECS).contains(seconds))
+                            .map(Duration::from_secs)
+                            .ok_or_else(|| {
+                                anyhow::anyhow!(
+                                    "{ENV_PREFIX}_EASYPOST_WEBHOOK_TOLERANCE_SECS must be whole seconds from 1 to {MAX_WEBHOOK_TOLERANCE_SECS}"
+                                )
+                            })?,
+                    },
                     carrier: var("EASYPOST_CARRIER").unwrap_or_else(|| "UPS".to_owned()),
                     service: var("EASYPOST_SERVICE").unwrap_or_else(|| "Ground".to_owned()),
                 };

@@ -1,6 +1,7 @@
 //! The gRPC adapter of `lab.shipping.v1.ShippingService`: who may call each rpc ([`ACCESS`]),
 //! then per rpc: proto to domain, the use case, domain back to proto.
 
+use crate::carrier::easypost::WebhookDelivery;
 use crate::convert;
 use crate::service::ShippingService;
 use crate::service::pickups::PickupRequest;
@@ -160,11 +161,17 @@ impl ShippingApi for ShippingGrpc {
         request: Request<pb::ReceiveCarrierWebhookRequest>,
     ) -> Result<Response<pb::ReceiveCarrierWebhookResponse>, Status> {
         let message = request.get_ref();
-        let recorded = self
-            .service
-            .receive_carrier_webhook(&message.body, &message.signature)
-            .await?;
-        Ok(Response::new(pb::ReceiveCarrierWebhookResponse { recorded }))
+        let delivery = WebhookDelivery {
+            body: &message.body,
+            signature: &message.signature,
+            timestamp: &message.timestamp,
+            path: &message.path,
+        };
+        let outcome = self.service.receive_carrier_webhook(&delivery).await?;
+        Ok(Response::new(pb::ReceiveCarrierWebhookResponse {
+            recorded: outcome.recorded,
+            duplicate: outcome.duplicate,
+        }))
     }
 
     async fn get_pickup_options(

@@ -111,8 +111,8 @@ impl Application {
         Ok(self)
     }
 
-    /// Serves the API, relays the outbox and consumes the orders and payments streams until
-    /// `shutdown` fires, then drains.
+    /// Serves the API, relays the outbox, consumes the orders and payments streams and (with
+    /// EasyPost) prunes old carrier webhook event ids until `shutdown` fires, then drains.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let base = self.base;
         let timing = self.settings.consumer;
@@ -134,13 +134,17 @@ impl Application {
             )
             .run(shutdown.clone()),
         );
+        let mut workers = vec![consumer];
+        if matches!(self.settings.carrier, CarrierSettings::EasyPost(_)) {
+            workers.push(self.service.spawn_webhook_event_pruning(shutdown.clone()));
+        }
         let api = base.guarded(
             ShippingServiceServer::new(grpc::ShippingGrpc::new(self.service)),
             grpc::ACCESS,
         );
         base.serve(
             vec![GRPC_SERVICE_NAME],
-            vec![consumer],
+            workers,
             |router| router.add_service(api),
             shutdown,
         )

@@ -4,8 +4,12 @@
 //! code, label, tracker; a bought shipment is refused as EasyPost does), `POST /v2/pickups`,
 //! `GET /v2/pickups/{id}` (status `unknown`, then `scheduled` with its confirmation) and
 //! `POST /v2/pickups/{id}/buy` (confirmation; a scheduled pickup is refused), all with
-//! HTTP basic authentication by API key; and the tracker webhooks it would send, signed
-//! `X-Hmac-Signature: hmac-sha256-hex=…` with the webhook secret.
+//! HTTP basic authentication by API key; and the tracker webhooks it would send (each event
+//! with its own `evt_…` id), with the headers of EasyPost's timestamped signature:
+//! `X-Timestamp` (RFC 2822, `-0000` zone as in EasyPost's example), `X-Path` (the webhook
+//! URL's path) and `X-Hmac-Signature-V2: hmac-sha256-hex=<hex HMAC-SHA256 of timestamp +
+//! "POST" + path + body>`, plus the legacy body-only `X-Hmac-Signature` EasyPost also sends.
+//! The signing is written here independently of the adapter it tests.
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -19,6 +23,8 @@ use std::sync::{Arc, Mutex};
 pub const API_KEY: &str = "EZTKdouble0000000000";
 /// The webhook secret the double signs with.
 pub const WEBHOOK_SECRET: &str = "double-webhook-secret";
+/// The path of the webhook URL the double delivers to (the gateway's route), signed as `X-Path`.
+pub const WEBHOOK_PATH: &str = "/api/v1/carriers/easypost/webhooks";
 
 #[derive(Default)]
 struct Book {
@@ -337,11 +343,37 @@ impl EasyPostDouble {
         .into_bytes()
     }
 
-    /// The `X-Hmac-Signature` header value EasyPost sends for `body`.
-    pub fn signature(body: &[u8]) -> String {
+    /// The headers EasyPost sends with a delivery of `body` now, signed with [`WEBHOOK_SECRET`].
+    pub fn signed_headers(body: &[u8]) -> Vec<(&'static str, String)> {
+        Self::headers_signed_with(WEBHOOK_SECRET, body, chrono::Utc::now())
+    }
+
+    /// The headers of a delivery of `body` sent at `sent_at`, signed with `secret`.
+    pub fn headers_signed_with(
+        secret: &str,
+        body: &[u8],
+        sent_at: chrono::DateTime<chrono::Utc>,
+    ) -> Vec<(&'static str, String)> {
         use hmac::{Hmac, Mac};
-        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(WEBHOOK_SECRET.as_bytes()).unwrap();
-        mac.update(body);
-        format!("hmac-sha256-hex={}", hex::encode(mac.finalize().into_bytes()))
+        let timestamp = sent_at.format("%a, %d %b %Y %H:%M:%S -0000").to_string();
+        let mut v2 = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+        v2.update(timestamp.as_bytes());
+        v2.update(b"POST");
+        v2.update(WEBHOOK_PATH.as_bytes());
+        v2.update(body);
+        let mut legacy = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+        legacy.update(body);
+        vec![
+            ("x-timestamp", timestamp),
+            ("x-path", WEBHOOK_PATH.to_owned()),
+            (
+                "x-hmac-signature-v2",
+                format!("hmac-sha256-hex={}", hex::encode(v2.finalize().into_bytes())),
+            ),
+            (
+                "x-hmac-signature",
+                format!("hmac-sha256-hex={}", hex::encode(legacy.finalize().into_bytes())),
+            ),
+        ]
     }
 }

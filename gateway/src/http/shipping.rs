@@ -18,6 +18,7 @@ use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use platform::error::{ApiError, ErrorCode};
+use proto::shipping::ReceiveCarrierWebhookRequest;
 
 /// Path of the signed label download.
 pub const LABEL_FILE_PATH: &str = "/api/v1/files/labels/{file}";
@@ -139,18 +140,29 @@ pub async fn download_label(
     Ok(response)
 }
 
-/// `POST /api/v1/carriers/easypost/webhooks`: an EasyPost tracker webhook, verified by its
-/// `X-Hmac-Signature` over the exact body (401 when forged or unsigned).
+/// `POST /api/v1/carriers/easypost/webhooks`: an EasyPost tracker webhook, passed on with its
+/// exact body and the values of `X-Hmac-Signature-V2`, `X-Timestamp` and `X-Path`; shipping-svc
+/// verifies the signature over all three and the timestamp's tolerance (401 when forged,
+/// unsigned, edited or stale). A replayed event id answers 200 with `duplicate: true`.
 pub async fn carrier_webhook(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ErrorResponse> {
-    let signature = headers
-        .get("x-hmac-signature")
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    let recorded = operations::carrier_webhook(&state.peers, body.to_vec(), signature).await?;
-    Ok((StatusCode::OK, Json(serde_json::json!({ "recorded": recorded }))).into_response())
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let request = ReceiveCarrierWebhookRequest {
+        body: body.to_vec(),
+        signature: header("x-hmac-signature-v2"),
+        timestamp: header("x-timestamp"),
+        path: header("x-path"),
+    };
+    let answer = operations::carrier_webhook(&state.peers, request).await?;
+    let body = serde_json::json!({ "recorded": answer.recorded, "duplicate": answer.duplicate });
+    Ok((StatusCode::OK, Json(body)).into_response())
 }

@@ -222,9 +222,12 @@ pub async fn download_label(
 }
 
 /// `POST /api/v1/carriers/easypost/webhooks`: a tracker webhook of the external carrier, passed
-/// on with its exact body and signature header.
-pub async fn carrier_webhook(peers: &Peers, body: Vec<u8>, signature: String) -> Result<bool, ApiError> {
-    if signature.is_empty() {
+/// on with its exact body and signature headers.
+pub async fn carrier_webhook(
+    peers: &Peers,
+    request: pb::ReceiveCarrierWebhookRequest,
+) -> Result<pb::ReceiveCarrierWebhookResponse, ApiError> {
+    if request.signature.is_empty() {
         return Err(ApiError::new(
             ErrorCode::Unauthenticated,
             "the webhook is not signed",
@@ -232,13 +235,10 @@ pub async fn carrier_webhook(peers: &Peers, body: Vec<u8>, signature: String) ->
     }
     let answer = peers
         .shipping()
-        .receive_carrier_webhook(tonic::Request::new(pb::ReceiveCarrierWebhookRequest {
-            body,
-            signature,
-        }))
+        .receive_carrier_webhook(tonic::Request::new(request))
         .await
         // Not `service_error`: here `unauthenticated` is the carrier's signature refused (401).
         .map_err(|status| ApiError::from_status(&status))?
         .into_inner();
-    Ok(answer.recorded)
+    Ok(answer)
 }

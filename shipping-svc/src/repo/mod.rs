@@ -4,6 +4,7 @@
 pub mod emails;
 pub mod pickups;
 pub mod shipments;
+pub mod webhook_events;
 
 /// A stored value this code cannot read back (a status it never writes).
 pub(crate) fn bad_value(what: &str, value: &str) -> sqlx::Error {

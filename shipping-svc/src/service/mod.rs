@@ -3,6 +3,7 @@
 //!
 //! * [`labels`]: buying an order's label exactly once (order events), rendering it.
 //! * [`tracking`]: recording carrier scans (staff, sandbox scripts, carrier webhooks).
+//! * [`webhooks`]: the external carrier's tracker webhooks: verified, each event applied once.
 //! * [`read`]: shipments, labels, signed label downloads, the order's shipping block.
 //! * [`email`]: emailing the label when a bank invoice is paid, once.
 //! * [`pickups`]: door-pickup options, requests and booking after payment.
@@ -12,6 +13,7 @@ pub mod labels;
 pub mod pickups;
 pub mod read;
 pub mod tracking;
+pub mod webhooks;
 
 use crate::carrier::CarrierAdapter;
 use crate::config::Settings;

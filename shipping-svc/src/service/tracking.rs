@@ -3,54 +3,23 @@
 //! nothing), and, when the scan is newer than the latest applied one and the shipment is not
 //! terminal, set the shipment's status and enqueue `shipment.updated`. An older scan
 //! (out of order) joins the history only, so neither the shipment nor its order moves back.
+//! A carrier webhook's scans share one transaction with the claim of its event id
+//! ([`super::webhooks`]).
 
 use super::{ShippingService, shipment_not_found};
-use crate::carrier::easypost;
 use crate::carrier::sandbox;
-use crate::domain::{CarrierEvent, Scan, TrackedShipment};
+use crate::domain::{CarrierEvent, Scan, Shipment, TrackedShipment};
 use crate::{OUTBOX, events, repo};
 use chrono::Duration;
 use platform::error::{ApiError, ErrorCode};
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 impl ShippingService {
     /// Records one scan; returns the shipment as it stands and whether the scan was new.
     pub async fn record_scan(&self, scan: &Scan) -> Result<(TrackedShipment, bool), ApiError> {
         let mut tx = self.pool.begin().await?;
-        let shipment = repo::shipments::lock_by_tracking(&mut tx, &scan.tracking_number)
-            .await?
-            .ok_or_else(shipment_not_found)?;
-        let event = CarrierEvent {
-            id: Uuid::now_v7(),
-            shipment_id: shipment.id,
-            status: scan.status,
-            status_code: scan.status_code.clone(),
-            description: scan.description.clone(),
-            occurred_at: scan.occurred_at,
-            location: scan.location.clone(),
-            carrier_event_id: if scan.carrier_event_id.is_empty() {
-                Scan::derived_event_id(scan.status, scan.occurred_at)
-            } else {
-                scan.carrier_event_id.clone()
-            },
-        };
-        let now = platform::time::now();
-        let recorded = repo::shipments::insert_event(&mut tx, shipment.customer_id, &event, now).await?;
-        let newer = shipment
-            .last_event_at
-            .is_none_or(|latest| event.occurred_at > latest);
-        if recorded && newer && !shipment.status.is_terminal() {
-            repo::shipments::set_status(&mut tx, shipment.id, event.status, event.occurred_at, now).await?;
-            OUTBOX
-                .enqueue(&mut tx, events::scanned(&shipment, &event))
-                .await?;
-        } else if recorded {
-            tracing::info!(
-                shipment.id = %shipment.id,
-                status = event.status.as_str(),
-                "an out-of-order scan joins the history without moving the shipment"
-            );
-        }
+        let (shipment, recorded) = apply_scan(&mut tx, scan).await?.ok_or_else(shipment_not_found)?;
         tx.commit().await?;
         let tracked = self.tracked(shipment.customer_id, shipment.id).await?;
         Ok((tracked, recorded))
@@ -93,40 +62,47 @@ impl ShippingService {
         let tracked = last.ok_or_else(|| ApiError::internal("an empty scan script"))?;
         Ok((tracked, recorded))
     }
+}
 
-    /// Takes a tracker webhook of the external carrier: verifies its HMAC over the exact body,
-    /// then records its scans (unknown tracking numbers are skipped). A forged or unsigned body
-    /// is refused as unauthenticated and changes nothing.
-    pub async fn receive_carrier_webhook(&self, body: &[u8], signature: &str) -> Result<bool, ApiError> {
-        let Some(adapter) = self.carrier.easypost() else {
-            return Err(ApiError::new(
-                ErrorCode::NotFound,
-                "no external carrier is configured",
-            ));
-        };
-        if !adapter.verify_webhook(body, signature) {
-            tracing::warn!("a carrier webhook with an invalid signature was refused");
-            return Err(ApiError::new(
-                ErrorCode::Unauthenticated,
-                "invalid webhook signature",
-            ));
-        }
-        let scans = easypost::scans_of_event(body).map_err(|error| {
-            ApiError::new(
-                ErrorCode::InvalidBody,
-                format!("unreadable webhook body: {error}"),
-            )
-        })?;
-        let mut any = false;
-        for scan in &scans {
-            match self.record_scan(scan).await {
-                Ok((_, recorded)) => any |= recorded,
-                Err(error) if error.code == ErrorCode::NotFound => {
-                    tracing::info!(tracking = %scan.tracking_number, "a webhook scan of an unknown shipment was skipped");
-                }
-                Err(error) => return Err(error),
-            }
-        }
-        Ok(any)
+/// Records one scan in the caller's transaction (the module's rules); `None` when no bought
+/// shipment has its tracking number, else the shipment as locked and whether the scan was new.
+pub(crate) async fn apply_scan(
+    conn: &mut PgConnection,
+    scan: &Scan,
+) -> Result<Option<(Shipment, bool)>, ApiError> {
+    let Some(shipment) = repo::shipments::lock_by_tracking(&mut *conn, &scan.tracking_number).await? else {
+        return Ok(None);
+    };
+    let event = CarrierEvent {
+        id: Uuid::now_v7(),
+        shipment_id: shipment.id,
+        status: scan.status,
+        status_code: scan.status_code.clone(),
+        description: scan.description.clone(),
+        occurred_at: scan.occurred_at,
+        location: scan.location.clone(),
+        carrier_event_id: if scan.carrier_event_id.is_empty() {
+            Scan::derived_event_id(scan.status, scan.occurred_at)
+        } else {
+            scan.carrier_event_id.clone()
+        },
+    };
+    let now = platform::time::now();
+    let recorded = repo::shipments::insert_event(&mut *conn, shipment.customer_id, &event, now).await?;
+    let newer = shipment
+        .last_event_at
+        .is_none_or(|latest| event.occurred_at > latest);
+    if recorded && newer && !shipment.status.is_terminal() {
+        repo::shipments::set_status(&mut *conn, shipment.id, event.status, event.occurred_at, now).await?;
+        OUTBOX
+            .enqueue(&mut *conn, events::scanned(&shipment, &event))
+            .await?;
+    } else if recorded {
+        tracing::info!(
+            shipment.id = %shipment.id,
+            status = event.status.as_str(),
+            "an out-of-order scan joins the history without moving the shipment"
+        );
     }
+    Ok(Some((shipment, recorded)))
 }

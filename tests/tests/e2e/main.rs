@@ -24,6 +24,7 @@ mod redis_acl;
 mod results_isolation;
 mod scaling;
 mod shipping_carrier;
+mod shipping_carrier_webhooks;
 mod shipping_flow;
 mod shipping_pickup;
 mod spend_envelopes;

@@ -1,38 +1,46 @@
 //! The external-carrier adapter (EasyPost shape) against a local double of its API: the label is
 //! bought through the API with the configured carrier and service, its tracker webhooks move
-//! the order when their HMAC verifies, and a forged webhook is refused and changes nothing; a
-//! purchase retried after the carrier bought but our side failed before its commit reuses that
-//! label and buys no second one; so does a door pickup's booking.
+//! the order when their timestamped HMAC verifies, and a forged, unsigned, legacy-signed or
+//! edited webhook is refused and changes nothing (replays and stale timestamps:
+//! `shipping_carrier_webhooks.rs`); a purchase retried after the carrier bought but our side
+//! failed before its commit reuses that label and buys no second one; so does a door pickup's
+//! booking.
 
 use crate::shipping_flow::labelled_order;
 use crate::support::bank_order;
 use platform::testing::{holds_for, wait_for};
-use shipping_svc::carrier::easypost::EasyPostSettings;
+use serde_json::Value;
+use shipping_svc::carrier::easypost::{DEFAULT_WEBHOOK_TOLERANCE, EasyPostSettings};
 use shipping_svc::config::CarrierSettings;
 use std::time::Duration;
 use tests::Sandbox;
-use tests::easypost::{API_KEY, EasyPostDouble, WEBHOOK_SECRET};
+use tests::easypost::{API_KEY, EasyPostDouble, WEBHOOK_PATH, WEBHOOK_SECRET};
 
-fn easypost(base_url: String) -> CarrierSettings {
+/// The EasyPost carrier against the double at `base_url` (default webhook tolerance, 300 s).
+pub fn easypost(base_url: String) -> CarrierSettings {
     CarrierSettings::EasyPost(EasyPostSettings {
         base_url,
         api_key: API_KEY.to_owned().into(),
         webhook_secret: WEBHOOK_SECRET.to_owned().into(),
+        webhook_tolerance: DEFAULT_WEBHOOK_TOLERANCE,
         carrier: "UPS".to_owned(),
         service: "Ground".to_owned(),
     })
 }
 
-async fn post_webhook(sandbox: &Sandbox, body: &[u8], signature: Option<&str>) -> u16 {
+/// Posts a webhook delivery of `body` with `headers`; answers the status and the JSON body.
+pub async fn post_webhook(sandbox: &Sandbox, body: &[u8], headers: &[(&str, String)]) -> (u16, Value) {
     let mut request = sandbox
         .http
-        .post(format!("{}/api/v1/carriers/easypost/webhooks", sandbox.base_url))
+        .post(format!("{}{WEBHOOK_PATH}", sandbox.base_url))
         .header("content-type", "application/json")
         .body(body.to_vec());
-    if let Some(signature) = signature {
-        request = request.header("x-hmac-signature", signature);
+    for (name, value) in headers {
+        request = request.header(*name, value);
     }
-    request.send().await.unwrap().status().as_u16()
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
 }
 
 #[tokio::test]
@@ -72,7 +80,8 @@ async fn the_easypost_adapter_buys_the_label_from_the_api_and_only_signed_tracke
     assert_eq!(requests[2].1["rate"]["id"], "rate_shp_000001_2");
     assert_eq!(double.labels_bought(), 1);
 
-    // A forged webhook (wrong secret), an unsigned one and an edited body are refused.
+    // A forged webhook (wrong secret), an unsigned one, one with only the legacy body-only
+    // signature (no timestamp) and an edited body are refused.
     let body = EasyPostDouble::tracker_updated(
         &tracking,
         &[(
@@ -82,20 +91,20 @@ async fn the_easypost_adapter_buys_the_label_from_the_api_and_only_signed_tracke
             "2026-11-23T10:00:00Z",
         )],
     );
-    let forged = {
-        use hmac::{Hmac, Mac};
-        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(b"not-the-secret").unwrap();
-        mac.update(&body);
-        format!("hmac-sha256-hex={}", hex::encode(mac.finalize().into_bytes()))
-    };
-    assert_eq!(post_webhook(&sandbox, &body, Some(&forged)).await, 401);
-    assert_eq!(post_webhook(&sandbox, &body, None).await, 401);
+    let signed = EasyPostDouble::signed_headers(&body);
+    let forged = EasyPostDouble::headers_signed_with("not-the-secret", &body, chrono::Utc::now());
+    assert_eq!(post_webhook(&sandbox, &body, &forged).await.0, 401);
+    assert_eq!(post_webhook(&sandbox, &body, &[]).await.0, 401);
+    let legacy_only: Vec<(&str, String)> = signed
+        .iter()
+        .filter(|(name, _)| *name == "x-hmac-signature")
+        .cloned()
+        .collect();
+    assert_eq!(legacy_only.len(), 1);
+    assert_eq!(post_webhook(&sandbox, &body, &legacy_only).await.0, 401);
     let mut edited = body.clone();
     edited.extend_from_slice(b" ");
-    assert_eq!(
-        post_webhook(&sandbox, &edited, Some(&EasyPostDouble::signature(&body))).await,
-        401
-    );
+    assert_eq!(post_webhook(&sandbox, &edited, &signed).await.0, 401);
     holds_for(
         "the order stays label_generated",
         Duration::from_secs(2),
@@ -115,13 +124,17 @@ async fn the_easypost_adapter_buys_the_label_from_the_api_and_only_signed_tracke
     );
 
     // The signed webhook records the scan and moves the order; sent again, it changes nothing.
+    let (status, answer) = post_webhook(&sandbox, &body, &signed).await;
     assert_eq!(
-        post_webhook(&sandbox, &body, Some(&EasyPostDouble::signature(&body))).await,
-        200
+        (status, &answer["recorded"]),
+        (200, &Value::Bool(true)),
+        "{answer}"
     );
+    let (status, answer) = post_webhook(&sandbox, &body, &signed).await;
     assert_eq!(
-        post_webhook(&sandbox, &body, Some(&EasyPostDouble::signature(&body))).await,
-        200
+        (status, &answer["duplicate"]),
+        (200, &Value::Bool(true)),
+        "{answer}"
     );
     wait_for("the order in transit", Duration::from_secs(30), || async {
         let answer = sandbox.get(&agent.key, &format!("/orders/{order_id}")).await;
