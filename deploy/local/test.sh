@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: the Kubernetes manifests, formatting, lints, then every unit,
-# integration and end-to-end test.
+# Runs the whole test suite: the Kubernetes manifests, formatting, lints, the dependency policy
+# (deny.toml), then every unit, integration and end-to-end test.
 # PostgreSQL and Redis are reused when running, installed and started privately otherwise; the tests
 # create and drop their own databases through TEST_DATABASE_URL and use unique stream prefixes.
 #
 # Usage: bash deploy/local/test.sh
 # Honours: DATABASE_URL (its server is used for the test databases), REDIS_URL, CARGO_TARGET_DIR,
 # LAB_STATE_DIR, CI (plain output; a missing kubectl fails the k8s step), LAB_REQUIRE_K8S_TOOLS=1
-# (the same outside CI), LAB_K8S_VERSION (deploy/k8s/validate.sh).
+# (the same outside CI), LAB_K8S_VERSION (deploy/k8s/validate.sh), LAB_REQUIRE_ADVISORIES=1 (an
+# advisory database that cannot be fetched fails the advisories step instead of skipping it).
 set -euo pipefail
 
 # shellcheck source=deploy/local/common.sh
@@ -51,19 +52,26 @@ if [[ -n ${CARGO_TARGET_DIR:-} ]]; then
 fi
 
 locked="$(cargo_locked_flag)"
+passed=()
+skipped=()
 failed=()
 
 # step NAME COMMAND... — runs one step, records its failure and carries on, so that one run reports
-# every broken step (formatting, lints and tests are independent).
+# every broken step (formatting, lints and tests are independent). Exit status 77 (the automake
+# convention) means the step could not check anything here: it is reported as skipped, not passed.
 step() {
     local name="$1"
     shift
     log "$name: $*"
-    local started=$SECONDS
-    if "$@"; then
+    local started=$SECONDS status=0
+    "$@" || status=$?
+    if [[ $status -eq 0 ]]; then
         log "$name: passed in $((SECONDS - started)) s"
+        passed+=("$name")
+    elif [[ $status -eq 77 ]]; then
+        printf 'SKIPPED: %s (see above): %s\n' "$name" "$*" >&2
+        skipped+=("$name")
     else
-        local status=$?
         printf 'FAILED: %s (exit status %d): %s\n' "$name" "$status" "$*" >&2
         failed+=("$name")
     fi
@@ -77,11 +85,21 @@ step() {
     step "k8s" bash deploy/k8s/validate.sh
     step "fmt" cargo fmt --all -- --check
     step "clippy" cargo clippy --workspace --all-targets $locked -- -D warnings
+    # Seconds: the dependency policy in deny.toml (licenses, duplicate versions, crates.io only),
+    # then the RustSec advisories, skipped when their database cannot be fetched
+    # (deploy/local/deny.sh).
+    step "deny" bash deploy/local/deny.sh
+    step "advisories" bash deploy/local/deny.sh advisories
     step "test" cargo test --workspace --no-fail-fast $locked
 }
 
+skipped_note=""
+if [[ ${#skipped[@]} -gt 0 ]]; then
+    skipped_note="; SKIPPED, nothing checked (see its log above): ${skipped[*]}"
+fi
 if [[ ${#failed[@]} -gt 0 ]]; then
-    printf '\nTest suite FAILED; failing steps: %s\n' "${failed[*]}" >&2
+    printf '\nTest suite FAILED; failing steps: %s%s\n' "${failed[*]}" "$skipped_note" >&2
     exit 1
 fi
-printf '\nTest suite passed: k8s, fmt, clippy, test.\n'
+passed_list="${passed[*]}"
+printf '\nTest suite passed: %s%s.\n' "${passed_list// /, }" "$skipped_note"
