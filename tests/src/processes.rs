@@ -409,6 +409,20 @@ impl ProcessMesh {
             .collect()
     }
 
+    /// Everything every process wrote so far, each file after a `--- <service> #<replica> ---`
+    /// line.
+    pub fn logs(&self) -> String {
+        let mut out = String::new();
+        for replica in &self.replicas {
+            let path = self
+                .log_dir
+                .join(format!("{}-{}.log", replica.service, replica.index));
+            out.push_str(&format!("--- {} #{} ---\n", replica.service, replica.index));
+            out.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
+        }
+        out
+    }
+
     /// The last lines each process wrote, for a failing test's message.
     pub fn log_tails(&self) -> String {
         let mut out = String::new();

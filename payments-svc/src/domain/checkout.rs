@@ -365,6 +365,20 @@ pub enum PaymentSource {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_session_is_named_in_logs_by_a_reference_that_does_not_contain_its_id() {
+        let id = "cs_AbCdEfGhIjKlMnOpQrStUvWxYz012345";
+        let reference = log_ref(id);
+        assert!(
+            reference.starts_with("ses_") && reference.len() == 16,
+            "{reference}"
+        );
+        assert!(!reference.contains(&id[3..9]));
+        assert_eq!(reference, log_ref(id), "stable, so log lines correlate");
+        assert_ne!(reference, log_ref("cs_AbCdEfGhIjKlMnOpQrStUvWxYz012346"));
+    }
+
     use super::*;
 
     #[test]

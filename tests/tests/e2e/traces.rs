@@ -343,3 +343,65 @@ async fn one_post_orders_is_one_trace_through_every_hop_consumer_and_webhook_att
     }
     sandbox.stop().await;
 }
+
+#[tokio::test]
+async fn a_pay_link_never_reaches_a_span_or_a_log_of_any_process() {
+    let receiver = OtlpReceiver::start().await;
+    let webhooks = TestReceiver::start().await;
+    let sandbox = Sandbox::start_processes(&traced_plan(&receiver, &webhooks).env("RUST_LOG", "info")).await;
+    let customer = sandbox.customer("Pay Link Paula", "all").await;
+    let order = crate::card_checkout::card_order(&sandbox, &customer, "pay-link-trace-1").await;
+    let link = order["payment"]["hostedUrl"]
+        .as_str()
+        .expect("a pay link")
+        .to_owned();
+    let session = link.rsplit('/').next().unwrap().to_owned();
+    assert!(session.len() > 20, "{link}");
+    // The payer opens the page and pays: every hop of it is traced and logged at info.
+    assert_eq!(crate::card_checkout::open_page(&sandbox, &link).await.status, 200);
+    let paid = crate::card_checkout::pay_with(&sandbox, &link, crate::card_checkout::SUCCESS_CARD).await;
+    assert_eq!(paid.outcome(), "paid", "{}", paid.html);
+    let spans = receiver
+        .wait_until(Duration::from_secs(60), |spans| {
+            spans.iter().any(|span| {
+                span.service == "gateway"
+                    && span.kind == kind::SERVER
+                    && span.name == "POST /pay/{session_id}"
+            }) && spans
+                .iter()
+                .any(|span| span.service == "payments-svc" && span.kind == kind::SERVER)
+        })
+        .await;
+    let pay_spans: Vec<&Span> = spans
+        .iter()
+        .filter(|span| {
+            span.attribute("url.path")
+                .is_some_and(|path| path.starts_with("/pay/"))
+        })
+        .collect();
+    assert!(!pay_spans.is_empty(), "the pay page's server spans are exported");
+    assert!(
+        pay_spans.iter().all(|span| span
+            .attribute("url.path")
+            .is_some_and(|path| path.starts_with("/pay/{sessionId}"))),
+        "{pay_spans:#?}"
+    );
+    for span in &spans {
+        for (key, value) in &span.attributes {
+            assert!(
+                !value.contains(&session),
+                "span {} of {} has {key}={value}",
+                span.name,
+                span.service
+            );
+        }
+        assert!(!span.name.contains(&session), "{span:#?}");
+    }
+    let logs = sandbox.processes().logs();
+    assert!(
+        logs.contains("card checkout settled"),
+        "the settlement is logged at info"
+    );
+    assert!(!logs.contains(&session), "a log line holds the session id");
+    sandbox.stop().await;
+}
