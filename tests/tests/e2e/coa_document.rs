@@ -36,6 +36,26 @@ async fn a_published_coa_downloads_as_a_pdf_whose_text_and_qr_code_read_back() {
     let coa = &result.body["data"]["result"];
     let url = coa["documentUrl"].as_str().unwrap().to_owned();
     assert!(url.starts_with("http://") && url.contains("signature="), "{url}");
+    // The link is built from the configured site, never from what the request claims.
+    assert!(url.starts_with(&sandbox.base_url.as_str()), "{url}");
+    let spoofed = sandbox
+        .http
+        .get(format!("{}/api/v1/agent/results/{accession}", sandbox.base_url))
+        .bearer_auth(&agent.key)
+        .header("Host", "attacker.example")
+        .header("X-Forwarded-Proto", "https")
+        .header("X-Forwarded-Host", "attacker.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(spoofed.status(), 200);
+    let spoofed: serde_json::Value = spoofed.json().await.unwrap();
+    let spoofed_url = spoofed["data"]["result"]["documentUrl"].as_str().unwrap();
+    assert!(!spoofed_url.contains("attacker.example"), "{spoofed_url}");
+    assert!(
+        spoofed_url.starts_with(&sandbox.base_url.as_str()),
+        "{spoofed_url}"
+    );
     assert!(coa["documentExpiresAt"].is_string());
     let response = sandbox.http.get(&url).send().await.unwrap();
     assert_eq!(response.status(), 200, "the signed link needs no key");
