@@ -37,7 +37,7 @@ async fn a_published_coa_downloads_as_a_pdf_whose_text_and_qr_code_read_back() {
     let url = coa["documentUrl"].as_str().unwrap().to_owned();
     assert!(url.starts_with("http://") && url.contains("signature="), "{url}");
     // The link is built from the configured site, never from what the request claims.
-    assert!(url.starts_with(&sandbox.base_url.as_str()), "{url}");
+    assert!(url.starts_with(sandbox.base_url.as_str()), "{url}");
     let spoofed = sandbox
         .http
         .get(format!("{}/api/v1/agent/results/{accession}", sandbox.base_url))
@@ -53,7 +53,7 @@ async fn a_published_coa_downloads_as_a_pdf_whose_text_and_qr_code_read_back() {
     let spoofed_url = spoofed["data"]["result"]["documentUrl"].as_str().unwrap();
     assert!(!spoofed_url.contains("attacker.example"), "{spoofed_url}");
     assert!(
-        spoofed_url.starts_with(&sandbox.base_url.as_str()),
+        spoofed_url.starts_with(sandbox.base_url.as_str()),
         "{spoofed_url}"
     );
     assert!(coa["documentExpiresAt"].is_string());
