@@ -26,6 +26,11 @@ held to production rules. Two kinds of checks:
      egress; production renders have network policies; every pod selector of a policy selects a
      pod of the render (a typo would silently allow or deny nothing);
    - production renders pin images to a registry and a tag other than latest/dev (or a digest);
+   - a `grpc` probe asks the container's plaintext health port (`GRPC_HEALTH_ADDR`), never its
+     gRPC port, which requires a client certificate where the mesh runs over mutual TLS;
+   - each `GRPC_TLS_*_FILE` names a file of a volume the container mounts: the certificate and
+     key from a Secret, the key's Secret mounted by no other Deployment, the CA bundle from a
+     Secret or ConfigMap;
    - outside dev, every process gets each variable deploy/k8s/production-settings.json requires
      of it, with no refused (sandbox) value and public https site URLs, the values read from
      ConfigMaps of the render where they come from one (the processes refuse to start the same
@@ -173,6 +178,10 @@ def name_of_service(service: dict) -> str:
 
 
 PEER_TARGET = re.compile(r"dns:///(?P<host>[a-z0-9-]+):(?P<port>[0-9]+)")
+# The gRPC TLS files of a process (platform::grpc::tls), possibly with a process prefix.
+TLS_FILE = re.compile(r"(^|_)GRPC_TLS_(?P<what>CERT|KEY|CA)_FILE$")
+HEALTH_ADDR = re.compile(r"(^|_)GRPC_HEALTH_ADDR$")
+PROBES = ("startupProbe", "livenessProbe", "readinessProbe")
 
 
 def name_of(doc: dict) -> str:
@@ -250,6 +259,8 @@ class Checker:
             self.production_settings_of(render, by_kind)
         self.network_policies(render, by_kind["NetworkPolicy"], pods, production)
         self.peer_addresses(render, docs, by_kind["Service"])
+        self.grpc_probes(render, by_kind["Deployment"])
+        self.tls_files(render, by_kind["Deployment"])
         if development:
             self.postgres_passwords(render, by_kind["Secret"])
 
@@ -428,6 +439,85 @@ class Checker:
                         self.fail(render, f"{where} is not a dns:///<service>:<port> target")
                     elif match["port"] not in headless.get(match["host"], set()):
                         self.fail(render, f"{where} names no headless Service port of the render")
+
+    def grpc_probes(self, render, deployments) -> None:
+        """A `grpc` probe asks the plaintext health port of GRPC_HEALTH_ADDR: kubelet presents no
+        client certificate, and where the mesh runs over mutual TLS its gRPC port requires one
+        (platform::grpc::serve_health)."""
+        for deployment in deployments:
+            for container in deployment["spec"]["template"]["spec"].get("containers") or []:
+                where = f"{name_of(deployment)} container {container.get('name')}"
+                health_ports = {
+                    str(variable["value"]).rpartition(":")[2]
+                    for variable in container.get("env") or []
+                    if HEALTH_ADDR.search(variable["name"]) and "value" in variable
+                }
+                for probe in PROBES:
+                    grpc = (container.get(probe) or {}).get("grpc")
+                    if grpc is None:
+                        continue
+                    if str(grpc.get("port")) not in health_ports:
+                        self.fail(render, f"{where} {probe} asks grpc.health.v1 on port {grpc.get('port')}, not on "
+                                  "the plaintext health port of GRPC_HEALTH_ADDR: kubelet presents no client "
+                                  "certificate, and the gRPC port requires one where the mesh runs over mutual TLS")
+
+    @staticmethod
+    def mounted_file(path: str, mounts: list[dict], volumes: dict) -> tuple[dict, str] | None:
+        """The volume and the key within it that a container reads at `path`, if it mounts one."""
+        for mount in mounts:
+            mount_path = mount.get("mountPath", "").rstrip("/")
+            volume = volumes.get(mount.get("name"))
+            if volume is None:
+                continue
+            if mount.get("subPath"):
+                if path == mount_path:
+                    return volume, mount["subPath"]
+                continue
+            if not path.startswith(mount_path + "/"):
+                continue
+            relative = path[len(mount_path) + 1:]
+            source = volume.get("secret") or volume.get("configMap")
+            items = (source or {}).get("items")
+            if items is not None and relative not in {item.get("path") for item in items}:
+                continue
+            return volume, relative
+        return None
+
+    def tls_files(self, render, deployments) -> None:
+        """Each GRPC_TLS_*_FILE is a file of a mounted volume: the certificate and key from a
+        Secret, the key's Secret mounted by no other Deployment (each process's key is its own),
+        the CA bundle from a Secret or ConfigMap."""
+        key_secrets: dict[str, set[str]] = defaultdict(set)
+        for deployment in deployments:
+            pod = deployment["spec"]["template"]["spec"]
+            volumes = {volume["name"]: volume for volume in pod.get("volumes") or []}
+            for container in pod.get("containers") or []:
+                where = f"{name_of(deployment)} container {container.get('name')}"
+                for variable in container.get("env") or []:
+                    name = variable["name"]
+                    match = TLS_FILE.search(name)
+                    if not match:
+                        continue
+                    if "value" not in variable:
+                        self.fail(render, f"{where} env {name} must be the path of a mounted file")
+                        continue
+                    path = str(variable["value"])
+                    found = self.mounted_file(path, container.get("volumeMounts") or [], volumes)
+                    if found is None:
+                        self.fail(render, f"{where} env {name}={path} names no file of a volume the container mounts")
+                        continue
+                    volume, _ = found
+                    if match["what"] in ("CERT", "KEY") and "secret" not in volume:
+                        self.fail(render, f"{where} env {name}={path} must come from a Secret (volume "
+                                  f"{volume['name']} is not one)")
+                    elif match["what"] == "CA" and "secret" not in volume and "configMap" not in volume:
+                        self.fail(render, f"{where} env {name}={path} must come from a ConfigMap or Secret")
+                    if match["what"] == "KEY" and "secret" in volume:
+                        key_secrets[volume["secret"].get("secretName")].add(deployment["metadata"]["name"])
+        for secret, users in sorted(key_secrets.items()):
+            if len(users) > 1:
+                self.fail(render, f"Secret {secret} holds the GRPC_TLS_KEY_FILE of {', '.join(sorted(users))}: "
+                          "each process's key is its own (lab-grpc-<process>)")
 
     def images(self, render, doc, template) -> None:
         spec = template["spec"]

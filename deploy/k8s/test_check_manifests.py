@@ -2,7 +2,9 @@
 """Checks that check_manifests.py refuses a production render that would start with a sandbox
 default: the rendered prod overlay passes as it is, and fails, naming the variable, when any
 setting of production-settings.json is dropped from its Deployment, set to a refused value, or
-when the site URL of the lab-settings ConfigMap is not public https.
+when the site URL of the lab-settings ConfigMap is not public https; and that it refuses the
+mesh's mutual TLS misplaced: a gRPC probe on the TLS port, a TLS file no volume provides, a key
+outside a Secret or in another process's Secret.
 
 Usage (deploy/k8s/validate.sh runs it after rendering): test_check_manifests.py PROD_RENDER.yaml
 """
@@ -23,11 +25,19 @@ def policy_failures(docs: list[dict]) -> list[str]:
     return checker.failures
 
 
-def container_env(docs: list[dict], deployment: str) -> list[dict]:
+def pod_spec(docs: list[dict], deployment: str) -> dict:
     for doc in docs:
         if doc.get("kind") == "Deployment" and doc["metadata"]["name"] == deployment:
-            return doc["spec"]["template"]["spec"]["containers"][0]["env"]
+            return doc["spec"]["template"]["spec"]
     raise AssertionError(f"the render has no Deployment {deployment}")
+
+
+def container_env(docs: list[dict], deployment: str) -> list[dict]:
+    return pod_spec(docs, deployment)["containers"][0]["env"]
+
+
+def volume(docs: list[dict], deployment: str, name: str) -> dict:
+    return next(v for v in pod_spec(docs, deployment)["volumes"] if v["name"] == name)
 
 
 def main() -> int:
@@ -74,11 +84,40 @@ def main() -> int:
         expect_refusal(f"lab-settings site-url={url}", docs, "SITE_URL")
         cases += 1
 
+    # The mesh's mutual TLS: readiness on the TLS port, a key no volume provides, a key outside a
+    # Secret, a key in another process's Secret.
+    def tls_case(case: str, change, expected: str) -> None:
+        nonlocal cases
+        docs = copy.deepcopy(render)
+        change(docs)
+        expect_refusal(case, docs, expected)
+        cases += 1
+
+    def probe_on_grpc_port(docs):
+        pod_spec(docs, "orders-svc")["containers"][0]["readinessProbe"]["grpc"]["port"] = 50052
+
+    def key_elsewhere(docs):
+        for variable in container_env(docs, "orders-svc"):
+            if variable["name"] == "GRPC_TLS_KEY_FILE":
+                variable["value"] = "/etc/ssl/private/orders-svc.key"
+
+    def key_from_config_map(docs):
+        tls = volume(docs, "orders-svc", "grpc-tls")
+        tls["configMap"] = {"name": "lab-grpc-orders-svc", "items": tls.pop("secret")["items"]}
+
+    def key_of_another_process(docs):
+        volume(docs, "orders-svc", "grpc-tls")["secret"]["secretName"] = "lab-grpc-gateway"
+
+    tls_case("orders-svc readiness on its TLS port", probe_on_grpc_port, "GRPC_HEALTH_ADDR")
+    tls_case("orders-svc key outside its volumes", key_elsewhere, "GRPC_TLS_KEY_FILE")
+    tls_case("orders-svc key from a ConfigMap", key_from_config_map, "GRPC_TLS_KEY_FILE")
+    tls_case("orders-svc with the gateway's key", key_of_another_process, "lab-grpc-gateway")
+
     for problem in problems:
         print(f"FAILED {problem}", file=sys.stderr)
     if problems:
         return 1
-    print(f"check_manifests.py refuses all {cases} sandbox or missing production settings in the prod render")
+    print(f"check_manifests.py refuses all {cases} sandbox, missing or misplaced production settings in the prod render")
     return 0
 
 

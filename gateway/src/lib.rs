@@ -109,6 +109,9 @@ impl Application {
         if common.dev_mode {
             platform::config::warn_development_mode(SERVICE_NAME);
         }
+        if let Some(tls) = &common.grpc_tls {
+            tls.announce(SERVICE_NAME);
+        }
         let pool = platform::db::connect(&common.database_url, common.database_max_connections).await?;
         platform::db::migrate(&pool, &MIGRATOR).await?;
         let staff = staff::StaffService::new(
@@ -145,7 +148,7 @@ impl Application {
         let subscriber =
             Subscriber::connect(redis.clone(), &common.stream_prefix, authenticator.clone()).await;
         let state = AppState {
-            peers: Peers::connect(&settings.peers)?,
+            peers: Peers::connect(&settings.peers, common.grpc_tls.as_ref())?,
             authenticator,
             tokens: issuer,
             front_door: Arc::new(FrontDoor {
@@ -270,7 +273,9 @@ impl Application {
             Box::pin(std::future::ready(()))
         });
         let subscriber = tokio::spawn(self.subscriber.run(shutdown.clone()));
+        // The identity and operations APIs over mutual TLS when configured, like every service.
         let grpc_router = platform::grpc::server_builder()
+            .tls(self.settings.common.grpc_tls.clone())
             .add_service(health)
             .add_service(identity)
             .add_service(operations);

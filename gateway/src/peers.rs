@@ -55,17 +55,18 @@ pub enum PeerStatus {
 }
 
 impl Peers {
-    /// Prepares lazy channels to the peers; fails only on a malformed address.
-    pub fn connect(addrs: &PeerAddrs) -> anyhow::Result<Self> {
+    /// Prepares lazy channels to the peers (over `tls`, the process's own, when it has it); fails
+    /// only on a malformed address or one whose scheme does not match `tls`.
+    pub fn connect(addrs: &PeerAddrs, tls: Option<&platform::grpc::tls::MeshTls>) -> anyhow::Result<Self> {
         Ok(Self {
             inner: std::sync::Arc::new(PeerChannels {
                 addrs: addrs.clone(),
-                catalog: platform::grpc::lazy_channel(&addrs.catalog)?,
-                orders: platform::grpc::lazy_channel(&addrs.orders)?,
-                payments: platform::grpc::lazy_channel(&addrs.payments)?,
-                shipping: platform::grpc::lazy_channel(&addrs.shipping)?,
-                webhooks: platform::grpc::lazy_channel(&addrs.webhooks)?,
-                results: platform::grpc::lazy_channel(&addrs.results)?,
+                catalog: platform::grpc::lazy_channel(&addrs.catalog, tls)?,
+                orders: platform::grpc::lazy_channel(&addrs.orders, tls)?,
+                payments: platform::grpc::lazy_channel(&addrs.payments, tls)?,
+                shipping: platform::grpc::lazy_channel(&addrs.shipping, tls)?,
+                webhooks: platform::grpc::lazy_channel(&addrs.webhooks, tls)?,
+                results: platform::grpc::lazy_channel(&addrs.results, tls)?,
             }),
         })
     }

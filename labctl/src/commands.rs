@@ -171,8 +171,10 @@ async fn catalog(connection: &Connection, token: &str, command: CatalogCommand) 
     let CatalogCommand::Import { file, note } = command;
     let document_json =
         std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
-    let mut client = CatalogServiceClient::connect(connection.catalog_addr.clone())
+    let mut client = connection
+        .channel(&connection.catalog_addr)
         .await
+        .map(CatalogServiceClient::new)
         .with_context(|| format!("cannot reach catalog-svc at {}", connection.catalog_addr))?;
     let message = proto::catalog::ImportCatalogRequest { document_json, note };
     let response = client
@@ -234,8 +236,10 @@ async fn payments(connection: &Connection, token: &str, command: PaymentsCommand
         Some(text) => Some(rfc3339_timestamp(&text, "--received-at")?),
         None => None,
     };
-    let mut client = PaymentsServiceClient::connect(connection.payments_addr.clone())
+    let mut client = connection
+        .channel(&connection.payments_addr)
         .await
+        .map(PaymentsServiceClient::new)
         .with_context(|| format!("cannot reach payments-svc at {}", connection.payments_addr))?;
     let message = proto::payments::RecordBankPaymentRequest {
         invoice_reference: invoice,
@@ -285,8 +289,10 @@ fn delivery_json(delivery: &proto::webhooks::Delivery) -> Value {
 }
 
 async fn webhooks(connection: &Connection, token: &str, command: WebhooksCommand) -> anyhow::Result<Value> {
-    let mut client = WebhooksServiceClient::connect(connection.webhooks_addr.clone())
+    let mut client = connection
+        .channel(&connection.webhooks_addr)
         .await
+        .map(WebhooksServiceClient::new)
         .with_context(|| format!("cannot reach webhooks-svc at {}", connection.webhooks_addr))?;
     match command {
         WebhooksCommand::Deliveries {
@@ -339,8 +345,10 @@ async fn webhooks(connection: &Connection, token: &str, command: WebhooksCommand
 async fn payments_client(
     connection: &Connection,
 ) -> anyhow::Result<PaymentsServiceClient<tonic::transport::Channel>> {
-    PaymentsServiceClient::connect(connection.payments_addr.clone())
+    connection
+        .channel(&connection.payments_addr)
         .await
+        .map(PaymentsServiceClient::new)
         .with_context(|| format!("cannot reach payments-svc at {}", connection.payments_addr))
 }
 

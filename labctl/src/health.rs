@@ -11,8 +11,10 @@ use serde_json::{Value, json};
 
 /// Runs `labctl health`.
 pub async fn health(connection: &Connection, token: &str) -> anyhow::Result<Value> {
-    let mut client = OperationsServiceClient::connect(connection.identity_addr.clone())
+    let mut client = connection
+        .channel(&connection.identity_addr)
         .await
+        .map(OperationsServiceClient::new)
         .with_context(|| {
             format!(
                 "cannot reach the gateway's internal API at {}",

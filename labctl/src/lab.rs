@@ -13,14 +13,18 @@ use serde_json::{Value, json};
 use tonic::transport::Channel;
 
 pub(crate) async fn orders_client(connection: &Connection) -> anyhow::Result<OrdersServiceClient<Channel>> {
-    OrdersServiceClient::connect(connection.orders_addr.clone())
+    connection
+        .channel(&connection.orders_addr)
         .await
+        .map(OrdersServiceClient::new)
         .with_context(|| format!("cannot reach orders-svc at {}", connection.orders_addr))
 }
 
 pub(crate) async fn results_client(connection: &Connection) -> anyhow::Result<ResultsServiceClient<Channel>> {
-    ResultsServiceClient::connect(connection.results_addr.clone())
+    connection
+        .channel(&connection.results_addr)
         .await
+        .map(ResultsServiceClient::new)
         .with_context(|| format!("cannot reach results-svc at {}", connection.results_addr))
 }
 

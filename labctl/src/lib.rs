@@ -6,6 +6,11 @@
 //! so every service's audit trail names the operator. Commands return JSON values, printed as
 //! JSON with `--json` (for scripts) or as indented text otherwise. The library form lets tests
 //! drive exactly what operators run.
+//!
+//! Where the mesh's gRPC runs over mutual TLS (outside development mode), labctl speaks TLS to
+//! `https://` addresses with a client certificate of the mesh's CA (`LABCTL_CA_FILE`,
+//! `LABCTL_CLIENT_CERT_FILE`, `LABCTL_CLIENT_KEY_FILE`, or inside a pod of the mesh that pod's
+//! `GRPC_TLS_*` files); docs/security.md, "Internal TLS".
 
 #![forbid(unsafe_code)]
 
@@ -102,6 +107,18 @@ pub struct Connection {
         default_value = ""
     )]
     pub credential: String,
+    /// CA bundle (PEM) that signs the mesh's certificates: with it (and the client certificate
+    /// and key below) labctl speaks TLS to every address, verifying the servers' certificates
+    /// against it and the address's host name. All three default to GRPC_TLS_CA_FILE,
+    /// GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE when none is given (inside a pod of the mesh).
+    #[arg(long, env = "LABCTL_CA_FILE", global = true)]
+    pub ca_file: Option<std::path::PathBuf>,
+    /// Client certificate (PEM) signed by a CA of the bundle, with the clientAuth usage.
+    #[arg(long, env = "LABCTL_CLIENT_CERT_FILE", global = true)]
+    pub client_cert_file: Option<std::path::PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, env = "LABCTL_CLIENT_KEY_FILE", hide_env_values = true, global = true)]
+    pub client_key_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -16,8 +16,10 @@ pub async fn execute(connection: &Connection, command: ShipmentsCommand) -> anyh
         _ => roles::SHIPPING_ADMIN,
     };
     let token = staff_token(connection, mesh::SHIPPING_SVC, role).await?;
-    let mut client = ShippingServiceClient::connect(connection.shipping_addr.clone())
+    let mut client = connection
+        .channel(&connection.shipping_addr)
         .await
+        .map(ShippingServiceClient::new)
         .with_context(|| format!("cannot reach shipping-svc at {}", connection.shipping_addr))?;
     match command {
         ShipmentsCommand::Scan {

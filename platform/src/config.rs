@@ -68,6 +68,14 @@ pub struct CommonSettings {
     pub token_trusted_keys: Option<String>,
     /// Largest database pool of this process.
     pub database_max_connections: u32,
+    /// Mutual TLS of this process's gRPC, served and called (`GRPC_TLS_CERT_FILE`,
+    /// `GRPC_TLS_KEY_FILE`, `GRPC_TLS_CA_FILE`; `crate::grpc::tls`); `None`: plaintext, which
+    /// only development mode accepts.
+    pub grpc_tls: Option<crate::grpc::tls::MeshTls>,
+    /// Where a domain service also serves its `grpc.health.v1` in plaintext, for Kubernetes'
+    /// gRPC probes, which cannot present a client certificate (`<PREFIX>_GRPC_HEALTH_ADDR` or
+    /// `GRPC_HEALTH_ADDR`; `crate::grpc::serve_health`); `None`: nowhere.
+    pub grpc_health_addr: Option<SocketAddr>,
 }
 
 impl std::fmt::Debug for CommonSettings {
@@ -77,6 +85,8 @@ impl std::fmt::Debug for CommonSettings {
             .field("redis_url", &redact_url(&self.redis_url))
             .field("stream_prefix", &self.stream_prefix)
             .field("database_max_connections", &self.database_max_connections)
+            .field("grpc_tls", &self.grpc_tls)
+            .field("grpc_health_addr", &self.grpc_health_addr)
             .finish_non_exhaustive()
     }
 }
@@ -86,6 +96,10 @@ impl CommonSettings {
     pub fn from_env(prefix: &str, default_grpc_addr: &str) -> anyhow::Result<Self> {
         let grpc_addr = prefixed_or_common(prefix, "GRPC_ADDR", default_grpc_addr);
         let max_connections = prefixed_or_common(prefix, "DATABASE_MAX_CONNECTIONS", "20");
+        let health_addr = env_var(&format!("{prefix}_GRPC_HEALTH_ADDR"))
+            .or_else(|| env_var("GRPC_HEALTH_ADDR"))
+            .map(|value| socket_addr(&format!("{prefix}_GRPC_HEALTH_ADDR"), &value))
+            .transpose()?;
         let settings = Self {
             grpc_addr: socket_addr(&format!("{prefix}_GRPC_ADDR"), &grpc_addr)?,
             database_url: prefixed_or_common(
@@ -102,6 +116,8 @@ impl CommonSettings {
             database_max_connections: max_connections.parse().map_err(|_| {
                 anyhow::anyhow!("{prefix}_DATABASE_MAX_CONNECTIONS must be a positive integer")
             })?,
+            grpc_tls: crate::grpc::tls::MeshTls::from_env(prefix)?,
+            grpc_health_addr: health_addr,
         };
         // Connection passwords and the signing key must not be values of this repository.
         let mut need =
@@ -109,6 +125,13 @@ impl CommonSettings {
         need.secret("DATABASE_URL", Some(&settings.database_url), None);
         need.secret("REDIS_URL", Some(&settings.redis_url.clone().into()), None);
         need.secret("TOKEN_SIGNING_KEY", settings.token_signing_key.as_ref(), None);
+        // Bearer tokens, delegations and customers' data cross the mesh: never in plaintext.
+        need.refuse_if(settings.grpc_tls.is_none(), || {
+            use crate::grpc::tls::{CA_FILE_VAR, CERT_FILE_VAR, KEY_FILE_VAR};
+            format!(
+                "{CERT_FILE_VAR}, {KEY_FILE_VAR} and {CA_FILE_VAR} (or {prefix}_{CERT_FILE_VAR}, …) are not set: outside development mode the mesh's gRPC runs over mutual TLS (docs/security.md, \"Internal TLS\")"
+            )
+        });
         need.finish()?;
         Ok(settings)
     }
@@ -125,6 +148,8 @@ impl CommonSettings {
             token_signing_key: None,
             token_trusted_keys: None,
             database_max_connections: 10,
+            grpc_tls: None,
+            grpc_health_addr: None,
         }
     }
 }

@@ -1,10 +1,12 @@
 //! gRPC plumbing: the principal the access layer (`crate::access`) verified, the tower layer
 //! that continues the caller's trace, the metadata helpers of outgoing calls, and serving with a
 //! shutdown token (over TCP, and in memory for peers in the same process: [`in_process`]), and
-//! the channel peers are called through ([`MeshChannel`]).
+//! the channel peers are called through ([`MeshChannel`]); both over mutual TLS when the process
+//! has TLS settings ([`tls`]).
 
 pub mod dns;
 pub mod in_process;
+pub mod tls;
 
 use crate::error::{ApiError, ErrorCode};
 use crate::principal::Principal;
@@ -196,9 +198,17 @@ pub const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30)
 #[derive(Default)]
 pub struct MeshRouter {
     routes: tonic::service::RoutesBuilder,
+    tls: Option<tls::MeshTls>,
 }
 
 impl MeshRouter {
+    /// Serves over mutual TLS with `tls` (the process's [`tls::MeshTls`]), or plaintext for
+    /// `None` (development).
+    pub fn tls(mut self, tls: Option<tls::MeshTls>) -> Self {
+        self.tls = tls;
+        self
+    }
+
     /// Adds a service (a generated server, possibly wrapped by `crate::access::guarded`).
     pub fn add_service<S>(mut self, service: S) -> Self
     where
@@ -224,13 +234,19 @@ pub fn server_builder() -> MeshRouter {
 }
 
 /// Serves a router's services on `listener` until `shutdown` fires, then drains in-flight
-/// calls. A loopback listener also takes the in-memory calls of channels of this process that
-/// target its address ([`in_process`]).
+/// calls; over mutual TLS when the router has TLS ([`MeshRouter::tls`]): a connection that does
+/// not complete the handshake with a client certificate of the mesh's CA bundle is dropped
+/// before any call. A loopback listener also takes the in-memory calls of channels of this
+/// process that target its address ([`in_process`]).
 pub async fn serve(
     router: MeshRouter,
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    let mut server = tonic::transport::Server::builder();
+    if let Some(tls) = &router.tls {
+        server = server.tls_config(tls.server_config())?;
+    }
     let routes = router.routes.routes().prepare();
     let local = LocalDispatch {
         inner: tower::ServiceBuilder::new()
@@ -240,7 +256,7 @@ pub async fn serve(
             .service(routes.clone()),
     };
     let registration = in_process::register(listener.local_addr()?, BoxCloneSyncService::new(local));
-    tonic::transport::Server::builder()
+    server
         .timeout(CALL_TIMEOUT)
         .trace_fn(span_for_request)
         .layer(PassTraceContextLayer)
@@ -250,6 +266,38 @@ pub async fn serve(
         .serve_with_incoming_shutdown(incoming(listener), shutdown.cancelled_owned())
         .await?;
     drop(registration);
+    Ok(())
+}
+
+/// Serves `health` (the process's `grpc.health.v1` service, sharing its reporter with the one
+/// [`serve`] serves) alone, in plaintext, on `listener` until `shutdown` fires.
+///
+/// Why: Kubernetes' `grpc` readiness probes cannot present a client certificate (nor speak
+/// TLS), so a service whose gRPC port requires one is probed here instead (`GRPC_HEALTH_ADDR`,
+/// docs/operations.md, "Probes and shutdown"). The port answers nothing but the health of the
+/// process, and the network policies admit no pod to it (kubelet's probes come from the node).
+pub async fn serve_health<S>(
+    health: S,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()>
+where
+    S: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<tonic::body::Body>,
+            Error = Infallible,
+        > + tonic::server::NamedService
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    tonic::transport::Server::builder()
+        .timeout(std::time::Duration::from_secs(5))
+        .add_service(health)
+        .serve_with_incoming_shutdown(incoming(listener), shutdown.cancelled_owned())
+        .await?;
     Ok(())
 }
 
@@ -441,14 +489,21 @@ impl tower::Service<http::Request<tonic::body::Body>> for MeshChannel {
 /// reconnected on its own after it fails), always over TCP. A gRPC `dns:` target
 /// (`dns:///orders-svc-peers:50052`) is balanced over every address its name resolves to,
 /// resolved again every few seconds ([`dns`]): a Kubernetes headless Service's ready pods.
-pub fn lazy_channel(address: &str) -> anyhow::Result<MeshChannel> {
+///
+/// With `tls` (the process's [`tls::MeshTls`]) every connection is mutual TLS, whatever the
+/// address's scheme (`https://` says so; an `https://` address without `tls` is refused), and
+/// a `dns:` target's connections to the addresses its name resolves to verify the peer's
+/// certificate against that name (`orders-svc-peers`), never the address.
+pub fn lazy_channel(address: &str, tls: Option<&tls::MeshTls>) -> anyhow::Result<MeshChannel> {
     if let Some((host, port)) = dns::target(address) {
         let authority = format!("{host}:{port}");
+        let tls = tls.cloned();
+        let server_name = host.clone();
         let channel = dns::balanced(
             host,
             port,
             dns::REFRESH,
-            |replica| peer_endpoint(&format!("http://{replica}")),
+            move |replica| replica_endpoint(replica, &server_name, tls.as_ref()),
             dns::system_resolve,
         );
         return Ok(MeshChannel::new(channel, authority, None));
@@ -458,7 +513,7 @@ pub fn lazy_channel(address: &str) -> anyhow::Result<MeshChannel> {
             .split(',')
             .map(str::trim)
             .filter(|replica| !replica.is_empty())
-            .map(peer_endpoint)
+            .map(|replica| mesh_endpoint(replica, tls))
             .collect::<anyhow::Result<Vec<_>>>()?;
         let authorities: Vec<String> = endpoints
             .iter()
@@ -467,7 +522,7 @@ pub fn lazy_channel(address: &str) -> anyhow::Result<MeshChannel> {
         let channel = tonic::transport::Channel::balance_list(endpoints.into_iter());
         return Ok(MeshChannel::new(channel, authorities.join(","), None));
     }
-    let endpoint = peer_endpoint(address)?;
+    let endpoint = mesh_endpoint(address, tls)?;
     let local = in_process::loopback_target(endpoint.uri()).filter(|_| in_process::enabled());
     let authority = endpoint
         .uri()
@@ -475,6 +530,62 @@ pub fn lazy_channel(address: &str) -> anyhow::Result<MeshChannel> {
         .map(ToString::to_string)
         .unwrap_or_default();
     Ok(MeshChannel::new(endpoint.connect_lazy(), authority, local))
+}
+
+/// The endpoint of a peer at `address` (`http://host:port` or `https://host:port`):
+/// [`peer_endpoint`]'s settings, and with `tls` mutual TLS whatever the scheme (the process's
+/// TLS settings decide, so that no call of a process that has them goes out in plaintext),
+/// verifying the peer's certificate against `host`. An `https://` address without `tls` is an
+/// error naming the settings.
+pub fn mesh_endpoint(
+    address: &str,
+    tls: Option<&tls::MeshTls>,
+) -> anyhow::Result<tonic::transport::Endpoint> {
+    let Some(tls) = tls else {
+        let endpoint = peer_endpoint(address)?;
+        return match endpoint.uri().scheme_str() {
+            Some("http") => Ok(endpoint),
+            Some("https") => anyhow::bail!(
+                "peer address {address} is https://, but this process has no TLS settings ({}, {}, {})",
+                tls::CERT_FILE_VAR,
+                tls::KEY_FILE_VAR,
+                tls::CA_FILE_VAR
+            ),
+            _ => anyhow::bail!(
+                "peer address {address}: expected http://host:port, https://host:port or dns:///host:port"
+            ),
+        };
+    };
+    let secure = match address.strip_prefix("http://") {
+        Some(rest) => format!("https://{rest}"),
+        None => address.to_owned(),
+    };
+    let endpoint = peer_endpoint(&secure)?;
+    if endpoint.uri().scheme_str() != Some("https") {
+        anyhow::bail!("peer address {address}: expected https://host:port or dns:///host:port");
+    }
+    let host = endpoint
+        .uri()
+        .host()
+        .map(|host| host.trim_start_matches('[').trim_end_matches(']').to_owned())
+        .ok_or_else(|| anyhow::anyhow!("peer address {address} names no host"))?;
+    Ok(endpoint.tls_config(tls.client_config(&host))?)
+}
+
+/// The endpoint of one address a `dns:` target resolved to: `http://<address>`, or with `tls`
+/// `https://<address>` verifying the peer's certificate against `server_name`, the target's
+/// host name (pods' addresses change; the name their certificates carry does not).
+pub fn replica_endpoint(
+    replica: std::net::SocketAddr,
+    server_name: &str,
+    tls: Option<&tls::MeshTls>,
+) -> anyhow::Result<tonic::transport::Endpoint> {
+    match tls {
+        None => peer_endpoint(&format!("http://{replica}")),
+        Some(tls) => {
+            Ok(peer_endpoint(&format!("https://{replica}"))?.tls_config(tls.client_config(server_name))?)
+        }
+    }
 }
 
 /// The endpoint of a peer service: connect and call timeouts, and `TCP_NODELAY` as on the
@@ -553,7 +664,7 @@ mod tests {
         let mut in_memory = false;
         for _ in 0..100 {
             let before = in_process::local_calls();
-            let channel = lazy_channel(&format!("http://{address}")).unwrap();
+            let channel = lazy_channel(&format!("http://{address}"), None).unwrap();
             assert!(check(channel).await.is_ok());
             if in_process::local_calls() > before {
                 in_memory = true;
@@ -567,12 +678,12 @@ mod tests {
         );
         // Through "localhost" (a name, not a loopback literal) the same server answers over TCP.
         let before = in_process::local_calls();
-        let channel = lazy_channel(&format!("http://localhost:{}", address.port())).unwrap();
+        let channel = lazy_channel(&format!("http://localhost:{}", address.port()), None).unwrap();
         assert!(check(channel).await.is_ok());
         assert_eq!(in_process::local_calls(), before, "no in-memory call for a name");
         // A stopped server is no longer called in memory, even through a channel that called it
         // so before: its callers fail as against a stopped pod.
-        let channel = lazy_channel(&format!("http://{address}")).unwrap();
+        let channel = lazy_channel(&format!("http://{address}"), None).unwrap();
         assert!(check(channel.clone()).await.is_ok());
         shutdown.cancel();
         server.await.unwrap().unwrap();

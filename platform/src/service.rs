@@ -38,6 +38,8 @@ pub struct ServiceBase {
     pub pool: PgPool,
     tokens: ProcessTokens,
     listener: TcpListener,
+    /// The plaintext health listener for Kubernetes' probes (`GRPC_HEALTH_ADDR`), if any.
+    health_listener: Option<TcpListener>,
 }
 
 impl ServiceBase {
@@ -57,15 +59,23 @@ impl ServiceBase {
         if common.dev_mode {
             crate::config::warn_development_mode(identity.name);
         }
+        if let Some(tls) = &common.grpc_tls {
+            tls.announce(identity.name);
+        }
         let pool = crate::db::connect(&common.database_url, common.database_max_connections).await?;
         crate::db::migrate(&pool, migrator).await?;
         let listener = TcpListener::bind(common.grpc_addr).await?;
+        let health_listener = match common.grpc_health_addr {
+            Some(address) => Some(TcpListener::bind(address).await?),
+            None => None,
+        };
         Ok(Self {
             identity,
             common: common.clone(),
             pool,
             tokens,
             listener,
+            health_listener,
         })
     }
 
@@ -74,6 +84,13 @@ impl ServiceBase {
         self.listener
             .local_addr()
             .expect("a bound listener has an address")
+    }
+
+    /// The bound plaintext health address (`GRPC_HEALTH_ADDR`), if any.
+    pub fn health_addr(&self) -> Option<SocketAddr> {
+        self.health_listener
+            .as_ref()
+            .map(|listener| listener.local_addr().expect("a bound listener has an address"))
     }
 
     /// Verifies the principal tokens addressed to this service.
@@ -146,8 +163,27 @@ impl ServiceBase {
             shutdown.clone(),
         ));
 
-        let router = add_services(crate::grpc::server_builder().add_service(health));
-        tracing::info!(addr = %self.local_addr(), "{} serving", identity.name);
+        let addr = self.local_addr();
+        if let Some(listener) = self.health_listener {
+            // Kubernetes' readiness probe: the same health service, in plaintext, alone.
+            let (health, shutdown) = (health.clone(), shutdown.clone());
+            tasks.push(tokio::spawn(async move {
+                if let Err(error) = crate::grpc::serve_health(health, listener, shutdown).await {
+                    tracing::error!(%error, "the health listener stopped");
+                }
+            }));
+        }
+        let router = add_services(
+            crate::grpc::server_builder()
+                .tls(self.common.grpc_tls.clone())
+                .add_service(health),
+        );
+        tracing::info!(
+            %addr,
+            tls = self.common.grpc_tls.is_some(),
+            "{} serving",
+            identity.name
+        );
         let served = crate::grpc::serve(router, self.listener, shutdown.clone()).await;
         shutdown.cancel();
         crate::shutdown::drain(identity.name, futures::future::join_all(tasks)).await;

@@ -107,7 +107,9 @@ impl Application {
     /// Points the identity client at `address` (labd starts the gateway after this service).
     pub fn with_identity_addr(mut self, address: &str) -> anyhow::Result<Self> {
         self.settings.identity_addr = address.to_owned();
-        self.service = self.service.with_identity_addr(address)?;
+        self.service = self
+            .service
+            .with_identity_addr(address, self.settings.common.grpc_tls.as_ref())?;
         Ok(self)
     }
 

@@ -6,6 +6,14 @@
 //! list (`platform::grpc::lazy_channel` balances over either).
 //! Replicas can be killed (`SIGKILL`, no drain) and started again on the same port.
 //!
+//! With [`Plan::tls`] the mesh runs over mutual TLS as outside development mode: a throw-away CA
+//! (`platform::testing::pki`) issues each service its own certificate for `localhost`, every
+//! process gets `GRPC_TLS_*` and peers are named `dns:///localhost:<port>` (or
+//! `https://localhost:<port>` lists), so the names verified are host names while connections go
+//! to the resolved addresses; each domain service also serves its plaintext health port
+//! (`<PREFIX>_GRPC_HEALTH_ADDR`, [`ProcessMesh::health_addr`]), and labctl gets an operator's
+//! client certificate.
+//!
 //! Each process writes its output to `<log dir>/<service>-<replica>.log`; a test that fails
 //! prints the tails with [`ProcessMesh::log_tails`].
 
@@ -38,6 +46,8 @@ pub struct Plan {
     pub replicas: BTreeMap<&'static str, usize>,
     /// Environment given to every process, after the harness's own (so it can override it).
     pub env: Vec<(String, String)>,
+    /// Mutual TLS between every process (and labctl).
+    pub tls: bool,
 }
 
 impl Plan {
@@ -47,7 +57,14 @@ impl Plan {
             binary: binary.into(),
             replicas: BTreeMap::new(),
             env: Vec::new(),
+            tls: false,
         }
+    }
+
+    /// Runs the mesh over mutual TLS (see the module's documentation).
+    pub fn tls(mut self) -> Self {
+        self.tls = true;
+        self
     }
 
     /// Runs `count` replicas of `service`.
@@ -71,6 +88,8 @@ struct Replica {
     http: Option<SocketAddr>,
     /// Its Prometheus endpoint (`<PREFIX>_METRICS_ADDR`).
     metrics: SocketAddr,
+    /// Its plaintext health port (`<PREFIX>_GRPC_HEALTH_ADDR`; domain services over TLS).
+    health: Option<SocketAddr>,
     env: Vec<(String, String)>,
     /// The running process (`None` once killed): behind a lock so that a test can kill and
     /// restart replicas while other tasks send requests through the mesh.
@@ -82,9 +101,20 @@ pub struct ProcessMesh {
     binary: PathBuf,
     replicas: Vec<Replica>,
     log_dir: PathBuf,
+    /// The certificates of a mesh over TLS.
+    tls: Option<MeshCertificates>,
     /// REST address of the gateway.
     pub http_addr: SocketAddr,
 }
+
+/// The files of a mesh over TLS: the CA bundle, and labctl's operator certificate and key.
+struct MeshCertificates {
+    ca: PathBuf,
+    operator: (PathBuf, PathBuf),
+}
+
+/// The host name peers are addressed by over TLS (what every certificate names).
+const TLS_HOST: &str = "localhost";
 
 /// A free loopback port, bound and kept in `held` until every port of the mesh is chosen (then
 /// released for the processes to take). Released at once, the port could be handed out again by
@@ -113,11 +143,25 @@ impl ProcessMesh {
                     grpc: free_port(&mut held),
                     http: (service == "gateway").then(|| free_port(&mut held)),
                     metrics: free_port(&mut held),
+                    health: (plan.tls && service != "gateway").then(|| free_port(&mut held)),
                     env: Vec::new(),
                     child: Mutex::new(None),
                 });
             }
         }
+        // Over TLS: one CA, a certificate per service (both usages, for localhost), and an
+        // operator's client certificate for labctl.
+        let pki = plan
+            .tls
+            .then(|| platform::testing::pki::TestPki::new("lab process mesh CA"));
+        let tls_dir = log_dir.join("tls");
+        let tls = pki.as_ref().map(|pki| {
+            std::fs::create_dir_all(&tls_dir).expect("a certificate directory");
+            let ca = tls_dir.join("ca.crt");
+            pki.write_ca(&ca);
+            let operator = pki.client("operator").write(&tls_dir, "operator");
+            MeshCertificates { ca, operator }
+        });
         // Every port chosen and distinct: free for the processes to bind.
         drop(held);
         // One replica is named as a gRPC `dns:` target, as the Kubernetes manifests name their
@@ -129,11 +173,15 @@ impl ProcessMesh {
                 .filter(|replica| replica.service == service)
                 .map(|replica| replica.grpc)
                 .collect();
-            match addresses.as_slice() {
-                [one] => format!("dns:///{one}"),
-                many => many
+            match (addresses.as_slice(), plan.tls) {
+                ([one], false) => format!("dns:///{one}"),
+                ([one], true) => format!("dns:///{TLS_HOST}:{}", one.port()),
+                (many, tls) => many
                     .iter()
-                    .map(|address| format!("http://{address}"))
+                    .map(|address| match tls {
+                        false => format!("http://{address}"),
+                        true => format!("https://{TLS_HOST}:{}", address.port()),
+                    })
                     .collect::<Vec<_>>()
                     .join(","),
             }
@@ -183,6 +231,20 @@ impl ProcessMesh {
             if let Some(http) = replica.http {
                 env.push(("GATEWAY_HTTP_ADDR".to_owned(), http.to_string()));
             }
+            if let Some(health) = replica.health {
+                env.push((format!("{prefix}_GRPC_HEALTH_ADDR"), health.to_string()));
+            }
+            if let (Some(pki), Some(tls)) = (&pki, &tls) {
+                let stem = format!("{}-{}", replica.service, replica.index);
+                let (cert, key) = pki.peer(&[TLS_HOST]).write(&tls_dir, &stem);
+                for (name, path) in [
+                    ("GRPC_TLS_CERT_FILE", &cert),
+                    ("GRPC_TLS_KEY_FILE", &key),
+                    ("GRPC_TLS_CA_FILE", &tls.ca),
+                ] {
+                    env.push((name.to_owned(), path.display().to_string()));
+                }
+            }
             env.extend(plan.env.iter().cloned());
             replica.env = env;
         }
@@ -190,6 +252,7 @@ impl ProcessMesh {
             binary: plan.binary.clone(),
             replicas,
             log_dir,
+            tls,
             http_addr,
         };
         for index in 0..mesh.replicas.len() {
@@ -231,6 +294,7 @@ impl ProcessMesh {
                 || name.ends_with("_URL")
                 || name.ends_with("_ADDR")
                 || name.starts_with("LAB_")
+                || name.starts_with("GRPC_")
                 || SERVICES
                     .iter()
                     .any(|(_, prefix)| name.starts_with(&format!("{prefix}_")));
@@ -332,7 +396,21 @@ impl ProcessMesh {
             .iter()
             .find(|replica| replica.service == service && replica.child.lock().unwrap().is_some())
             .unwrap_or_else(|| panic!("no live replica of {service}"));
-        format!("http://{}", replica.grpc)
+        match self.tls {
+            Some(_) => format!("https://{TLS_HOST}:{}", replica.grpc.port()),
+            None => format!("http://{}", replica.grpc),
+        }
+    }
+
+    /// The plaintext health port of replica `index` of `service` (a domain service of a mesh
+    /// over TLS).
+    pub fn health_addr(&self, service: &str, index: usize) -> Option<SocketAddr> {
+        self.replicas[self.position(service, index)].health
+    }
+
+    /// The CA bundle of a mesh over TLS.
+    pub fn ca_file(&self) -> Option<&std::path::Path> {
+        self.tls.as_ref().map(|tls| tls.ca.as_path())
     }
 
     /// The Prometheus endpoint of replica `index` of `service`.
@@ -357,6 +435,16 @@ impl ProcessMesh {
         }
         argv.push("--credential".to_owned());
         argv.push(credential.to_owned());
+        if let Some(tls) = &self.tls {
+            for (flag, path) in [
+                ("--ca-file", &tls.ca),
+                ("--client-cert-file", &tls.operator.0),
+                ("--client-key-file", &tls.operator.1),
+            ] {
+                argv.push(flag.to_owned());
+                argv.push(path.display().to_string());
+            }
+        }
         argv.extend(args.iter().map(|arg| (*arg).to_owned()));
         argv
     }

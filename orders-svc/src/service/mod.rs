@@ -47,11 +47,12 @@ impl OrdersService {
     ) -> anyhow::Result<Self> {
         let idempotency = IdempotencyStore::new(crate::SCHEMA)
             .with_timing(settings.idempotency.lease, settings.idempotency.wait);
+        let tls = settings.common.grpc_tls.as_ref();
         Ok(Self {
             pool,
             idempotency,
-            catalog: CatalogServiceClient::new(platform::grpc::lazy_channel(&settings.catalog_addr)?),
-            payments: PaymentsServiceClient::new(platform::grpc::lazy_channel(&settings.payments_addr)?),
+            catalog: CatalogServiceClient::new(platform::grpc::lazy_channel(&settings.catalog_addr, tls)?),
+            payments: PaymentsServiceClient::new(platform::grpc::lazy_channel(&settings.payments_addr, tls)?),
             tokens,
             label_links,
         })

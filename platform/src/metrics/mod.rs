@@ -168,6 +168,8 @@ pub struct Metrics {
     pub webhook_delivery_duration: HistogramFamily<DeliveryLabels>,
     pub payment_settlements: Family<SettlementLabels, Counter>,
     pub stablecoin_chain_mismatch: Family<ChainProviderLabels, Gauge>,
+    /// When the gRPC TLS certificate a process loaded at start expires (Unix seconds).
+    pub grpc_tls_certificate_expiry: Family<ServiceLabels, Gauge>,
 }
 
 impl Metrics {
@@ -194,6 +196,7 @@ impl Metrics {
             webhook_delivery_duration: Family::new_with_constructor(latency_histogram),
             payment_settlements: Family::default(),
             stablecoin_chain_mismatch: Family::default(),
+            grpc_tls_certificate_expiry: Family::default(),
         };
         registry.register(
             "rpc_server_requests",
@@ -294,6 +297,12 @@ impl Metrics {
             "stablecoin_chain_mismatch",
             "Stablecoin rails of this process halted because this provider's eth_chainId is not the configured chain (1 while a deployment's rail is halted, else 0)",
             metrics.stablecoin_chain_mismatch.clone(),
+        );
+        registry.register_with_unit(
+            "grpc_tls_certificate_expiry_timestamp",
+            "When the gRPC TLS certificate the process loaded at start expires (Unix time); a renewed certificate takes effect at the next restart",
+            Unit::Seconds,
+            metrics.grpc_tls_certificate_expiry.clone(),
         );
         Self { registry, ..metrics }
     }

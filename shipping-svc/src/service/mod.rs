@@ -61,12 +61,13 @@ impl ShippingService {
         signing_key: Vec<u8>,
         mailer: Mailer,
     ) -> anyhow::Result<Self> {
+        let tls = settings.common.grpc_tls.as_ref();
         Ok(Self {
             pool,
             carrier: Arc::new(carrier),
-            catalog: CatalogServiceClient::new(platform::grpc::lazy_channel(&settings.catalog_addr)?),
-            payments: PaymentsServiceClient::new(platform::grpc::lazy_channel(&settings.payments_addr)?),
-            identity: IdentityServiceClient::new(platform::grpc::lazy_channel(&settings.identity_addr)?),
+            catalog: CatalogServiceClient::new(platform::grpc::lazy_channel(&settings.catalog_addr, tls)?),
+            payments: PaymentsServiceClient::new(platform::grpc::lazy_channel(&settings.payments_addr, tls)?),
+            identity: IdentityServiceClient::new(platform::grpc::lazy_channel(&settings.identity_addr, tls)?),
             tokens,
             lab_address: Arc::new(settings.lab_address.clone()),
             label_links: LabelLinks::new(
@@ -81,9 +82,14 @@ impl ShippingService {
         })
     }
 
-    /// The same use cases with the identity client pointed at `address`.
-    pub fn with_identity_addr(mut self, address: &str) -> anyhow::Result<Self> {
-        self.identity = IdentityServiceClient::new(platform::grpc::lazy_channel(address)?);
+    /// The same use cases with the identity client pointed at `address` (over `tls`, the
+    /// process's own).
+    pub fn with_identity_addr(
+        mut self,
+        address: &str,
+        tls: Option<&platform::grpc::tls::MeshTls>,
+    ) -> anyhow::Result<Self> {
+        self.identity = IdentityServiceClient::new(platform::grpc::lazy_channel(address, tls)?);
         Ok(self)
     }
 

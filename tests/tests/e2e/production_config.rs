@@ -4,7 +4,8 @@
 //! and refuses to start (non-zero exit, an error naming the variable) when any one of them is
 //! missing, when it holds a refused value (sandbox processor or carrier, loopback webhook
 //! targets, a site URL that is not public https), or when a secret is one committed to this
-//! repository or too short. The same table is what `deploy/k8s/check_manifests.py` holds every
+//! repository or too short, or its gRPC TLS certificate is unusable (another CA's, expired). The
+//! same table is what `deploy/k8s/check_manifests.py` holds every
 //! non-development render to.
 
 use futures::StreamExt;
@@ -47,11 +48,20 @@ fn random_text(length: usize) -> String {
 }
 
 /// Secrets generated for this run: one token key per process (all in one trust set), the COA
-/// key, and fresh random values for everything else.
+/// key, a gRPC TLS certificate per process of one throw-away CA (files in `tls_dir`), and fresh
+/// random values for everything else.
 struct Secrets {
     token_keys: BTreeMap<String, String>,
     trusted_keys: String,
     coa_key: String,
+    pki: platform::testing::pki::TestPki,
+    tls_dir: std::path::PathBuf,
+}
+
+impl Drop for Secrets {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.tls_dir);
+    }
 }
 
 impl Secrets {
@@ -64,11 +74,25 @@ impl Secrets {
             token_keys.insert(process.clone(), private.expose_secret().to_owned());
         }
         let (_, coa) = SigningKey::generate("results-svc-coa-production-test");
+        let pki = platform::testing::pki::TestPki::new("production test mesh CA");
+        let tls_dir = std::env::temp_dir().join(format!("lab-production-tls-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&tls_dir).expect("a certificate directory");
+        pki.write_ca(&tls_dir.join("ca.crt"));
+        for process in table.processes.keys() {
+            pki.peer(&[process.as_str(), &format!("{process}-peers")])
+                .write(&tls_dir, process);
+        }
         Self {
             token_keys,
             trusted_keys: serde_json::json!({ "keys": public }).to_string(),
             coa_key: coa.expose_secret().to_owned(),
+            pki,
+            tls_dir,
         }
+    }
+
+    fn tls_file(&self, name: &str) -> String {
+        self.tls_dir.join(name).display().to_string()
     }
 
     fn value(&self, process: &str, name: &str, kind: &str) -> String {
@@ -83,6 +107,9 @@ impl Secrets {
                 )
             }
             (_, "smtp") => format!("smtp://mailer:{}@127.0.0.1:2525", random_text(24)),
+            (_, "tls-cert") => self.tls_file(&format!("{process}.crt")),
+            (_, "tls-key") => self.tls_file(&format!("{process}.key")),
+            (_, "tls-ca") => self.tls_file("ca.crt"),
             _ => random_text(48),
         }
     }
@@ -458,4 +485,33 @@ async fn a_coa_key_whose_public_part_does_not_match_its_private_part_or_an_unsou
         &with(&env, "RESULTS_COA_PREVIOUS_KEYS", &set(vec![previous_public])),
     )
     .await;
+}
+
+#[tokio::test]
+async fn a_process_refuses_to_start_with_a_grpc_certificate_of_another_ca_or_an_expired_one() {
+    let table = table();
+    let secrets = Secrets::generate(&table);
+    let database_url = platform::testing::fresh_database().await;
+    let env = production_env(&table, &secrets, "orders-svc", &database_url);
+    let stranger = platform::testing::pki::TestPki::new("another CA");
+    let foreign = stranger.peer(&["orders-svc"]).write(&secrets.tls_dir, "foreign");
+    let expired = secrets
+        .pki
+        .peer_until(&["orders-svc"], (2020, 1, 1))
+        .write(&secrets.tls_dir, "expired");
+    for ((cert, key), case) in [(foreign, "of another CA"), (expired, "expired")] {
+        let changed = with(
+            &with(&env, "GRPC_TLS_CERT_FILE", &cert.display().to_string()),
+            "GRPC_TLS_KEY_FILE",
+            &key.display().to_string(),
+        );
+        refuses(
+            "orders-svc",
+            changed,
+            vec!["GRPC_TLS_CERT_FILE".to_owned()],
+            format!("with a gRPC certificate {case}"),
+        )
+        .await
+        .unwrap_or_else(|failure| panic!("{failure}"));
+    }
 }
