@@ -240,6 +240,8 @@ pub fn principal_of(key: &ApiKey) -> Principal {
         scopes: key.scopes.clone(),
         roles: Vec::new(),
         spend_limit_cents: key.spend_limit_cents,
+        operator_id: None,
+        credential_id: None,
     }
 }
 

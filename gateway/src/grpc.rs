@@ -8,7 +8,7 @@ use crate::service::IdentityService;
 use crate::staff::StaffService;
 use platform::access::{self, AccessTable};
 use platform::error::{ApiError, ErrorCode};
-use platform::principal::roles;
+use platform::principal::{OperatorRef, roles};
 use platform::time::to_timestamp;
 use proto::identity as pb;
 use proto::identity::identity_service_server::IdentityService as IdentityRpc;
@@ -21,6 +21,7 @@ const ADMIN: access::Rule = access::staff(roles::IDENTITY_ADMIN);
 pub const ACCESS: AccessTable = &[
     ("IssueStaffToken", access::PUBLIC),
     ("CreateOperator", ADMIN),
+    ("ApproveOperator", ADMIN),
     ("ListOperators", ADMIN),
     ("RotateOperatorCredential", ADMIN),
     ("DisableOperator", ADMIN),
@@ -46,8 +47,8 @@ impl IdentityGrpc {
 }
 
 /// The operator calling (the access layer admitted only operators with `identity.admin`).
-fn operator<T>(request: &Request<T>) -> Result<String, Status> {
-    Ok(platform::grpc::principal(request)?.subject)
+fn operator<T>(request: &Request<T>) -> Result<OperatorRef, Status> {
+    Ok(platform::grpc::principal(request)?.operator()?)
 }
 
 #[tonic::async_trait]
@@ -77,7 +78,22 @@ impl IdentityRpc for IdentityGrpc {
         let created = self.staff.create_operator(&by, &body.name, &body.roles).await?;
         Ok(Response::new(pb::CreateOperatorResponse {
             operator: Some(operator_to_proto(created.operator)),
-            credential: created.credential.expose_secret().to_owned(),
+            credential: created
+                .credential
+                .map(|credential| credential.expose_secret().to_owned())
+                .unwrap_or_default(),
+        }))
+    }
+
+    async fn approve_operator(
+        &self,
+        request: Request<pb::ApproveOperatorRequest>,
+    ) -> Result<Response<pb::ApproveOperatorResponse>, Status> {
+        let by = operator(&request)?;
+        let approved = self.staff.approve_operator(&by, &request.get_ref().name).await?;
+        Ok(Response::new(pb::ApproveOperatorResponse {
+            operator: Some(operator_to_proto(approved.operator)),
+            credential: approved.credential.expose_secret().to_owned(),
         }))
     }
 
@@ -120,7 +136,7 @@ impl IdentityRpc for IdentityGrpc {
     ) -> Result<Response<pb::CreateCustomerResponse>, Status> {
         let operator = operator(&request)?;
         let new = NewCustomer::parse(&request.get_ref().name, &request.get_ref().email)?;
-        let (customer, created) = self.service.create_customer(&operator, new).await?;
+        let (customer, created) = self.service.create_customer(&operator.name, new).await?;
         Ok(Response::new(pb::CreateCustomerResponse {
             customer: Some(customer_to_proto(customer)),
             created,
@@ -164,7 +180,7 @@ impl IdentityRpc for IdentityGrpc {
             &body.scopes,
             body.spend_limit_cents,
         )?;
-        let created = self.service.create_api_key(&operator, new).await?;
+        let created = self.service.create_api_key(&operator.name, new).await?;
         Ok(Response::new(pb::CreateApiKeyResponse {
             key: Some(key_to_proto(created.key)),
             plaintext: created.plaintext.expose_secret().to_owned(),
@@ -189,7 +205,7 @@ impl IdentityRpc for IdentityGrpc {
         let operator = operator(&request)?;
         let key = self
             .service
-            .revoke_api_key(&operator, KeyRef::parse(&request.get_ref().key)?)
+            .revoke_api_key(&operator.name, KeyRef::parse(&request.get_ref().key)?)
             .await?;
         Ok(Response::new(pb::RevokeApiKeyResponse {
             key: Some(key_to_proto(key)),
@@ -198,14 +214,21 @@ impl IdentityRpc for IdentityGrpc {
 }
 
 fn operator_to_proto(operator: Operator) -> pb::Operator {
+    let status = match operator.disabled_at {
+        Some(_) => "disabled",
+        None => operator.status.as_str(),
+    };
     pb::Operator {
         id: operator.id.to_string(),
         name: operator.name,
         roles: operator.roles,
-        public_id: operator.public_id,
+        public_id: operator.public_id.unwrap_or_default(),
         created_at: Some(to_timestamp(operator.created_at)),
         created_by: operator.created_by,
         disabled_at: operator.disabled_at.map(to_timestamp),
+        status: status.to_owned(),
+        approved_by: operator.approved_by,
+        approved_at: operator.approved_at.map(to_timestamp),
     }
 }
 

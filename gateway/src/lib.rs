@@ -57,9 +57,10 @@ pub const SERVICE_NAME: &str = platform::mesh::GATEWAY;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 
-/// Registers the first operator of a deployment (`gateway bootstrap-operator NAME [ROLES]`) and
-/// returns their credential, which is shown once: connects and migrates the database with the
-/// gateway's settings, refuses when operators already exist.
+/// Registers one of the first two admins of a deployment (`gateway bootstrap-operator NAME
+/// [ROLES]`) and returns their credential, which is shown once: connects and migrates the
+/// database with the gateway's settings, refuses once two enabled admins exist (further admins
+/// and QA officers need a second admin's approval) and refuses lab roles.
 pub async fn bootstrap_operator(settings: &Settings, name: &str, roles: &[String]) -> anyhow::Result<String> {
     let common = &settings.common;
     let pepper = platform::config::refuse_development_secret(
@@ -87,8 +88,10 @@ pub struct Application {
     http_listener: TcpListener,
     grpc_listener: TcpListener,
     staff: staff::StaffService,
-    /// Verifies the staff tokens of the internal APIs.
+    /// Verifies the staff tokens of the internal APIs (and refuses revoked ones).
     verifier: platform::tokens::TokenVerifier,
+    /// Keeps this replica's revocation list current from the database and writes it to Redis.
+    revocation_announcer: staff::revocations::Announcer,
 }
 
 impl Application {
@@ -114,21 +117,28 @@ impl Application {
         }
         let pool = platform::db::connect(&common.database_url, common.database_max_connections).await?;
         platform::db::migrate(&pool, &MIGRATOR).await?;
-        let staff = staff::StaffService::new(
-            pool.clone(),
-            settings.api_key_pepper.clone(),
-            issuer.clone(),
-            common.dev_mode,
-        );
-        if common.dev_mode {
-            staff.ensure_development_operator().await?;
-        }
         let redis = platform::db::redis_client(&common.redis_url)?;
         let manager_config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_millis(500)))
             .set_response_timeout(Some(Duration::from_millis(500)))
             .set_number_of_retries(1);
         let manager = redis::aio::ConnectionManager::new_lazy_with_config(redis.clone(), manager_config)?;
+        // The gateway owns the revocations: its list comes from its own database.
+        let staff_revocations = platform::tokens::StaffRevocations::new();
+        let verifier = tokens.verifier.with_staff_revocations(staff_revocations.clone());
+        let revocation_announcer =
+            staff::revocations::Announcer::new(manager.clone(), &common.stream_prefix, staff_revocations);
+        revocation_announcer.read(&pool).await;
+        let staff = staff::StaffService::new(
+            pool.clone(),
+            settings.api_key_pepper.clone(),
+            issuer.clone(),
+            common.dev_mode,
+            revocation_announcer.clone(),
+        );
+        if common.dev_mode {
+            staff.ensure_development_operator().await?;
+        }
         let front_door = &settings.front_door;
         let authenticator = Authenticator::new(
             pool.clone(),
@@ -202,7 +212,8 @@ impl Application {
             http_listener,
             grpc_listener,
             staff,
-            verifier: tokens.verifier,
+            verifier,
+            revocation_announcer,
         })
     }
 
@@ -273,6 +284,8 @@ impl Application {
             Box::pin(std::future::ready(()))
         });
         let subscriber = tokio::spawn(self.subscriber.run(shutdown.clone()));
+        let revocation_announcer =
+            tokio::spawn(self.revocation_announcer.run(self.pool.clone(), shutdown.clone()));
         // The identity and operations APIs over mutual TLS when configured, like every service.
         let grpc_router = platform::grpc::server_builder()
             .tls(self.settings.common.grpc_tls.clone())
@@ -321,6 +334,7 @@ impl Application {
         platform::shutdown::drain(SERVICE_NAME, async {
             let _ = probe.await;
             let _ = subscriber.await;
+            let _ = revocation_announcer.await;
         })
         .await;
         outcome

@@ -1,6 +1,7 @@
 //! gateway process: telemetry, settings, build, serve REST and identity gRPC until SIGTERM or
-//! SIGINT. `gateway bootstrap-operator NAME [ROLE,…|all]` instead registers a deployment's first
-//! lab operator and prints their credential once.
+//! SIGINT. `gateway bootstrap-operator NAME [ROLE,…|all]` instead registers one of a
+//! deployment's first two admins (`identity.admin`, no lab role; `all` is every role but the lab
+//! roles) and prints their credential once.
 
 use gateway::{SERVICE_NAME, Settings};
 

@@ -214,19 +214,25 @@ pub enum ShipmentsCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum OperatorsCommand {
-    /// Registers an operator with roles and prints their credential once.
+    /// Registers an operator with roles and prints their credential once. An operator holding
+    /// lab.qa or identity.admin is created pending, without a credential, until another admin
+    /// approves it (`operators approve`).
     Create {
         name: String,
         /// Comma-separated roles (catalog.admin, payments.admin, identity.admin, webhooks.admin,
-        /// lab.technician, lab.analyst, lab.qa, shipping.admin), or "all".
+        /// shipping.admin, lab.technician, lab.analyst, lab.qa), or "all" (every role but the lab
+        /// roles). identity.admin and lab roles never go together.
         #[arg(long)]
         roles: String,
     },
+    /// Approves a pending operator registered by another admin and prints its credential once.
+    Approve { name: String },
     /// Lists operators (never their credentials).
     List,
     /// Replaces an operator's credential and prints the new one once.
     Rotate { name: String },
-    /// Disables an operator; their credential stops working at once.
+    /// Disables an operator; their credential stops working at once, and the staff tokens
+    /// already issued to them within seconds.
     Disable { name: String },
 }
 

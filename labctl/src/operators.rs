@@ -1,4 +1,5 @@
-//! `labctl operators`: register, list, rotate and disable lab operators (role `identity.admin`).
+//! `labctl operators`: register, approve, list, rotate and disable lab operators (role
+//! `identity.admin`).
 
 use crate::Connection;
 use crate::OperatorsCommand;
@@ -9,14 +10,25 @@ use serde_json::{Value, json};
 fn operator_json(operator: &proto::identity::Operator) -> Value {
     json!({
         "id": operator.id, "name": operator.name, "roles": operator.roles, "publicId": operator.public_id,
-        "createdAt": timestamp(operator.created_at.as_ref()), "createdBy": operator.created_by,
+        "status": operator.status, "createdAt": timestamp(operator.created_at.as_ref()),
+        "createdBy": operator.created_by, "approvedBy": operator.approved_by,
+        "approvedAt": timestamp(operator.approved_at.as_ref()),
         "disabledAt": timestamp(operator.disabled_at.as_ref()),
     })
 }
 
 fn with_credential(operator: Option<proto::identity::Operator>, credential: String) -> anyhow::Result<Value> {
-    let mut value = operator_json(&operator.context("the gateway returned no operator")?);
-    value["credential"] = json!(credential);
+    let operator = operator.context("the gateway returned no operator")?;
+    let mut value = operator_json(&operator);
+    if credential.is_empty() {
+        value["credential"] = Value::Null;
+        value["next"] = json!(format!(
+            "another admin approves with `labctl operators approve {}` and receives the credential",
+            operator.name
+        ));
+    } else {
+        value["credential"] = json!(credential);
+    }
     Ok(value)
 }
 
@@ -33,6 +45,15 @@ pub async fn execute(
             let message = proto::identity::CreateOperatorRequest { name, roles };
             let response = client
                 .create_operator(request(message, token))
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            with_credential(response.operator, response.credential)
+        }
+        OperatorsCommand::Approve { name } => {
+            let message = proto::identity::ApproveOperatorRequest { name };
+            let response = client
+                .approve_operator(request(message, token))
                 .await
                 .map_err(status_error)?
                 .into_inner();

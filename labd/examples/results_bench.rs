@@ -283,6 +283,7 @@ fn render_times(renders: usize) -> (f64, f64) {
         method: "HPLC-UV (USP <621>)".into(),
         instrument: "HPLC-02".into(),
         analyst: "bench-analyst".into(),
+        analyst_id: None,
         measured_at: now,
     };
     let coa = Coa {
@@ -297,7 +298,9 @@ fn render_times(renders: usize) -> (f64, f64) {
         version: 1,
         status: CoaStatus::Published,
         submitted_by: Some("bench-analyst".into()),
+        submitted_by_id: None,
         approved_by: Some("bench-qa".into()),
+        approved_by_id: None,
         approved_at: Some(now),
         published_at: Some(now),
         retracted_at: None,

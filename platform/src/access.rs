@@ -294,6 +294,8 @@ mod tests {
             scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
             roles: vec![],
             spend_limit_cents: None,
+            operator_id: None,
+            credential_id: None,
         }
     }
 
@@ -305,6 +307,8 @@ mod tests {
             scopes: vec![],
             roles: roles.iter().map(|s| (*s).to_owned()).collect(),
             spend_limit_cents: None,
+            operator_id: Some(Uuid::nil()),
+            credential_id: None,
         }
     }
 

@@ -239,6 +239,8 @@ mod tests {
             scopes: vec!["orders:write".into()],
             roles: vec![],
             spend_limit_cents: None,
+            operator_id: None,
+            credential_id: None,
         }
     }
 

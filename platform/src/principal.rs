@@ -38,6 +38,8 @@ pub mod roles {
     pub const LAB_ANALYST: &str = "lab.analyst";
     /// Approve or send back results, publish, retract and amend COAs (results-svc).
     pub const LAB_QA: &str = "lab.qa";
+    /// The prefix of the lab roles, which an operator holding `identity.admin` never holds.
+    pub const LAB_PREFIX: &str = "lab.";
     /// Every role an operator can hold.
     pub const ALL: [&str; 8] = [
         CATALOG_ADMIN,
@@ -68,6 +70,21 @@ pub struct Principal {
     /// Largest order total the key may commit, in cents (customer principals).
     #[serde(default)]
     pub spend_limit_cents: Option<i64>,
+    /// The operator's stable id (staff principals; required there): four eyes and revocation
+    /// compare it, never the name. Absent from customer and service tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_id: Option<Uuid>,
+    /// Public id of the credential a staff token was issued for (never the secret): rotating
+    /// the credential revokes the tokens issued for the old one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential_id: Option<String>,
+}
+
+/// The operator a staff principal names: stable id and (audit) name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperatorRef {
+    pub id: Uuid,
+    pub name: String,
 }
 
 impl Principal {
@@ -80,6 +97,42 @@ impl Principal {
             scopes: Vec::new(),
             roles: Vec::new(),
             spend_limit_cents: None,
+            operator_id: None,
+            credential_id: None,
+        }
+    }
+
+    /// The operator `name` (id `operator_id`) holding `roles`, for a token issued for the
+    /// credential with public id `credential_id`.
+    pub fn staff(name: &str, operator_id: Uuid, credential_id: Option<String>, roles: Vec<String>) -> Self {
+        Self {
+            kind: PrincipalKind::Staff,
+            subject: name.to_owned(),
+            customer_id: None,
+            scopes: Vec::new(),
+            roles,
+            spend_limit_cents: None,
+            operator_id: Some(operator_id),
+            credential_id,
+        }
+    }
+
+    /// The operator a staff principal names; `forbidden` for other principals and
+    /// `unauthenticated` for a staff principal without an operator id.
+    pub fn operator(&self) -> Result<OperatorRef, ApiError> {
+        match (self.kind, self.operator_id) {
+            (PrincipalKind::Staff, Some(id)) => Ok(OperatorRef {
+                id,
+                name: self.subject.clone(),
+            }),
+            (PrincipalKind::Staff, None) => Err(ApiError::new(
+                ErrorCode::Unauthenticated,
+                "the staff token names no operator id",
+            )),
+            _ => Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "this operation is for operators",
+            )),
         }
     }
 
@@ -100,17 +153,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn customer_and_service_principals_carry_no_operator_fields_on_the_wire() {
+        let service = serde_json::to_value(Principal::service("orders-svc", Some(Uuid::nil()))).unwrap();
+        assert!(service.get("operator_id").is_none() && service.get("credential_id").is_none());
+        let staff = Principal::staff("alice", Uuid::nil(), Some("pub1".into()), vec![]);
+        let wire = serde_json::to_value(&staff).unwrap();
+        assert_eq!(wire["operator_id"], Uuid::nil().to_string());
+        assert_eq!(serde_json::from_value::<Principal>(wire).unwrap(), staff);
+    }
+
+    #[test]
     fn a_customer_or_service_principal_acts_for_its_customer_and_staff_for_none() {
         let service = Principal::service("orders-svc", Some(Uuid::nil()));
         assert_eq!(service.customer().unwrap(), Uuid::nil());
-        let staff = Principal {
-            kind: PrincipalKind::Staff,
-            subject: "alice".into(),
-            customer_id: None,
-            scopes: vec![],
-            roles: vec![roles::PAYMENTS_ADMIN.into()],
-            spend_limit_cents: None,
-        };
+        let id = Uuid::now_v7();
+        let staff = Principal::staff("alice", id, None, vec![roles::PAYMENTS_ADMIN.into()]);
         assert_eq!(staff.customer().unwrap_err().code, ErrorCode::Forbidden);
+        assert_eq!(staff.operator().unwrap().id, id);
+        assert_eq!(service.operator().unwrap_err().code, ErrorCode::Forbidden);
     }
 }

@@ -1,11 +1,13 @@
-//! The lifecycle every domain service shares: connect and migrate its schema, bind its gRPC
-//! listener, then serve with the background workers every service runs (health probe, outbox
-//! relay, housekeeping) plus its own (stream consumers), and drain them all on shutdown.
+//! The lifecycle every domain service shares: connect and migrate its schema, read the operator
+//! revocation list, bind its gRPC listener, then serve with the background workers every
+//! service runs (health probe, outbox relay, housekeeping, revocation watcher) plus its own
+//! (stream consumers), and drain them all on shutdown.
 
 use crate::config::CommonSettings;
 use crate::event_signing::{EventSigner, EventVerifier};
 use crate::outbox::{Outbox, OutboxRelay};
-use crate::tokens::{ProcessTokens, TokenIssuer, TokenVerifier};
+use crate::tokens::revocations::Watcher;
+use crate::tokens::{ProcessTokens, StaffRevocations, TokenIssuer, TokenVerifier};
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;
 use std::net::SocketAddr;
@@ -37,19 +39,25 @@ pub struct ServiceBase {
     pub common: CommonSettings,
     pub pool: PgPool,
     tokens: ProcessTokens,
+    /// Keeps the revocation list that the token verifier checks staff tokens against current.
+    revocations: Watcher,
     listener: TcpListener,
     /// The plaintext health listener for Kubernetes' probes (`GRPC_HEALTH_ADDR`), if any.
     health_listener: Option<TcpListener>,
 }
 
 impl ServiceBase {
-    /// Connects (creating the database when missing), migrates and binds the gRPC listener.
+    /// Connects (creating the database when missing), migrates, reads the operator revocation
+    /// list (staff tokens are refused until it has been read) and binds the gRPC listener.
     pub async fn build(
         identity: ServiceIdentity,
         common: &CommonSettings,
         migrator: &Migrator,
     ) -> anyhow::Result<Self> {
-        let tokens = ProcessTokens::load(common, identity.name)?;
+        let mut tokens = ProcessTokens::load(common, identity.name)?;
+        let (verifier, revocations) =
+            staff_revocations(&tokens.verifier, &common.redis_url, &common.stream_prefix).await?;
+        tokens.verifier = verifier;
         if crate::streams::EVENT_DOMAINS.contains(&identity.domain) && tokens.issuer().is_err() {
             anyhow::bail!(
                 "{name} signs the events it emits and needs a signing key: set TOKEN_SIGNING_KEY (a private Ed25519 JWK, `labctl tokens generate-key --issuer {name}`)",
@@ -74,6 +82,7 @@ impl ServiceBase {
             common: common.clone(),
             pool,
             tokens,
+            revocations,
             listener,
             health_listener,
         })
@@ -164,6 +173,7 @@ impl ServiceBase {
         ));
 
         let addr = self.local_addr();
+        tasks.push(tokio::spawn(self.revocations.run(shutdown.clone())));
         if let Some(listener) = self.health_listener {
             // Kubernetes' readiness probe: the same health service, in plaintext, alone.
             let (health, shutdown) = (health.clone(), shutdown.clone());
@@ -189,6 +199,20 @@ impl ServiceBase {
         crate::shutdown::drain(identity.name, futures::future::join_all(tasks)).await;
         served
     }
+}
+
+/// `verifier` checking staff tokens against the operator revocation list of the deployment
+/// `stream_prefix`, read once now (a Redis that does not answer is logged, and staff tokens
+/// are refused until the returned watcher reads it), and the watcher that keeps it current.
+async fn staff_revocations(
+    verifier: &TokenVerifier,
+    redis_url: &str,
+    stream_prefix: &str,
+) -> anyhow::Result<(TokenVerifier, Watcher)> {
+    let list = StaffRevocations::new();
+    let mut watcher = Watcher::new(crate::db::redis_client(redis_url)?, stream_prefix, list.clone());
+    watcher.refresh().await;
+    Ok((verifier.with_staff_revocations(list), watcher))
 }
 
 /// The life of one service process after its telemetry is installed: Prometheus metrics on the

@@ -76,7 +76,7 @@ impl ResultsApi for ResultsGrpc {
         &self,
         request: Request<pb::RecordResultsRequest>,
     ) -> Result<Response<pb::CoaResponse>, Status> {
-        let analyst = principal(&request)?.subject;
+        let analyst = principal(&request)?.operator()?;
         let message = request.into_inner();
         let rows: Vec<UncheckedRow> = message.results.into_iter().map(Into::into).collect();
         answer(
@@ -90,7 +90,7 @@ impl ResultsApi for ResultsGrpc {
         &self,
         request: Request<pb::AccessionRequest>,
     ) -> Result<Response<pb::CoaResponse>, Status> {
-        let analyst = principal(&request)?.subject;
+        let analyst = principal(&request)?.operator()?;
         let accession = &request.get_ref().accession_number;
         answer(self.results.submit_results(&analyst, accession).await)
     }
@@ -99,7 +99,7 @@ impl ResultsApi for ResultsGrpc {
         &self,
         request: Request<pb::AccessionRequest>,
     ) -> Result<Response<pb::CoaResponse>, Status> {
-        let approver = principal(&request)?.subject;
+        let approver = principal(&request)?.operator()?;
         let accession = &request.get_ref().accession_number;
         answer(self.results.approve_results(&approver, accession).await)
     }

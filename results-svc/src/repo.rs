@@ -14,13 +14,14 @@ macro_rules! select_coas {
     ($tail:literal) => {
         concat!(
             "SELECT c.id, c.submission_id, c.accession_number, c.customer_id, c.order_id, s.order_number, \
-               s.compound, s.lot_number, c.version, c.status, c.submitted_by, c.approved_by, c.approved_at, \
+               s.compound, s.lot_number, c.version, c.status, c.submitted_by, c.submitted_by_id, c.approved_by, \
+               c.approved_by_id, c.approved_at, \
                c.published_at, c.retracted_at, c.retraction_reason, c.send_back_reason, c.amends, \
                c.amendment_reason, c.superseded_by, c.verification_code, c.signed_content, c.signature, \
                c.signing_key_id, s.received_at, s.testing_started_at, c.created_at, \
                (SELECT json_agg(r ORDER BY r.position) FROM ( \
                   SELECT position, analyte, test_id, value, qualifier, unit, loq, lod, specification, outcome, \
-                         method, instrument, analyst, measured_at \
+                         method, instrument, analyst, analyst_id, measured_at \
                   FROM results.analyte_results WHERE coa_id = c.id) r) AS rows \
              FROM results.coas c JOIN results.samples s ON s.accession_number = c.accession_number ",
             $tail
@@ -248,7 +249,8 @@ pub async fn update_coa(
         "UPDATE results.coas SET status = $2, submission_id = $3, submitted_by = $4, \
            submitted_at = COALESCE($5, submitted_at), approved_by = $6, approved_at = $7, published_at = $8, \
            retracted_at = $9, retraction_reason = $10, send_back_reason = $11, superseded_by = $12, \
-           signed_content = $13, signature = $14, signing_key_id = $15, updated_at = now() \
+           signed_content = $13, signature = $14, signing_key_id = $15, submitted_by_id = $16, \
+           approved_by_id = $17, updated_at = now() \
          WHERE id = $1",
     )
     .bind(coa.id)
@@ -266,6 +268,8 @@ pub async fn update_coa(
     .bind(&coa.signed_content)
     .bind(&coa.signature)
     .bind(&coa.signing_key_id)
+    .bind(coa.submitted_by_id)
+    .bind(coa.approved_by_id)
     .execute(conn)
     .await?;
     Ok(())
@@ -281,13 +285,14 @@ pub async fn upsert_rows(
     for row in rows {
         sqlx::query(
             "INSERT INTO results.analyte_results (coa_id, customer_id, position, analyte, test_id, value, qualifier, \
-               unit, loq, lod, specification, outcome, method, instrument, analyst, measured_at) \
+               unit, loq, lod, specification, outcome, method, instrument, analyst, measured_at, analyst_id) \
              VALUES ($1, $2, (SELECT COALESCE(max(position), 0) + 1 FROM results.analyte_results WHERE coa_id = $1), \
-               $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+               $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
              ON CONFLICT (coa_id, analyte) DO UPDATE SET test_id = EXCLUDED.test_id, value = EXCLUDED.value, \
                qualifier = EXCLUDED.qualifier, unit = EXCLUDED.unit, loq = EXCLUDED.loq, lod = EXCLUDED.lod, \
                specification = EXCLUDED.specification, outcome = EXCLUDED.outcome, method = EXCLUDED.method, \
-               instrument = EXCLUDED.instrument, analyst = EXCLUDED.analyst, measured_at = EXCLUDED.measured_at",
+               instrument = EXCLUDED.instrument, analyst = EXCLUDED.analyst, measured_at = EXCLUDED.measured_at, \
+               analyst_id = EXCLUDED.analyst_id",
         )
         .bind(coa_id)
         .bind(customer_id)
@@ -304,6 +309,7 @@ pub async fn upsert_rows(
         .bind(&row.instrument)
         .bind(&row.analyst)
         .bind(row.measured_at)
+        .bind(row.analyst_id)
         .execute(&mut *conn)
         .await?;
     }
@@ -436,7 +442,9 @@ struct CoaRow {
     version: i32,
     status: String,
     submitted_by: Option<String>,
+    submitted_by_id: Option<Uuid>,
     approved_by: Option<String>,
+    approved_by_id: Option<Uuid>,
     approved_at: Option<DateTime<Utc>>,
     published_at: Option<DateTime<Utc>>,
     retracted_at: Option<DateTime<Utc>>,
@@ -469,6 +477,8 @@ struct RowJson {
     method: String,
     instrument: String,
     analyst: String,
+    #[serde(default)]
+    analyst_id: Option<Uuid>,
     measured_at: DateTime<Utc>,
 }
 
@@ -488,7 +498,9 @@ impl CoaRow {
             version: self.version,
             status,
             submitted_by: self.submitted_by,
+            submitted_by_id: self.submitted_by_id,
             approved_by: self.approved_by,
+            approved_by_id: self.approved_by_id,
             approved_at: self.approved_at,
             published_at: self.published_at,
             retracted_at: self.retracted_at,
@@ -522,6 +534,7 @@ impl CoaRow {
                     method: row.method,
                     instrument: row.instrument,
                     analyst: row.analyst,
+                    analyst_id: row.analyst_id,
                     measured_at: row.measured_at,
                 })
                 .collect(),

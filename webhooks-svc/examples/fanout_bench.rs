@@ -202,6 +202,8 @@ async fn register(bench: &Bench, customer: Uuid, path: &str) -> anyhow::Result<(
         scopes: vec!["webhooks:write".into(), "orders:read".into()],
         roles: vec![],
         spend_limit_cents: None,
+        operator_id: None,
+        credential_id: None,
     });
     let request = pb::CreateEndpointRequest {
         url: bench.receiver.url(path),

@@ -84,6 +84,8 @@ impl TestApp {
             scopes: scopes.iter().map(|scope| (*scope).to_owned()).collect(),
             roles: Vec::new(),
             spend_limit_cents: None,
+            operator_id: None,
+            credential_id: None,
         })
     }
 
@@ -94,14 +96,7 @@ impl TestApp {
 
     /// A staff token holding `roles`.
     pub fn staff_token(&self, roles: &[&str]) -> String {
-        self.keys.mint(&Principal {
-            kind: PrincipalKind::Staff,
-            subject: "alice".into(),
-            customer_id: None,
-            scopes: Vec::new(),
-            roles: roles.iter().map(|role| (*role).to_owned()).collect(),
-            spend_limit_cents: None,
-        })
+        self.keys.staff("alice", roles)
     }
 
     pub async fn import_as(

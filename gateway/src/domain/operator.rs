@@ -1,6 +1,7 @@
 //! Lab operators: their credential format `lab_op_<public-id>_<secret>` (the API-key format under
-//! another prefix, with the same peppered verifier), their validated names and roles, and the
-//! published development operator that exists only in development mode.
+//! another prefix, with the same peppered verifier), their validated names and roles, the rules
+//! on roles (an admin never works in the lab; a QA officer or an admin needs a second admin's
+//! approval) and the published development operator that exists only in development mode.
 
 use platform::error::{ApiError, ErrorCode};
 use platform::principal::roles;
@@ -17,16 +18,89 @@ pub const DEV_OPERATOR_CREDENTIAL: &str = "lab_op_devoperator00000_DevelopmentOp
 /// Longest operator name.
 const MAX_NAME_CHARS: usize = 64;
 
+/// Whether an operator can act yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OperatorStatus {
+    /// Registered by one admin, waiting for a second admin's approval; no credential exists.
+    Pending,
+    /// Holds a credential.
+    Active,
+}
+
+impl OperatorStatus {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OperatorStatus::Pending => "pending",
+            OperatorStatus::Active => "active",
+        }
+    }
+
+    /// Reads a stored name.
+    pub fn parse(name: &str) -> Option<Self> {
+        [OperatorStatus::Pending, OperatorStatus::Active]
+            .into_iter()
+            .find(|status| status.as_str() == name)
+    }
+}
+
 /// A registered operator.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Operator {
     pub id: Uuid,
     pub name: String,
-    pub public_id: String,
+    /// The public id of its credential (none while pending).
+    pub public_id: Option<String>,
     pub roles: Vec<String>,
+    pub status: OperatorStatus,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub created_by: String,
+    /// The operator id of the admin who registered it (none: bootstrap or development).
+    pub created_by_id: Option<Uuid>,
+    pub approved_by: Option<String>,
+    pub approved_at: Option<chrono::DateTime<chrono::Utc>>,
     pub disabled_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl Operator {
+    /// True when the operator holds `role`.
+    pub fn holds(&self, role: &str) -> bool {
+        self.roles.iter().any(|held| held == role)
+    }
+}
+
+/// True for the lab roles (`lab.*`).
+pub fn is_lab_role(role: &str) -> bool {
+    role.starts_with(roles::LAB_PREFIX)
+}
+
+/// Separation of duties: an operator holding `identity.admin` holds no lab role, so no admin
+/// can give itself (or an identity it controls alone) a lab role.
+pub fn check_separation(held: &[String]) -> Result<(), ApiError> {
+    let admin = held.iter().any(|role| role == roles::IDENTITY_ADMIN);
+    let lab: Vec<&str> = held
+        .iter()
+        .map(String::as_str)
+        .filter(|role| is_lab_role(role))
+        .collect();
+    if admin && !lab.is_empty() {
+        return Err(ApiError::field(
+            ErrorCode::InvalidRequest,
+            "roles",
+            format!(
+                "an operator holding identity.admin cannot also hold lab roles ({}); register the lab work under another operator",
+                lab.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// True when registering an operator holding `held` needs a second admin's approval: a QA
+/// officer (who approves results) or an admin (who could otherwise approve alone).
+pub fn needs_second_admin(held: &[String]) -> bool {
+    held.iter()
+        .any(|role| role == roles::LAB_QA || role == roles::IDENTITY_ADMIN)
 }
 
 /// Validates an operator name: 1 to 64 characters of lowercase letters, digits, `.`, `-`, `_`
@@ -46,12 +120,17 @@ pub fn parse_name(name: &str) -> Result<String, ApiError> {
     Ok(name.to_owned())
 }
 
-/// Expands and validates role names: `all` means every role; unknown names are refused.
+/// Expands and validates role names: `all` means every role but the lab roles (which no admin
+/// may hold beside `identity.admin`); unknown names are refused.
 pub fn parse_roles(requested: &[String]) -> Result<Vec<String>, ApiError> {
     let mut held: Vec<String> = Vec::new();
     for name in requested.iter().map(|name| name.trim()) {
         if name == "all" {
-            return Ok(roles::ALL.iter().map(|role| (*role).to_owned()).collect());
+            return Ok(roles::ALL
+                .iter()
+                .filter(|role| !is_lab_role(role))
+                .map(|role| (*role).to_owned())
+                .collect());
         }
         if !roles::ALL.contains(&name) {
             return Err(ApiError::field(
@@ -92,12 +171,30 @@ mod tests {
         assert_eq!(parse_name(" alice ").unwrap(), "alice");
         assert!(parse_name("Alice Smith").is_err());
         assert!(parse_name("").is_err());
-        assert_eq!(parse_roles(&["all".into()]).unwrap().len(), roles::ALL.len());
+        let all = parse_roles(&["all".into()]).unwrap();
+        assert!(all.contains(&roles::IDENTITY_ADMIN.to_owned()));
+        assert!(!all.iter().any(|role| is_lab_role(role)), "{all:?}");
         assert_eq!(
             parse_roles(&["payments.admin".into(), "payments.admin".into()]).unwrap(),
             vec!["payments.admin"]
         );
         assert!(parse_roles(&["root".into()]).is_err());
         assert!(parse_roles(&[]).is_err());
+    }
+
+    #[test]
+    fn an_admin_holds_no_lab_role_and_a_qa_officer_or_an_admin_needs_a_second_admin() {
+        let roles_of = |names: &[&str]| names.iter().map(|name| (*name).to_owned()).collect::<Vec<_>>();
+        let error = check_separation(&roles_of(&["identity.admin", "lab.analyst"])).unwrap_err();
+        assert_eq!(error.code, ErrorCode::InvalidRequest);
+        assert!(check_separation(&roles_of(&["identity.admin", "payments.admin"])).is_ok());
+        assert!(check_separation(&roles_of(&["lab.qa", "lab.analyst"])).is_ok());
+        assert!(needs_second_admin(&roles_of(&["lab.qa"])));
+        assert!(needs_second_admin(&roles_of(&["identity.admin"])));
+        assert!(!needs_second_admin(&roles_of(&[
+            "lab.technician",
+            "lab.analyst",
+            "catalog.admin"
+        ])));
     }
 }

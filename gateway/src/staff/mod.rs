@@ -1,18 +1,24 @@
 //! Lab operators and their staff tokens: operators are registered with roles and their own
 //! credential; `IssueStaffToken` exchanges a credential for a short-lived token addressed to one
 //! service that carries only the roles the command asked for, each of which the operator holds.
-//! The token names the operator, so every service's audit trail names the real person.
+//! The token names the operator (name and stable id) and the credential it was issued for, so
+//! every service's audit trail names the real person, four eyes compares operators, and a
+//! disabled operator's or rotated credential's tokens can be revoked ([`revocations`]).
+//! Registering, approving, rotating and disabling operators: [`admin`].
 
+pub mod admin;
 pub mod repo;
+pub mod revocations;
 
 use crate::domain::api_key::{self, PresentedKey};
 use crate::domain::operator::{
     self, CREDENTIAL_PREFIX, DEV_OPERATOR_CREDENTIAL, DEV_OPERATOR_NAME, DEV_OPERATOR_PUBLIC_ID, Operator,
 };
 use chrono::{DateTime, Utc};
-use platform::error::{ApiError, ErrorCode, unique_violation};
-use platform::principal::{Principal, PrincipalKind};
+use platform::error::{ApiError, ErrorCode};
+use platform::principal::{Principal, roles};
 use platform::tokens::{STAFF_TOKEN_TTL, TokenIssuer};
+use revocations::Announcer;
 use secrecy::{ExposeSecret, SecretString};
 use sqlx::PgPool;
 
@@ -36,6 +42,7 @@ pub struct StaffService {
     pepper: SecretString,
     issuer: TokenIssuer,
     dev_mode: bool,
+    announcer: Announcer,
 }
 
 fn refused() -> ApiError {
@@ -46,13 +53,26 @@ fn refused() -> ApiError {
 }
 
 impl StaffService {
-    pub fn new(pool: PgPool, pepper: SecretString, issuer: TokenIssuer, dev_mode: bool) -> Self {
+    pub fn new(
+        pool: PgPool,
+        pepper: SecretString,
+        issuer: TokenIssuer,
+        dev_mode: bool,
+        announcer: Announcer,
+    ) -> Self {
         Self {
             pool,
             pepper,
             issuer,
             dev_mode,
+            announcer,
         }
+    }
+
+    /// True for the development operator in development mode, the one operator exempt from the
+    /// role rules (it holds every role, and registers operators without a second admin).
+    fn is_development_operator(&self, name: &str) -> bool {
+        self.dev_mode && name == DEV_OPERATOR_NAME
     }
 
     /// Exchanges an operator credential for a staff token for `audience` with `roles`.
@@ -88,9 +108,25 @@ impl StaffService {
         } else {
             operator::parse_roles(roles)?
         };
+        self.check_roles(&operator, &requested)?;
+        let principal = Principal::staff(&operator.name, operator.id, operator.public_id.clone(), requested);
+        let token = self.issuer.mint(&principal, audience, STAFF_TOKEN_TTL);
+        tracing::info!(operator = %operator.name, operator_id = %operator.id, audience, roles = ?principal.roles, "staff token issued");
+        let lifetime = chrono::Duration::from_std(STAFF_TOKEN_TTL).unwrap_or_default();
+        Ok(IssuedToken {
+            token,
+            expires_at: platform::time::now() + lifetime,
+            operator: operator.name,
+        })
+    }
+
+    /// `forbidden` when the operator lacks a requested role, or asks for a lab role while it
+    /// holds `identity.admin` (an operator registered so before the rule; the development
+    /// operator in development mode excepted).
+    fn check_roles(&self, operator: &Operator, requested: &[String]) -> Result<(), ApiError> {
         let missing: Vec<&str> = requested
             .iter()
-            .filter(|role| !operator.roles.contains(role))
+            .filter(|role| !operator.holds(role))
             .map(String::as_str)
             .collect();
         if !missing.is_empty() {
@@ -104,89 +140,18 @@ impl StaffService {
             )
             .with_details(serde_json::json!({ "missing": missing })));
         }
-        let principal = Principal {
-            kind: PrincipalKind::Staff,
-            subject: operator.name.clone(),
-            customer_id: None,
-            scopes: Vec::new(),
-            roles: requested,
-            spend_limit_cents: None,
-        };
-        let token = self.issuer.mint(&principal, audience, STAFF_TOKEN_TTL);
-        tracing::info!(operator = %operator.name, audience, roles = ?principal.roles, "staff token issued");
-        let lifetime = chrono::Duration::from_std(STAFF_TOKEN_TTL).unwrap_or_default();
-        Ok(IssuedToken {
-            token,
-            expires_at: platform::time::now() + lifetime,
-            operator: operator.name,
-        })
-    }
-
-    /// Registers an operator; `conflict` when the name is taken.
-    pub async fn create_operator(
-        &self,
-        created_by: &str,
-        name: &str,
-        roles: &[String],
-    ) -> Result<OperatorCredential, ApiError> {
-        let name = operator::parse_name(name)?;
-        let roles = operator::parse_roles(roles)?;
-        let generated =
-            api_key::generate_with_prefix(CREDENTIAL_PREFIX, &self.pepper).map_err(ApiError::internal)?;
-        let row = repo::NewOperatorRow {
-            name: &name,
-            roles: &roles,
-            public_id: &generated.public_id,
-            verifier: &generated.verifier,
-            created_by,
-        };
-        match repo::insert(&self.pool, &row).await {
-            Ok(operator) => {
-                tracing::info!(operator = %operator.name, created_by, roles = ?operator.roles, "operator created");
-                Ok(OperatorCredential {
-                    operator,
-                    credential: generated.plaintext,
-                })
-            }
-            Err(error) if unique_violation(&error).as_deref() == Some(repo::NAME_CONSTRAINT) => {
-                Err(ApiError::field(
-                    ErrorCode::Conflict,
-                    "name",
-                    format!("an operator named {name} exists"),
-                ))
-            }
-            Err(error) => Err(error.into()),
+        let lab_work = requested.iter().any(|role| operator::is_lab_role(role));
+        if lab_work && operator.holds(roles::IDENTITY_ADMIN) && !self.is_development_operator(&operator.name)
+        {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "the operator {} holds identity.admin and cannot act in the lab; register the lab work under another operator",
+                    operator.name
+                ),
+            ));
         }
-    }
-
-    /// Lists operators.
-    pub async fn list_operators(&self) -> Result<Vec<Operator>, ApiError> {
-        Ok(repo::list(&self.pool).await?)
-    }
-
-    /// Replaces an operator's credential.
-    pub async fn rotate_credential(&self, by: &str, name: &str) -> Result<OperatorCredential, ApiError> {
-        let name = operator::parse_name(name)?;
-        let generated =
-            api_key::generate_with_prefix(CREDENTIAL_PREFIX, &self.pepper).map_err(ApiError::internal)?;
-        let operator = repo::replace_credential(&self.pool, &name, &generated.public_id, &generated.verifier)
-            .await?
-            .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "no such operator"))?;
-        tracing::info!(operator = %operator.name, by, "operator credential rotated");
-        Ok(OperatorCredential {
-            operator,
-            credential: generated.plaintext,
-        })
-    }
-
-    /// Disables an operator.
-    pub async fn disable_operator(&self, by: &str, name: &str) -> Result<Operator, ApiError> {
-        let name = operator::parse_name(name)?;
-        let operator = repo::disable(&self.pool, &name, by)
-            .await?
-            .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "no such operator"))?;
-        tracing::info!(operator = %operator.name, by, "operator disabled");
-        Ok(operator)
+        Ok(())
     }
 
     /// In development mode, makes sure the development operator (every role, published
@@ -196,10 +161,7 @@ impl StaffService {
             .ok_or_else(|| anyhow::anyhow!("the development credential is malformed"))?;
         let secret = DEV_OPERATOR_CREDENTIAL.rsplit('_').next().unwrap_or_default();
         let verifier = api_key::compute_verifier(&self.pepper, &presented.public_id, secret);
-        let roles: Vec<String> = platform::principal::roles::ALL
-            .iter()
-            .map(|r| (*r).to_owned())
-            .collect();
+        let roles: Vec<String> = roles::ALL.iter().map(|r| (*r).to_owned()).collect();
         repo::ensure_development_operator(
             &self.pool,
             DEV_OPERATOR_NAME,
@@ -212,8 +174,14 @@ impl StaffService {
     }
 }
 
-/// Registers the first operator of a deployment from the command line (`gateway
-/// bootstrap-operator`), printing the credential once; refuses when operators already exist.
+/// Admins a deployment may register from the command line; beyond them, a new admin needs a
+/// second admin's approval.
+pub const BOOTSTRAP_ADMINS: i64 = 2;
+
+/// Registers an admin from the command line (`gateway bootstrap-operator`), printing the
+/// credential once: the deployment's first two admins, so that a second admin can approve the
+/// next ones. Refuses once [`BOOTSTRAP_ADMINS`] enabled admins exist, roles without
+/// `identity.admin`, and lab roles (`all` means every role but the lab roles).
 pub async fn bootstrap_operator(
     pool: &PgPool,
     pepper: &SecretString,
@@ -221,18 +189,26 @@ pub async fn bootstrap_operator(
     roles: &[String],
 ) -> anyhow::Result<String> {
     anyhow::ensure!(
-        !repo::any(pool).await?,
-        "operators already exist; create further operators with `labctl operators create`"
+        repo::enabled_admins(pool).await? < BOOTSTRAP_ADMINS,
+        "{BOOTSTRAP_ADMINS} enabled operators hold identity.admin; register further operators with `labctl operators create` (a second admin approves admins and QA officers)"
     );
     let name = operator::parse_name(name).map_err(|error| anyhow::anyhow!(error.message))?;
     let roles = operator::parse_roles(roles).map_err(|error| anyhow::anyhow!(error.message))?;
+    operator::check_separation(&roles).map_err(|error| anyhow::anyhow!(error.message))?;
+    anyhow::ensure!(
+        roles.iter().any(|role| role == roles::IDENTITY_ADMIN),
+        "the bootstrap operator registers the other operators: give it identity.admin (or `all`)"
+    );
     let generated = api_key::generate_with_prefix(CREDENTIAL_PREFIX, pepper)?;
     let row = repo::NewOperatorRow {
         name: &name,
         roles: &roles,
-        public_id: &generated.public_id,
-        verifier: &generated.verifier,
+        credential: Some(repo::StoredCredential {
+            public_id: &generated.public_id,
+            verifier: &generated.verifier,
+        }),
         created_by: "bootstrap",
+        created_by_id: None,
     };
     repo::insert(pool, &row).await?;
     Ok(generated.plaintext.expose_secret().to_owned())

@@ -1,8 +1,11 @@
-//! SQL of lab operators (`gateway.operators`).
+//! SQL of lab operators (`gateway.operators`) and of the revocations of their staff tokens
+//! (`gateway.staff_revocations`). Statements that change an operator take the use case's
+//! transaction; reads take the pool.
 
-use crate::domain::operator::Operator;
+use crate::domain::operator::{Operator, OperatorStatus};
 use chrono::{DateTime, Utc};
-use sqlx::PgPool;
+use platform::principal::roles;
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 /// Name of the unique constraint on operator names.
@@ -10,58 +13,88 @@ pub const NAME_CONSTRAINT: &str = "operators_name_key";
 /// Name of the unique constraint on credential public ids.
 pub const PUBLIC_ID_CONSTRAINT: &str = "operators_public_id_key";
 
-const COLUMNS: &str = "id, name, public_id, roles, created_at, created_by, disabled_at";
+const COLUMNS: &str = "id, name, public_id, roles, status, created_at, created_by, created_by_id, \
+                       approved_by, approved_at, disabled_at";
 
 #[derive(sqlx::FromRow)]
 struct OperatorRow {
     id: Uuid,
     name: String,
-    public_id: String,
+    public_id: Option<String>,
     roles: Vec<String>,
+    status: String,
     created_at: DateTime<Utc>,
     created_by: String,
+    created_by_id: Option<Uuid>,
+    approved_by: Option<String>,
+    approved_at: Option<DateTime<Utc>>,
     disabled_at: Option<DateTime<Utc>>,
 }
 
-impl From<OperatorRow> for Operator {
-    fn from(row: OperatorRow) -> Self {
-        Self {
+impl TryFrom<OperatorRow> for Operator {
+    type Error = sqlx::Error;
+
+    fn try_from(row: OperatorRow) -> Result<Self, sqlx::Error> {
+        let status = OperatorStatus::parse(&row.status)
+            .ok_or_else(|| sqlx::Error::Decode(format!("stored operator status {:?}", row.status).into()))?;
+        Ok(Self {
             id: row.id,
             name: row.name,
             public_id: row.public_id,
             roles: row.roles,
+            status,
             created_at: row.created_at,
             created_by: row.created_by,
+            created_by_id: row.created_by_id,
+            approved_by: row.approved_by,
+            approved_at: row.approved_at,
             disabled_at: row.disabled_at,
-        }
+        })
     }
 }
 
-/// What a new operator row holds.
+fn operator(row: Option<OperatorRow>) -> Result<Option<Operator>, sqlx::Error> {
+    row.map(Operator::try_from).transpose()
+}
+
+/// A credential as stored: its public id and peppered verifier.
+pub struct StoredCredential<'a> {
+    pub public_id: &'a str,
+    pub verifier: &'a [u8],
+}
+
+/// What a new operator row holds (no credential: pending a second admin's approval).
 pub struct NewOperatorRow<'a> {
     pub name: &'a str,
     pub roles: &'a [String],
-    pub public_id: &'a str,
-    pub verifier: &'a [u8],
+    pub credential: Option<StoredCredential<'a>>,
     pub created_by: &'a str,
+    pub created_by_id: Option<Uuid>,
 }
 
-/// Inserts an operator; a taken name or public id is a unique violation for the caller to map.
+/// Inserts an operator, active with a credential or pending without one; a taken name or
+/// public id is a unique violation for the caller to map.
 pub async fn insert(pool: &PgPool, row: &NewOperatorRow<'_>) -> Result<Operator, sqlx::Error> {
     let statement = format!(
-        "INSERT INTO gateway.operators (id, name, public_id, verifier, roles, created_by) \
-         VALUES ($1, $2, $3, $4, $5, $6) RETURNING {COLUMNS}"
+        "INSERT INTO gateway.operators (id, name, public_id, verifier, roles, status, created_by, created_by_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"
     );
+    let status = match row.credential {
+        Some(_) => OperatorStatus::Active,
+        None => OperatorStatus::Pending,
+    };
     let inserted: OperatorRow = sqlx::query_as(sqlx::AssertSqlSafe(statement))
         .bind(Uuid::now_v7())
         .bind(row.name)
-        .bind(row.public_id)
-        .bind(row.verifier)
+        .bind(row.credential.as_ref().map(|credential| credential.public_id))
+        .bind(row.credential.as_ref().map(|credential| credential.verifier))
         .bind(row.roles)
+        .bind(status.as_str())
         .bind(row.created_by)
+        .bind(row.created_by_id)
         .fetch_one(pool)
         .await?;
-    Ok(inserted.into())
+    inserted.try_into()
 }
 
 /// Every operator, oldest first.
@@ -70,14 +103,18 @@ pub async fn list(pool: &PgPool) -> Result<Vec<Operator>, sqlx::Error> {
     let rows: Vec<OperatorRow> = sqlx::query_as(sqlx::AssertSqlSafe(statement))
         .fetch_all(pool)
         .await?;
-    Ok(rows.into_iter().map(Operator::from).collect())
+    rows.into_iter().map(Operator::try_from).collect()
 }
 
-/// True when at least one operator exists.
-pub async fn any(pool: &PgPool) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM gateway.operators)")
-        .fetch_one(pool)
-        .await
+/// How many enabled, active operators hold `identity.admin`.
+pub async fn enabled_admins(pool: &PgPool) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM gateway.operators \
+         WHERE $1 = ANY(roles) AND status = 'active' AND disabled_at IS NULL",
+    )
+    .bind(roles::IDENTITY_ADMIN)
+    .fetch_one(pool)
+    .await
 }
 
 /// The operator whose credential has `public_id`, with its verifier.
@@ -85,51 +122,134 @@ pub async fn by_public_id(
     pool: &PgPool,
     public_id: &str,
 ) -> Result<Option<(Operator, Vec<u8>)>, sqlx::Error> {
-    let statement = format!("SELECT {COLUMNS}, verifier FROM gateway.operators WHERE public_id = $1");
+    let statement = format!(
+        "SELECT {COLUMNS}, verifier FROM gateway.operators WHERE public_id = $1 AND verifier IS NOT NULL"
+    );
     sqlx::query(sqlx::AssertSqlSafe(statement))
         .bind(public_id)
         .try_map(|row: sqlx::postgres::PgRow| {
             use sqlx::{FromRow, Row};
-            Ok((OperatorRow::from_row(&row)?.into(), row.try_get("verifier")?))
+            Ok((
+                Operator::try_from(OperatorRow::from_row(&row)?)?,
+                row.try_get("verifier")?,
+            ))
         })
         .fetch_optional(pool)
         .await
 }
 
-/// Replaces an operator's credential; `None` when no operator has that name.
-pub async fn replace_credential(
-    pool: &PgPool,
-    name: &str,
-    public_id: &str,
-    verifier: &[u8],
-) -> Result<Option<Operator>, sqlx::Error> {
-    let statement = format!(
-        "UPDATE gateway.operators SET public_id = $2, verifier = $3 WHERE name = $1 RETURNING {COLUMNS}"
-    );
+/// Locks the operator named `name` for a change.
+pub async fn lock_by_name(conn: &mut PgConnection, name: &str) -> Result<Option<Operator>, sqlx::Error> {
+    let statement = format!("SELECT {COLUMNS} FROM gateway.operators WHERE name = $1 FOR UPDATE");
     let row: Option<OperatorRow> = sqlx::query_as(sqlx::AssertSqlSafe(statement))
         .bind(name)
-        .bind(public_id)
-        .bind(verifier)
-        .fetch_optional(pool)
+        .fetch_optional(conn)
         .await?;
-    Ok(row.map(Operator::from))
+    operator(row)
 }
 
-/// Disables an operator (keeping the first disabling); `None` when no operator has that name.
-pub async fn disable(pool: &PgPool, name: &str, disabled_by: &str) -> Result<Option<Operator>, sqlx::Error> {
+/// Gives an operator a new credential (making a pending one active).
+pub async fn set_credential(
+    conn: &mut PgConnection,
+    id: Uuid,
+    credential: &StoredCredential<'_>,
+) -> Result<Operator, sqlx::Error> {
+    let statement = format!(
+        "UPDATE gateway.operators SET public_id = $2, verifier = $3, status = 'active' WHERE id = $1 \
+         RETURNING {COLUMNS}"
+    );
+    let row: OperatorRow = sqlx::query_as(sqlx::AssertSqlSafe(statement))
+        .bind(id)
+        .bind(credential.public_id)
+        .bind(credential.verifier)
+        .fetch_one(conn)
+        .await?;
+    row.try_into()
+}
+
+/// Records the admin who approved a pending operator.
+pub async fn record_approval(
+    conn: &mut PgConnection,
+    id: Uuid,
+    approved_by: &str,
+    approved_by_id: Uuid,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE gateway.operators SET approved_by = $2, approved_by_id = $3, approved_at = now() WHERE id = $1",
+    )
+    .bind(id)
+    .bind(approved_by)
+    .bind(approved_by_id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Disables an operator.
+pub async fn disable(conn: &mut PgConnection, id: Uuid, disabled_by: &str) -> Result<Operator, sqlx::Error> {
     let statement = format!(
         "UPDATE gateway.operators SET disabled_at = COALESCE(disabled_at, now()), \
-           disabled_by = COALESCE(disabled_by, $2) WHERE name = $1 RETURNING {COLUMNS}"
+           disabled_by = COALESCE(disabled_by, $2) WHERE id = $1 RETURNING {COLUMNS}"
     );
-    let row: Option<OperatorRow> = sqlx::query_as(sqlx::AssertSqlSafe(statement))
-        .bind(name)
+    let row: OperatorRow = sqlx::query_as(sqlx::AssertSqlSafe(statement))
+        .bind(id)
         .bind(disabled_by)
-        .fetch_optional(pool)
+        .fetch_one(conn)
         .await?;
-    Ok(row.map(Operator::from))
+    row.try_into()
 }
 
-/// Makes sure the development operator exists with `verifier` and every role (development mode).
+/// A revocation of staff tokens as stored.
+pub struct RevocationRow {
+    pub operator_id: Uuid,
+    /// The rotated credential (none: the operator was disabled).
+    pub credential_public_id: Option<String>,
+    pub revoked_at: DateTime<Utc>,
+}
+
+/// Records a revocation of staff tokens.
+pub async fn insert_revocation(
+    conn: &mut PgConnection,
+    revocation: &RevocationRow,
+    revoked_by: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO gateway.staff_revocations (operator_id, credential_public_id, revoked_at, revoked_by) \
+         VALUES ($1, $2, $3, $4)",
+    )
+    .bind(revocation.operator_id)
+    .bind(&revocation.credential_public_id)
+    .bind(revocation.revoked_at)
+    .bind(revoked_by)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The revocations since `since`.
+pub async fn revocations_since(
+    pool: &PgPool,
+    since: DateTime<Utc>,
+) -> Result<Vec<RevocationRow>, sqlx::Error> {
+    let rows: Vec<(Uuid, Option<String>, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT operator_id, credential_public_id, revoked_at FROM gateway.staff_revocations \
+         WHERE revoked_at >= $1 ORDER BY revoked_at",
+    )
+    .bind(since)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(operator_id, credential_public_id, revoked_at)| RevocationRow {
+            operator_id,
+            credential_public_id,
+            revoked_at,
+        })
+        .collect())
+}
+
+/// Makes sure the development operator exists, active, with `verifier` and every role
+/// (development mode).
 pub async fn ensure_development_operator(
     pool: &PgPool,
     name: &str,
@@ -138,9 +258,9 @@ pub async fn ensure_development_operator(
     roles: &[String],
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO gateway.operators (id, name, public_id, verifier, roles, created_by) \
-         VALUES ($1, $2, $3, $4, $5, 'development') \
-         ON CONFLICT (name) DO UPDATE SET public_id = $3, verifier = $4, roles = $5, \
+        "INSERT INTO gateway.operators (id, name, public_id, verifier, roles, status, created_by) \
+         VALUES ($1, $2, $3, $4, $5, 'active', 'development') \
+         ON CONFLICT (name) DO UPDATE SET public_id = $3, verifier = $4, roles = $5, status = 'active', \
            disabled_at = NULL, disabled_by = NULL",
     )
     .bind(Uuid::now_v7())

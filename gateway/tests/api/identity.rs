@@ -30,6 +30,8 @@ async fn identity_calls_need_a_staff_token_with_the_identity_admin_role() {
         scopes: vec!["all".into()],
         roles: vec![roles::IDENTITY_ADMIN.into()],
         spend_limit_cents: None,
+        operator_id: None,
+        credential_id: None,
     });
     let as_customer = platform::grpc::outgoing(pb::ListCustomersRequest {}, &customer_token);
     assert_eq!(

@@ -9,6 +9,7 @@ mod front_door;
 mod helpers;
 mod identity;
 mod input;
+mod operator_controls;
 mod operators;
 mod orders;
 mod readiness;

@@ -54,6 +54,14 @@ async fn an_operator_gets_a_token_for_one_service_carrying_only_the_roles_asked_
     assert_eq!(principal.kind, PrincipalKind::Staff);
     assert_eq!(principal.subject, "bob");
     assert_eq!(principal.roles, vec![roles::PAYMENTS_ADMIN.to_owned()]);
+    // The operator's stable id and the credential the token was issued for.
+    let (id, public_id): (uuid::Uuid, String) =
+        sqlx::query_as("SELECT id, public_id FROM gateway.operators WHERE name = 'bob'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(principal.operator_id, Some(id));
+    assert_eq!(principal.credential_id, Some(public_id));
     let webhooks = TokenVerifier::new("webhooks-svc", TrustedKeys::development());
     assert!(
         webhooks.verify(&issued.token).is_err(),

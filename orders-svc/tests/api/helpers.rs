@@ -153,6 +153,8 @@ impl TestApp {
             scopes: scopes.iter().map(|scope| (*scope).to_owned()).collect(),
             roles: vec![],
             spend_limit_cents,
+            operator_id: None,
+            credential_id: None,
         })
     }
 

@@ -95,6 +95,8 @@ impl TestApp {
             scopes: scopes.iter().map(|scope| (*scope).to_owned()).collect(),
             roles: vec![],
             spend_limit_cents: None,
+            operator_id: None,
+            credential_id: None,
         })
     }
 
@@ -105,14 +107,7 @@ impl TestApp {
 
     /// A staff token with `staff_roles`.
     pub fn staff_token(&self, staff_roles: &[&str]) -> String {
-        self.keys.mint(&Principal {
-            kind: PrincipalKind::Staff,
-            subject: "alice".into(),
-            customer_id: None,
-            scopes: vec![],
-            roles: staff_roles.iter().map(|role| (*role).to_owned()).collect(),
-            spend_limit_cents: None,
-        })
+        self.keys.staff("alice", staff_roles)
     }
 
     /// A staff token holding payments.admin.

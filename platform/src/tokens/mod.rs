@@ -14,11 +14,17 @@
 //! issuer during a rotation), so a compromised service cannot mint principals for others.
 //! Minted tokens are cached per (audience, principal) for half their lifetime and verified
 //! tokens are cached until they expire, so the signatures cost nothing on the hot path.
+//!
+//! A staff principal always names its operator's id; a verifier given the operator revocation
+//! list ([`revocations`]) refuses the staff tokens of disabled operators and rotated
+//! credentials, cached or not.
 
 mod keys;
+pub mod revocations;
 mod setup;
 
 pub use keys::{MESH_ISSUERS, SigningKey, TrustedKeys};
+pub use revocations::StaffRevocations;
 pub use setup::ProcessTokens;
 
 use crate::error::{ApiError, ErrorCode};
@@ -37,7 +43,7 @@ pub const TOKEN_TTL: Duration = Duration::from_secs(120);
 /// Lifetime of a staff token issued to an operator.
 pub const STAFF_TOKEN_TTL: Duration = Duration::from_secs(600);
 /// Clock skew tolerated between processes.
-const LEEWAY_SECONDS: u64 = 5;
+pub const LEEWAY_SECONDS: u64 = 5;
 /// Entries beyond which the caches drop what expired (and, if still full, everything).
 const CACHE_CAPACITY: usize = 20_000;
 
@@ -237,8 +243,18 @@ pub struct TokenVerifier {
 struct VerifierInner {
     audience: String,
     keys: TrustedKeys,
-    /// token → (principal, expiry); only tokens that verified are kept.
-    cache: Mutex<HashMap<Arc<str>, (Principal, u64)>>,
+    /// Revoked operators and credentials, checked on every staff token (none: not checked).
+    revocations: Option<StaffRevocations>,
+    /// token → (principal, issued at, expiry); only tokens that verified are kept.
+    cache: Mutex<HashMap<Arc<str>, VerifiedToken>>,
+}
+
+/// A verified token's principal with its `iat` and `exp` (unix seconds).
+#[derive(Clone, Debug)]
+struct VerifiedToken {
+    principal: Principal,
+    issued_at: u64,
+    expires: u64,
 }
 
 fn refused() -> ApiError {
@@ -255,6 +271,20 @@ impl TokenVerifier {
             inner: Arc::new(VerifierInner {
                 audience: audience.to_owned(),
                 keys,
+                revocations: None,
+                cache: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The same verifier that also refuses the staff tokens `revocations` names (and every
+    /// staff token while that list is out of date).
+    pub fn with_staff_revocations(&self, revocations: StaffRevocations) -> Self {
+        Self {
+            inner: Arc::new(VerifierInner {
+                audience: self.inner.audience.clone(),
+                keys: self.inner.keys.clone(),
+                revocations: Some(revocations),
                 cache: Mutex::default(),
             }),
         }
@@ -271,24 +301,35 @@ impl TokenVerifier {
     }
 
     /// Verifies `token` and returns its principal; `unauthenticated` when the signature, key,
-    /// issuer, audience or lifetime is wrong, or the issuer may not sign that kind of principal.
+    /// issuer, audience or lifetime is wrong, the issuer may not sign that kind of principal, a
+    /// staff principal names no operator id, or its operator or credential was revoked.
     pub fn verify(&self, token: &str) -> Result<Principal, ApiError> {
         let now = unix_now();
-        if let Some((principal, expires)) = lock(&self.inner.cache).get(token)
-            && now <= *expires + LEEWAY_SECONDS
-        {
-            return Ok(principal.clone());
-        }
-        let (principal, expires) = self.verify_signature(token)?;
-        let mut cache = lock(&self.inner.cache);
-        if cache.len() >= CACHE_CAPACITY {
-            cache.retain(|_, (_, expires)| now <= *expires + LEEWAY_SECONDS);
-            if cache.len() >= CACHE_CAPACITY {
-                cache.clear();
+        let cached = lock(&self.inner.cache)
+            .get(token)
+            .filter(|verified| now <= verified.expires + LEEWAY_SECONDS)
+            .cloned();
+        let verified = match cached {
+            Some(verified) => verified,
+            None => {
+                let verified = self.verify_signature(token)?;
+                let mut cache = lock(&self.inner.cache);
+                if cache.len() >= CACHE_CAPACITY {
+                    cache.retain(|_, verified| now <= verified.expires + LEEWAY_SECONDS);
+                    if cache.len() >= CACHE_CAPACITY {
+                        cache.clear();
+                    }
+                }
+                cache.insert(token.into(), verified.clone());
+                verified
             }
+        };
+        if let Some(revocations) = &self.inner.revocations
+            && verified.principal.kind == PrincipalKind::Staff
+        {
+            revocations.check(&verified.principal, verified.issued_at)?;
         }
-        cache.insert(token.into(), (principal.clone(), expires));
-        Ok(principal)
+        Ok(verified.principal)
     }
 
     /// Verifies a delegation (`crate::delegation`): signed by a trusted key of the gateway, for
@@ -321,7 +362,7 @@ impl TokenVerifier {
         })
     }
 
-    fn verify_signature(&self, token: &str) -> Result<(Principal, u64), ApiError> {
+    fn verify_signature(&self, token: &str) -> Result<VerifiedToken, ApiError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| refused())?;
         if header.alg != Algorithm::EdDSA {
             return Err(refused());
@@ -336,7 +377,11 @@ impl TokenVerifier {
         let data =
             jsonwebtoken::decode::<Claims>(token, &trusted.decoding, &validation).map_err(|_| refused())?;
         let Claims {
-            iss, exp, principal, ..
+            iss,
+            iat,
+            exp,
+            principal,
+            ..
         } = data.claims;
         let may_sign = match principal.kind {
             PrincipalKind::Customer | PrincipalKind::Staff => iss == GATEWAY_ISSUER,
@@ -346,7 +391,17 @@ impl TokenVerifier {
             tracing::warn!(issuer = %iss, kind = ?principal.kind, subject = %principal.subject, "a token's issuer may not sign its principal");
             return Err(refused());
         }
-        Ok((principal, exp))
+        // Four eyes and revocation need the operator's id: a staff token without one (issued
+        // before operator ids) is refused, and labctl asks for a new one with each command.
+        if principal.kind == PrincipalKind::Staff && principal.operator_id.is_none() {
+            tracing::warn!(subject = %principal.subject, "a staff token without an operator id");
+            return Err(refused());
+        }
+        Ok(VerifiedToken {
+            principal,
+            issued_at: iat,
+            expires: exp,
+        })
     }
 }
 

@@ -45,19 +45,20 @@ impl DevTokens {
             scopes: scopes.iter().map(|scope| (*scope).to_owned()).collect(),
             roles: Vec::new(),
             spend_limit_cents: None,
+            operator_id: None,
+            credential_id: None,
         })
     }
 
-    /// A staff token of `operator` holding `roles`.
+    /// A staff token of `operator` (id [`operator_id`] of the name) holding `roles`.
     pub fn staff(&self, operator: &str, roles: &[&str]) -> String {
-        self.mint(&Principal {
-            kind: PrincipalKind::Staff,
-            subject: operator.to_owned(),
-            customer_id: None,
-            scopes: Vec::new(),
-            roles: roles.iter().map(|role| (*role).to_owned()).collect(),
-            spend_limit_cents: None,
-        })
+        self.staff_with_id(operator, operator_id(operator), roles)
+    }
+
+    /// A staff token of the operator with id `id` under the name `operator`, holding `roles`.
+    pub fn staff_with_id(&self, operator: &str, id: Uuid, roles: &[&str]) -> String {
+        let roles = roles.iter().map(|role| (*role).to_owned()).collect();
+        self.mint(&Principal::staff(operator, id, None, roles))
     }
 
     /// The same principal signed by `issuer`'s development key, whoever may sign it (for tests
@@ -65,6 +66,16 @@ impl DevTokens {
     pub fn forged_by(&self, issuer: &str, principal: &Principal) -> String {
         TokenIssuer::new(issuer, SigningKey::development(issuer)).mint(principal, &self.audience, TOKEN_TTL)
     }
+}
+
+/// The stable operator id tests give the operator `name` (derived from the name, so that two
+/// tokens of one test operator name the same operator).
+pub fn operator_id(name: &str) -> Uuid {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(format!("test operator:{name}").as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_random_bytes(bytes).into_uuid()
 }
 
 /// The gateway's delegation for a request of `customer_id`'s key (`crate::delegation`), signed
@@ -77,6 +88,8 @@ pub fn delegation(customer_id: Uuid) -> crate::delegation::CustomerContext {
         scopes: Vec::new(),
         roles: Vec::new(),
         spend_limit_cents: None,
+        operator_id: None,
+        credential_id: None,
     };
     let token = TokenIssuer::new(GATEWAY_ISSUER, SigningKey::development(GATEWAY_ISSUER))
         .delegation(&principal, "test-request")

@@ -11,6 +11,8 @@ fn customer() -> Principal {
         scopes: vec!["orders:read".into()],
         roles: vec![],
         spend_limit_cents: Some(10_000),
+        operator_id: None,
+        credential_id: None,
     }
 }
 
@@ -22,6 +24,8 @@ fn staff() -> Principal {
         scopes: vec![],
         roles: vec!["payments.admin".into()],
         spend_limit_cents: None,
+        operator_id: Some(Uuid::nil()),
+        credential_id: None,
     }
 }
 
@@ -133,4 +137,34 @@ fn minted_tokens_are_reused_per_audience_and_principal() {
     let mut other = customer();
     other.scopes.push("orders:write".into());
     assert_ne!(first, gateway.token(&other, "orders-svc"));
+}
+
+#[test]
+fn a_staff_token_without_an_operator_id_is_refused() {
+    let mut anonymous = staff();
+    anonymous.operator_id = None;
+    let token = issuer("gateway").mint(&anonymous, "payments-svc", STAFF_TOKEN_TTL);
+    let error = verifier("payments-svc").verify(&token).unwrap_err();
+    assert_eq!(error.code, ErrorCode::Unauthenticated);
+}
+
+#[test]
+fn a_verifier_with_the_revocation_list_refuses_a_revoked_operators_token_even_once_cached() {
+    use super::revocations::{Revocation, Revoked};
+    let list = StaffRevocations::new();
+    list.merge_read([]);
+    let payments = verifier("payments-svc").with_staff_revocations(list.clone());
+    let token = issuer("gateway").mint(&staff(), "payments-svc", STAFF_TOKEN_TTL);
+    assert!(payments.verify(&token).is_ok(), "verified and cached");
+    list.insert(Revocation {
+        revoked: Revoked::Operator(Uuid::nil()),
+        at: unix_now(),
+    });
+    assert_eq!(
+        payments.verify(&token).unwrap_err().code,
+        ErrorCode::Unauthenticated
+    );
+    // Customer tokens never consult the list.
+    let customer = issuer("gateway").token(&customer(), "payments-svc");
+    assert!(payments.verify(&customer).is_ok());
 }

@@ -5,6 +5,7 @@
 use super::coa::AnalyteRow;
 use chrono::{DateTime, Utc};
 use platform::error::{ApiError, ErrorCode};
+use platform::principal::OperatorRef;
 
 /// Qualifiers that may stand instead of (or beside) a value.
 pub const QUALIFIERS: [&str; 6] = ["<LOQ", "<LOD", "ND", ">ULOQ", "detected", "not_detected"];
@@ -67,7 +68,7 @@ fn optional_decimal(field: String, value: Option<String>) -> Result<Option<Strin
 pub fn check_rows(
     rows: Vec<UncheckedRow>,
     test_ids: &[String],
-    analyst: &str,
+    analyst: &OperatorRef,
     now: DateTime<Utc>,
 ) -> Result<Vec<AnalyteRow>, ApiError> {
     if rows.is_empty() || rows.len() > MAX_ROWS {
@@ -125,7 +126,8 @@ pub fn check_rows(
             outcome,
             method: text(field("method"), &row.method, 100)?,
             instrument: text(field("instrument"), &row.instrument, 100)?,
-            analyst: analyst.to_owned(),
+            analyst: analyst.name.clone(),
+            analyst_id: Some(analyst.id),
             measured_at: row.measured_at.unwrap_or(now),
         });
     }
@@ -152,15 +154,23 @@ mod tests {
         }
     }
 
+    fn ana() -> OperatorRef {
+        OperatorRef {
+            id: uuid::Uuid::from_u128(7),
+            name: "ana".into(),
+        }
+    }
+
     fn tests() -> Vec<String> {
         vec!["icpms-metals".into()]
     }
 
     #[test]
     fn a_qualifier_may_stand_instead_of_a_value() {
-        let rows = check_rows(vec![row()], &tests(), "ana", platform::time::now()).unwrap();
+        let rows = check_rows(vec![row()], &tests(), &ana(), platform::time::now()).unwrap();
         assert_eq!(rows[0].qualifier.as_deref(), Some("<LOQ"));
         assert_eq!(rows[0].analyst, "ana");
+        assert_eq!(rows[0].analyst_id, Some(ana().id));
     }
 
     #[test]
@@ -169,11 +179,11 @@ mod tests {
         assert!(!is_decimal("1e3") && !is_decimal("abc") && !is_decimal(".5") && !is_decimal("5."));
         let mut bad = row();
         bad.qualifier = None;
-        let error = check_rows(vec![bad], &tests(), "ana", platform::time::now()).unwrap_err();
+        let error = check_rows(vec![bad], &tests(), &ana(), platform::time::now()).unwrap_err();
         assert_eq!(error.details.unwrap()["field"], "results[0].value");
         let mut bad = row();
         bad.value = Some("1,5".into());
-        let error = check_rows(vec![bad], &tests(), "ana", platform::time::now()).unwrap_err();
+        let error = check_rows(vec![bad], &tests(), &ana(), platform::time::now()).unwrap_err();
         assert_eq!(error.details.unwrap()["field"], "results[0].value");
     }
 
@@ -181,11 +191,11 @@ mod tests {
     fn the_test_must_belong_to_the_sample_and_a_specification_needs_an_outcome() {
         let mut bad = row();
         bad.test_id = "endotoxin".into();
-        let error = check_rows(vec![bad], &tests(), "ana", platform::time::now()).unwrap_err();
+        let error = check_rows(vec![bad], &tests(), &ana(), platform::time::now()).unwrap_err();
         assert_eq!(error.details.unwrap()["field"], "results[0].testId");
         let mut bad = row();
         bad.outcome = None;
-        let error = check_rows(vec![bad], &tests(), "ana", platform::time::now()).unwrap_err();
+        let error = check_rows(vec![bad], &tests(), &ana(), platform::time::now()).unwrap_err();
         assert_eq!(error.details.unwrap()["field"], "results[0].outcome");
     }
 }

@@ -20,6 +20,7 @@
 
 use chrono::{DateTime, Utc};
 use platform::error::{ApiError, ErrorCode};
+use platform::principal::OperatorRef;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -90,6 +91,9 @@ pub struct AnalyteRow {
     pub method: String,
     pub instrument: String,
     pub analyst: String,
+    /// The analyst's operator id (none on rows recorded before operator ids).
+    #[serde(skip)]
+    pub analyst_id: Option<Uuid>,
     pub measured_at: DateTime<Utc>,
 }
 
@@ -107,7 +111,10 @@ pub struct Coa {
     pub version: i32,
     pub status: CoaStatus,
     pub submitted_by: Option<String>,
+    /// The submitter's operator id (none when submitted before operator ids).
+    pub submitted_by_id: Option<Uuid>,
     pub approved_by: Option<String>,
+    pub approved_by_id: Option<Uuid>,
     pub approved_at: Option<DateTime<Utc>>,
     pub published_at: Option<DateTime<Utc>>,
     pub retracted_at: Option<DateTime<Utc>>,
@@ -151,10 +158,19 @@ impl Coa {
         .with_details(serde_json::json!({ "status": self.status.as_str() }))
     }
 
-    /// Four eyes: the approver may not be an analyst of the results nor their submitter.
-    pub fn check_four_eyes(&self, approver: &str) -> Result<(), ApiError> {
-        let entered = self.analysts().iter().any(|analyst| analyst == approver);
-        if entered || self.submitted_by.as_deref() == Some(approver) {
+    /// Four eyes: the approver may not be an operator who entered any of the results or
+    /// submitted them. Operators are compared by id, whatever names their tokens carry; an
+    /// entry recorded before operator ids (no id) is compared by name.
+    pub fn check_four_eyes(&self, approver: &OperatorRef) -> Result<(), ApiError> {
+        let same = |id: Option<Uuid>, name: Option<&str>| match id {
+            Some(id) => id == approver.id,
+            None => name == Some(approver.name.as_str()),
+        };
+        let entered = self
+            .results
+            .iter()
+            .any(|row| same(row.analyst_id, Some(&row.analyst)));
+        if entered || same(self.submitted_by_id, self.submitted_by.as_deref()) {
             return Err(ApiError::new(
                 ErrorCode::Forbidden,
                 "four eyes: the QA approver cannot be the analyst who entered or submitted the results",
@@ -194,6 +210,13 @@ pub fn canonical_content(coa: &Coa, published_at: DateTime<Utc>) -> String {
 mod tests {
     use super::*;
 
+    fn operator(id: u128, name: &str) -> OperatorRef {
+        OperatorRef {
+            id: Uuid::from_u128(id),
+            name: name.into(),
+        }
+    }
+
     fn coa(analyst: &str) -> Coa {
         let now = platform::time::now();
         Coa {
@@ -208,7 +231,9 @@ mod tests {
             version: 1,
             status: CoaStatus::Submitted,
             submitted_by: Some(analyst.into()),
+            submitted_by_id: Some(Uuid::from_u128(1)),
             approved_by: None,
+            approved_by_id: None,
             approved_at: None,
             published_at: None,
             retracted_at: None,
@@ -237,6 +262,7 @@ mod tests {
                 method: "HPLC-UV".into(),
                 instrument: "HPLC-01".into(),
                 analyst: analyst.into(),
+                analyst_id: Some(Uuid::from_u128(1)),
                 measured_at: now,
             }],
         }
@@ -245,8 +271,24 @@ mod tests {
     #[test]
     fn the_analyst_cannot_approve_their_own_results_but_someone_else_can() {
         let coa = coa("ana");
-        assert_eq!(coa.check_four_eyes("ana").unwrap_err().code, ErrorCode::Forbidden);
-        assert!(coa.check_four_eyes("quinn").is_ok());
+        assert_eq!(
+            coa.check_four_eyes(&operator(1, "ana")).unwrap_err().code,
+            ErrorCode::Forbidden
+        );
+        assert!(coa.check_four_eyes(&operator(2, "quinn")).is_ok());
+    }
+
+    #[test]
+    fn four_eyes_compares_operator_ids_and_names_only_where_no_id_was_recorded() {
+        let mut coa = coa("ana");
+        // The analyst's id under another name is refused; another operator named ana is not.
+        assert!(coa.check_four_eyes(&operator(1, "quinn")).is_err());
+        assert!(coa.check_four_eyes(&operator(3, "ana")).is_ok());
+        // Entries from before operator ids: their names count.
+        coa.results[0].analyst_id = None;
+        coa.submitted_by_id = None;
+        assert!(coa.check_four_eyes(&operator(3, "ana")).is_err());
+        assert!(coa.check_four_eyes(&operator(1, "quinn")).is_ok());
     }
 
     #[test]

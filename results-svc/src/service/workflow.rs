@@ -11,6 +11,7 @@ use crate::domain::verification;
 use crate::repo;
 use crate::{OUTBOX, events};
 use platform::error::{ApiError, ErrorCode};
+use platform::principal::OperatorRef;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -79,7 +80,7 @@ impl ResultsService {
     /// Records (or replaces, by analyte) results of a sample's draft COA as `analyst`.
     pub async fn record_results(
         &self,
-        analyst: &str,
+        analyst: &OperatorRef,
         accession: &str,
         rows: Vec<UncheckedRow>,
     ) -> Result<Step, ApiError> {
@@ -110,7 +111,7 @@ impl ResultsService {
     }
 
     /// Submits a sample's draft results for QA review as `analyst`.
-    pub async fn submit_results(&self, analyst: &str, accession: &str) -> Result<Step, ApiError> {
+    pub async fn submit_results(&self, analyst: &OperatorRef, accession: &str) -> Result<Step, ApiError> {
         let mut tx = self.pool.begin().await?;
         let mut coa = current(&mut tx, accession)
             .await?
@@ -120,7 +121,8 @@ impl ResultsService {
             CoaStatus::Draft if coa.results.is_empty() => Err(coa.conflict("submitted without results")),
             CoaStatus::Draft => {
                 coa.status = CoaStatus::Submitted;
-                coa.submitted_by = Some(analyst.to_owned());
+                coa.submitted_by = Some(analyst.name.clone());
+                coa.submitted_by_id = Some(analyst.id);
                 coa.send_back_reason = None;
                 repo::update_coa(&mut tx, &coa, Some(platform::time::now())).await?;
                 self.finish(tx, coa.id, false).await
@@ -130,8 +132,9 @@ impl ResultsService {
         }
     }
 
-    /// Approves submitted results as `approver` (never an analyst of them).
-    pub async fn approve_results(&self, approver: &str, accession: &str) -> Result<Step, ApiError> {
+    /// Approves submitted results as `approver` (never an operator who entered or submitted
+    /// them, compared by operator id).
+    pub async fn approve_results(&self, approver: &OperatorRef, accession: &str) -> Result<Step, ApiError> {
         let mut tx = self.pool.begin().await?;
         let mut coa = current(&mut tx, accession)
             .await?
@@ -141,7 +144,8 @@ impl ResultsService {
             CoaStatus::Submitted => {
                 coa.check_four_eyes(approver)?;
                 coa.status = CoaStatus::Approved;
-                coa.approved_by = Some(approver.to_owned());
+                coa.approved_by = Some(approver.name.clone());
+                coa.approved_by_id = Some(approver.id);
                 coa.approved_at = Some(platform::time::now());
                 repo::update_coa(&mut tx, &coa, None).await?;
                 self.finish(tx, coa.id, false).await
@@ -165,6 +169,7 @@ impl ResultsService {
             CoaStatus::Submitted => {
                 coa.status = CoaStatus::Draft;
                 coa.submitted_by = None;
+                coa.submitted_by_id = None;
                 coa.send_back_reason = Some(reason);
                 repo::update_coa(&mut tx, &coa, None).await?;
                 self.finish(tx, coa.id, false).await
@@ -304,7 +309,9 @@ fn draft(
         version,
         status: CoaStatus::Draft,
         submitted_by: None,
+        submitted_by_id: None,
         approved_by: None,
+        approved_by_id: None,
         approved_at: None,
         published_at: None,
         retracted_at: None,

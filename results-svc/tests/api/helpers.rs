@@ -4,7 +4,7 @@
 //! gRPC helpers that return the platform error of a refused call.
 
 use platform::error::ApiError;
-use platform::principal::{Principal, PrincipalKind, roles};
+use platform::principal::roles;
 use platform::testing::events::{outbox_events_of, redis_connection, xadd};
 use platform::tokens::testing::DevTokens;
 use proto::events::EventEnvelope;
@@ -25,7 +25,7 @@ pub struct TestApp {
     pub pool: PgPool,
     pub client: ResultsServiceClient<Channel>,
     pub keys: DevTokens,
-    stream_prefix: String,
+    pub stream_prefix: String,
     shutdown: CancellationToken,
 }
 
@@ -90,14 +90,7 @@ fn envelope(source: &str, customer_id: Uuid, event_type: &str, data: Data) -> Ev
 impl TestApp {
     /// A staff token of operator `name` holding `role`.
     pub fn operator(&self, name: &str, role: &str) -> String {
-        self.keys.mint(&Principal {
-            kind: PrincipalKind::Staff,
-            subject: name.into(),
-            customer_id: None,
-            scopes: Vec::new(),
-            roles: vec![role.into()],
-            spend_limit_cents: None,
-        })
+        self.keys.staff(name, &[role])
     }
 
     /// The analyst of these tests.

@@ -1,7 +1,8 @@
 //! Integration tests of results-svc over gRPC, against the real PostgreSQL and Redis: the lab
 //! workflow's refusals and repeats, the payment gate of publication, retraction and amendment
-//! links, and the tenant isolation of the customer's reads.
+//! links, the tenant isolation of the customer's reads, and the revocation of staff tokens.
 
 mod helpers;
 mod reads;
+mod staff_tokens;
 mod workflow;

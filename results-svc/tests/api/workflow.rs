@@ -76,14 +76,7 @@ async fn the_analyst_who_entered_or_submitted_the_results_cannot_approve_them() 
     let app = spawn_app().await;
     let sample = app.sample_in_testing(Uuid::new_v4()).await;
     // One operator holding both roles enters the results…
-    let both = app.keys.mint(&platform::principal::Principal {
-        kind: platform::principal::PrincipalKind::Staff,
-        subject: "sam".into(),
-        customer_id: None,
-        scopes: Vec::new(),
-        roles: vec!["lab.analyst".into(), "lab.qa".into()],
-        spend_limit_cents: None,
-    });
+    let both = app.keys.staff("sam", &["lab.analyst", "lab.qa"]);
     app.record_as(&both, &sample.accession, "Purity")
         .await
         .expect("record");
@@ -98,14 +91,7 @@ async fn the_analyst_who_entered_or_submitted_the_results_cannot_approve_them() 
         ErrorCode::Forbidden,
         None,
     );
-    let submitter_as_qa = app.keys.mint(&platform::principal::Principal {
-        kind: platform::principal::PrincipalKind::Staff,
-        subject: "sol".into(),
-        customer_id: None,
-        scopes: Vec::new(),
-        roles: vec!["lab.qa".into()],
-        spend_limit_cents: None,
-    });
+    let submitter_as_qa = app.operator("sol", "lab.qa");
     assert_refused(
         app.approve_as(&submitter_as_qa, &sample.accession).await,
         ErrorCode::Forbidden,
@@ -341,4 +327,58 @@ async fn publishing_the_amendment_of_a_coa_in_force_supersedes_it() {
     let again = app.amend_as(&qa, &original.id, "unit corrected").await.unwrap();
     assert!(again.unchanged);
     assert_eq!(again.coa.unwrap().id, amendment.id);
+}
+
+#[tokio::test]
+async fn four_eyes_compares_operator_ids_whatever_names_the_tokens_carry() {
+    let app = spawn_app().await;
+    let sample = app.sample_in_testing(Uuid::new_v4()).await;
+    let (ana, sol) = (Uuid::now_v7(), Uuid::now_v7());
+    let analyst = app.keys.staff_with_id("ana", ana, &["lab.analyst"]);
+    app.record_as(&analyst, &sample.accession, "Purity")
+        .await
+        .expect("record");
+    let submitter = app.keys.staff_with_id("sol", sol, &["lab.analyst"]);
+    app.submit_as(&submitter, &sample.accession)
+        .await
+        .expect("submit");
+
+    // The analyst's and the submitter's ids under other names (as if renamed): refused.
+    for (id, name) in [(ana, "quinn"), (sol, "quincy")] {
+        let renamed = app.keys.staff_with_id(name, id, &["lab.qa"]);
+        assert_refused(
+            app.approve_as(&renamed, &sample.accession).await,
+            ErrorCode::Forbidden,
+            None,
+        );
+    }
+    // Another operator who carries the analyst's name (registered later under a name that looks
+    // the same) is another person: four eyes holds, and they may approve.
+    let namesake = Uuid::now_v7();
+    let approved = app
+        .approve_as(
+            &app.keys.staff_with_id("ana", namesake, &["lab.qa"]),
+            &sample.accession,
+        )
+        .await
+        .expect("a different operator approves");
+    assert_eq!(approved.coa.unwrap().status, "approved");
+
+    let (submitted_by_id, approved_by_id): (Option<Uuid>, Option<Uuid>) = sqlx::query_as(
+        "SELECT submitted_by_id, approved_by_id FROM results.coas WHERE accession_number = $1",
+    )
+    .bind(&sample.accession)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((submitted_by_id, approved_by_id), (Some(sol), Some(namesake)));
+    let analyst_ids: Vec<Option<Uuid>> = sqlx::query_scalar(
+        "SELECT r.analyst_id FROM results.analyte_results r JOIN results.coas c ON c.id = r.coa_id \
+         WHERE c.accession_number = $1",
+    )
+    .bind(&sample.accession)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(analyst_ids, vec![Some(ana)]);
 }

@@ -31,6 +31,8 @@ fn delegation_for(customer_id: Uuid) -> CustomerContext {
         scopes: vec!["orders:write".into()],
         roles: vec![],
         spend_limit_cents: None,
+        operator_id: None,
+        credential_id: None,
     };
     let token = issuer("gateway")
         .delegation(&principal, "req-customer-bound")

@@ -372,6 +372,65 @@ async fn qa_approval_by_the_analyst_who_entered_the_results_is_refused() {
 }
 
 #[tokio::test]
+async fn four_eyes_compares_the_operator_ids_the_gateway_puts_in_staff_tokens_not_names() {
+    let sandbox = Sandbox::start().await;
+    let agent = sandbox.customer("Operator Ids", "all").await;
+    let (order_id, _, _) = bank_order(&sandbox, &agent, "ids-order-0001").await;
+    let number = order_number(&sandbox, &agent.key, &order_id).await;
+    let staff = lab_staff(&sandbox).await;
+    let samples = receive_and_start(&sandbox, &staff, &number, 1).await;
+    record_and_submit(&sandbox, &staff, &samples[0]).await;
+    let accession = samples[0]["accessionNumber"].as_str().unwrap().to_owned();
+    let operators = sandbox.labctl(&["operators", "list"]).await.unwrap();
+    let id_of = |name: &str| -> uuid::Uuid {
+        let operator = operators
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|operator| operator["name"] == name)
+            .unwrap();
+        operator["id"].as_str().unwrap().parse().unwrap()
+    };
+    let (ana, quinn) = (id_of("ana"), id_of("quinn"));
+
+    // The analyst's operator id under the QA officer's name (a renamed operator), signed as the
+    // gateway signs in development mode: still the analyst.
+    let renamed =
+        platform::tokens::testing::DevTokens::new("results-svc").staff_with_id("quinn", ana, &["lab.qa"]);
+    let mut results = proto::results::results_service_client::ResultsServiceClient::connect(
+        sandbox.in_process().results_uri.clone(),
+    )
+    .await
+    .unwrap();
+    let request = proto::results::AccessionRequest {
+        accession_number: accession.clone(),
+    };
+    let refused = results
+        .approve_results(platform::grpc::outgoing(request, &renamed))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::PermissionDenied);
+    assert!(refused.message().contains("four eyes"), "{refused:?}");
+
+    let approved = sandbox
+        .labctl_as(&staff.qa, &["results", "approve", "--accession", &accession])
+        .await
+        .unwrap();
+    assert_eq!(approved["status"], "approved");
+    let pool = sqlx::PgPool::connect(&sandbox.database_url).await.unwrap();
+    let recorded: (Option<uuid::Uuid>, Option<uuid::Uuid>, Option<uuid::Uuid>) = sqlx::query_as(
+        "SELECT c.submitted_by_id, c.approved_by_id, r.analyst_id FROM results.coas c \
+         JOIN results.analyte_results r ON r.coa_id = c.id WHERE c.accession_number = $1 LIMIT 1",
+    )
+    .bind(&accession)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(recorded, (Some(ana), Some(quinn), Some(ana)));
+    sandbox.stop().await;
+}
+
+#[tokio::test]
 async fn the_labctl_demo_walks_a_paid_order_to_a_published_coa_with_plausible_results() {
     let sandbox = Sandbox::start().await;
     let agent = sandbox.customer("Demo Customer", "all").await;

@@ -268,6 +268,21 @@ async fn the_mesh_works_with_each_process_as_its_own_redis_user_and_redis_refuse
         "orders-svc deleting another stream",
         orders.del::<_, i64>("lab:events:payments").await,
     );
+    // Services read the staff-token revocations the gateway writes, and cannot write them.
+    let _: std::collections::HashMap<String, String> =
+        orders.hgetall("lab:gateway:staff-revocations").await.unwrap();
+    refused(
+        "orders-svc writing a staff-token revocation",
+        orders
+            .hset::<_, _, _, i64>("lab:gateway:staff-revocations", "operator:x", "1")
+            .await,
+    );
+    refused(
+        "orders-svc publishing a staff-token revocation",
+        orders
+            .publish::<_, _, i64>("lab:gateway:staff-revocations", "operator:x 1")
+            .await,
+    );
     let mut gateway = acl.connect("gateway").await;
     refused(
         "the gateway writing a stream",

@@ -102,3 +102,158 @@ async fn a_mesh_outside_development_mode_runs_the_order_flow_on_its_own_keys_and
     let refused = payments.record_bank_payment(request).await.unwrap_err();
     assert_eq!(refused.code(), tonic::Code::Unauthenticated);
 }
+
+/// A staff token for `audience` carrying `roles`, as labctl asks the identity API for one.
+async fn staff_token(sandbox: &Sandbox, credential: &str, audience: &str, roles: &[&str]) -> String {
+    let mut identity = proto::identity::identity_service_client::IdentityServiceClient::connect(
+        sandbox.in_process().identity_uri.clone(),
+    )
+    .await
+    .unwrap();
+    let message = proto::identity::IssueStaffTokenRequest {
+        credential: credential.to_owned(),
+        audience: audience.to_owned(),
+        roles: roles.iter().map(|role| (*role).to_owned()).collect(),
+    };
+    identity
+        .issue_staff_token(message)
+        .await
+        .unwrap()
+        .into_inner()
+        .token
+}
+
+/// How orders-svc and results-svc answer `token`'s staff token: starting testing of an order
+/// that does not exist (an admitted token gets `not_found`) and reading a COA that does not.
+async fn answers(sandbox: &Sandbox, orders_token: &str, results_token: &str) -> (tonic::Code, tonic::Code) {
+    let mesh = sandbox.in_process();
+    let mut orders =
+        proto::orders::orders_service_client::OrdersServiceClient::connect(mesh.orders_uri.clone())
+            .await
+            .unwrap();
+    let start = proto::orders::StartTestingRequest {
+        order_reference: "ORD-2026-999999".into(),
+    };
+    let orders_code = orders
+        .start_testing(platform::grpc::outgoing(start, orders_token))
+        .await
+        .map_or_else(|status| status.code(), |_| tonic::Code::Ok);
+    let mut results =
+        proto::results::results_service_client::ResultsServiceClient::connect(mesh.results_uri.clone())
+            .await
+            .unwrap();
+    let read = proto::results::AccessionRequest {
+        accession_number: "ACC-2026-999999".into(),
+    };
+    let results_code = results
+        .get_lab_coa(platform::grpc::outgoing(read, results_token))
+        .await
+        .map_or_else(|status| status.code(), |_| tonic::Code::Ok);
+    (orders_code, results_code)
+}
+
+#[tokio::test]
+async fn a_disabled_operators_staff_tokens_stop_working_at_every_service_within_seconds() {
+    let sandbox = Sandbox::start().await;
+    let mut credentials = Vec::new();
+    for name in ["tess", "theo"] {
+        let created = sandbox
+            .labctl(&["operators", "create", name, "--roles", "lab.technician"])
+            .await
+            .unwrap();
+        credentials.push(created["credential"].as_str().unwrap().to_owned());
+    }
+    let mut tokens = Vec::new();
+    for credential in &credentials {
+        let orders = staff_token(&sandbox, credential, "orders-svc", &["lab.technician"]).await;
+        let results = staff_token(&sandbox, credential, "results-svc", &[]).await;
+        tokens.push((orders, results));
+    }
+    let (tess, theo) = (&tokens[0], &tokens[1]);
+    let admitted = (tonic::Code::NotFound, tonic::Code::NotFound);
+    assert_eq!(answers(&sandbox, &tess.0, &tess.1).await, admitted);
+
+    sandbox.labctl(&["operators", "disable", "tess"]).await.unwrap();
+    let refused = (tonic::Code::Unauthenticated, tonic::Code::Unauthenticated);
+    platform::testing::wait_for(
+        "tess's tokens to be refused by orders-svc and results-svc",
+        std::time::Duration::from_secs(10),
+        || async { (answers(&sandbox, &tess.0, &tess.1).await == refused).then_some(()) },
+    )
+    .await;
+    assert_eq!(
+        answers(&sandbox, &theo.0, &theo.1).await,
+        admitted,
+        "another operator's tokens still work"
+    );
+    sandbox.stop().await;
+}
+
+#[tokio::test]
+async fn a_qa_officer_registered_by_one_admin_is_activated_by_another_who_receives_the_credential() {
+    let sandbox = Sandbox::start().await;
+    // The development operator registers two admins at once (development mode only).
+    let mut admins = Vec::new();
+    for name in ["alice", "bob"] {
+        let created = sandbox
+            .labctl(&["operators", "create", name, "--roles", "identity.admin"])
+            .await
+            .unwrap();
+        admins.push(created["credential"].as_str().unwrap().to_owned());
+    }
+    let (alice, bob) = (&admins[0], &admins[1]);
+    let mixed = sandbox
+        .labctl_as(
+            alice,
+            &[
+                "operators",
+                "create",
+                "mallory",
+                "--roles",
+                "identity.admin,lab.qa",
+            ],
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        mixed.to_string().contains("cannot also hold lab roles"),
+        "{mixed}"
+    );
+
+    let requested = sandbox
+        .labctl_as(alice, &["operators", "create", "quinn", "--roles", "lab.qa"])
+        .await
+        .unwrap();
+    assert_eq!(requested["status"], "pending");
+    assert!(requested["credential"].is_null(), "{requested}");
+    let own = sandbox
+        .labctl_as(alice, &["operators", "approve", "quinn"])
+        .await
+        .unwrap_err();
+    assert!(own.to_string().contains("four eyes"), "{own}");
+    let approved = sandbox
+        .labctl_as(bob, &["operators", "approve", "quinn"])
+        .await
+        .unwrap();
+    assert_eq!(
+        (approved["status"].as_str(), approved["approvedBy"].as_str()),
+        (Some("active"), Some("bob"))
+    );
+    let quinn = approved["credential"].as_str().unwrap();
+    // quinn acts as QA: admitted to approve (nothing to approve here).
+    let nothing = sandbox
+        .labctl_as(quinn, &["results", "approve", "--accession", "ACC-2026-999999"])
+        .await
+        .unwrap_err();
+    assert!(nothing.to_string().contains("not_found"), "{nothing}");
+    // An admin never does lab work.
+    let lab_work = sandbox
+        .labctl_as(alice, &["results", "approve", "--accession", "ACC-2026-999999"])
+        .await
+        .unwrap_err();
+    assert!(
+        lab_work.to_string().contains("does not hold lab.qa"),
+        "{lab_work}"
+    );
+    sandbox.stop().await;
+}

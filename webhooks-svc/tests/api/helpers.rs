@@ -213,6 +213,8 @@ impl TestApp {
             scopes: scopes.iter().map(|scope| (*scope).to_owned()).collect(),
             roles: vec![],
             spend_limit_cents: None,
+            operator_id: None,
+            credential_id: None,
         })
     }
 
@@ -223,14 +225,7 @@ impl TestApp {
 
     /// A staff token with webhooks.admin.
     pub fn staff(&self) -> String {
-        self.keys.mint(&Principal {
-            kind: PrincipalKind::Staff,
-            subject: "alice".into(),
-            customer_id: None,
-            scopes: vec![],
-            roles: vec![roles::WEBHOOKS_ADMIN.to_owned()],
-            spend_limit_cents: None,
-        })
+        self.keys.staff("alice", &[roles::WEBHOOKS_ADMIN])
     }
 
     /// CreateEndpoint with `token` and idempotency `key`.
