@@ -220,9 +220,11 @@ pub async fn rewrite(
         let stored: HashMap<String, String> = redis::cmd("HGETALL").arg(&key).query_async(redis).await?;
         let oldest = unix_now().saturating_sub(ENTRY_LIFETIME.as_secs());
         let mut pipe = redis::pipe();
+        let mut changes = 0;
         for (field, value) in &stored {
             if Revocation::parse(field, value).is_none_or(|revocation| revocation.at < oldest) {
                 pipe.cmd("HDEL").arg(&key).arg(field).ignore();
+                changes += 1;
             }
         }
         for revocation in revocations.iter().filter(|revocation| revocation.at >= oldest) {
@@ -232,7 +234,12 @@ pub async fn rewrite(
                 .is_none_or(|value| value.parse::<u64>().ok() < Some(revocation.at))
             {
                 pipe.cmd("HSET").arg(&key).arg(field).arg(revocation.at).ignore();
+                changes += 1;
             }
+        }
+        // Nothing to change is nothing to send (Redis refuses an empty pipeline).
+        if changes == 0 {
+            return Ok(());
         }
         pipe.query_async::<()>(redis).await
     };
@@ -369,6 +376,40 @@ mod tests {
 
     fn staff(operator_id: Uuid, credential: &str) -> Principal {
         Principal::staff("alice", operator_id, Some(credential.into()), vec![])
+    }
+
+    #[tokio::test]
+    async fn rewriting_the_list_into_redis_keeps_it_and_succeeds_when_nothing_changed() {
+        let client = redis::Client::open(
+            crate::config::env_var("TEST_REDIS_URL").unwrap_or_else(|| "redis://127.0.0.1:6379".to_owned()),
+        )
+        .unwrap();
+        let mut redis = client.get_multiplexed_async_connection().await.unwrap();
+        let prefix = format!("test-{}", Uuid::new_v4().simple());
+        // An empty list over an empty hash: nothing to send, and no error.
+        rewrite(&mut redis, &prefix, &[]).await.unwrap();
+        let revocation = Revocation {
+            revoked: Revoked::Operator(Uuid::now_v7()),
+            at: unix_now(),
+        };
+        rewrite(&mut redis, &prefix, std::slice::from_ref(&revocation))
+            .await
+            .unwrap();
+        // The same list again changes nothing, and is no error either.
+        rewrite(&mut redis, &prefix, std::slice::from_ref(&revocation))
+            .await
+            .unwrap();
+        let stored: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(key(&prefix))
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+        assert_eq!(stored.get(&revocation.field()), Some(&revocation.at.to_string()));
+        let _: () = redis::cmd("DEL")
+            .arg(key(&prefix))
+            .query_async(&mut redis)
+            .await
+            .unwrap();
     }
 
     #[test]
