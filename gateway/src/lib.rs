@@ -18,6 +18,7 @@ pub mod http;
 pub mod key_cache;
 pub mod limits;
 pub mod mcp;
+pub mod operation_table;
 pub mod operations;
 pub mod operations_api;
 pub mod peers;

@@ -1,12 +1,13 @@
-//! The scopes of API keys and the one table that says what every REST operation of the spec
-//! needs: its scopes (or that it is public) and whether it requires `Idempotency-Key`.
+//! The scopes of API keys and the scope table: what every REST operation of the spec needs, its
+//! scopes (or that it is public) and whether it takes `Idempotency-Key`.
 //!
-//! The table covers every operation of the spec's REST table, including the ones that are not
-//! routed yet and the ones whose scope the spec leaves open ("see Authentication"); the
-//! decisions for those are marked `decided` below and explained in `docs/scopes.md`. The auth
-//! layer looks every routed request up here (an unlisted route is refused), and the OpenAPI
-//! document takes each operation's scope and idempotency header from here. The webhook
-//! subscription rule (`webhooks:write` plus the read scope of every selected event) is
+//! The table covers every operation of the spec's REST table and our additions: the built ones
+//! ([`BUILT`]) come from their one declaration in `crate::operation_table`; the ones not routed
+//! yet are listed in [`NOT_BUILT`]. The scopes the spec leaves open ("see Authentication") are
+//! marked `decided` and explained in `docs/scopes.md`. The auth layer looks every routed request
+//! up here (an unlisted route is refused; an unrouted operation is 404 after authentication),
+//! and the OpenAPI document takes each operation's scope and idempotency header from here. The
+//! webhook subscription rule (`webhooks:write` plus the read scope of every selected event) is
 //! `proto::event_data`'s, checked through `platform::access::require_subscription`.
 
 use http::Method;
@@ -65,6 +66,18 @@ pub enum Access {
     Public,
 }
 
+/// Whether an operation takes the `Idempotency-Key` header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Idempotency {
+    /// It does not take one.
+    None,
+    /// It takes one and works without (`POST /orders/{reference}/pickup`: the spec does not
+    /// require the header there).
+    Optional,
+    /// The spec requires it.
+    Required,
+}
+
 /// One REST operation of the spec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Operation {
@@ -73,8 +86,8 @@ pub struct Operation {
     /// Path template relative to `/api/v1/agent`, in axum/OpenAPI syntax.
     pub path: &'static str,
     pub access: Access,
-    /// The spec requires the `Idempotency-Key` header.
-    pub idempotent: bool,
+    /// Whether it takes `Idempotency-Key`.
+    pub idempotency: Idempotency,
     /// The scope is the team's decision (see docs/scopes.md): the spec says "see Authentication",
     /// or the operation is our addition ([`Operation::addition`]).
     pub decided: bool,
@@ -82,21 +95,62 @@ pub struct Operation {
     pub addition: bool,
 }
 
+impl Operation {
+    /// True when the operation requires `Idempotency-Key`.
+    pub fn requires_idempotency_key(&self) -> bool {
+        self.idempotency == Idempotency::Required
+    }
+}
+
+/// The scope-table entries of the declarations of `crate::operation_table`.
+macro_rules! built {
+    ($({
+        tool: $tool:literal,
+        title: $title:literal,
+        annotations: $annotations:expr,
+        guard: $guard:literal,
+        description: $description:literal,
+        $(#[doc = $doc:tt])*
+        rest: $method:ident $path:literal $handler:ident,
+        openapi: $openapi:tt,
+        access: $access:tt, origin: $origin:ident, idempotency: $idempotency:ident,
+        answer: $answer:ident $(($status:ident))?,
+        run: |$cx:ident $(, $arg:ident: $ty:ty)*| $run:expr,
+    })*) => {
+        /// Every built (routed) operation, from its one declaration in `crate::operation_table`.
+        pub const BUILT: &[Operation] = &[$(
+            Operation {
+                method: crate::operation_table::method_name!($method),
+                path: $path,
+                access: built!(@access $access),
+                idempotency: built!(@idempotency $idempotency),
+                decided: built!(@decided $origin),
+                addition: built!(@addition $origin),
+            }
+        ),*];
+    };
+    (@access public) => { Access::Public };
+    (@access [$($scope:ident),+]) => { Access::Scopes(&[$($scope),+]) };
+    (@idempotency none) => { Idempotency::None };
+    (@idempotency optional) => { Idempotency::Optional };
+    (@idempotency required) => { Idempotency::Required };
+    (@decided spec) => { false };
+    (@decided decided) => { true };
+    (@decided addition) => { true };
+    (@addition addition) => { true };
+    (@addition $other:ident) => { false };
+}
+
+crate::operation_table::operation_table!(built);
+
 const fn op(method: &'static str, path: &'static str, scopes: &'static [&'static str]) -> Operation {
     Operation {
         method,
         path,
         access: Access::Scopes(scopes),
-        idempotent: false,
+        idempotency: Idempotency::None,
         decided: false,
         addition: false,
-    }
-}
-
-const fn idempotent(operation: Operation) -> Operation {
-    Operation {
-        idempotent: true,
-        ..operation
     }
 }
 
@@ -107,55 +161,14 @@ const fn decided(operation: Operation) -> Operation {
     }
 }
 
-const fn addition(operation: Operation) -> Operation {
-    Operation {
-        decided: true,
-        addition: true,
-        ..operation
-    }
-}
-
-const fn public(method: &'static str, path: &'static str) -> Operation {
-    Operation {
-        method,
-        path,
-        access: Access::Public,
-        idempotent: false,
-        decided: true,
-        addition: false,
-    }
-}
-
-/// Every operation of the spec's REST table, in the spec's order, then our additions.
-pub const OPERATIONS: &[Operation] = &[
-    op("GET", "/catalog", &[CATALOG_READ]),
-    op("POST", "/quotes", &[QUOTES_WRITE]),
-    op("GET", "/orders", &[ORDERS_READ]),
-    idempotent(op("POST", "/orders", &[ORDERS_WRITE])),
-    op("GET", "/orders/{reference}", &[ORDERS_READ]),
+/// The operations of the spec's REST table that are not built yet, in the spec's order: not
+/// routed (a call is 404 after authentication and the scope check), no tool. Building one moves
+/// it from here to a declaration of `crate::operation_table` (a test holds the two lists apart).
+pub const NOT_BUILT: &[Operation] = &[
     op("GET", "/orders/{reference}/raw-data", &[RAW_DATA_READ]),
-    op("GET", "/orders/{reference}/pickup", &[SHIPMENTS_READ]),
-    op("POST", "/orders/{reference}/pickup", &[ORDERS_WRITE]),
-    decided(op("GET", "/orders/{reference}/eta", &[ORDERS_READ])),
-    decided(op("GET", "/orders/{reference}/custody", &[ORDERS_READ])),
     decided(op("POST", "/orders/{reference}/addons", &[ORDERS_WRITE])),
     decided(op("POST", "/orders/{reference}/cancel-request", &[ORDERS_WRITE])),
-    decided(op("GET", "/orders/{reference}/samples", &[ORDERS_READ])),
     op("GET", "/orders/{reference}/instrument-data", &[INSTRUMENTS_READ]),
-    op("GET", "/invoices", &[INVOICES_READ]),
-    op("GET", "/invoices/{reference}", &[INVOICES_READ]),
-    op("GET", "/payments", &[PAYMENTS_READ]),
-    op("GET", "/payments/{reference}", &[PAYMENTS_READ]),
-    idempotent(op("POST", "/payments/prepare", &[PAYMENTS_WRITE])),
-    idempotent(op("POST", "/payments/stablecoin/submit", &[PAYMENTS_WRITE])),
-    addition(op("GET", "/payments/stablecoin/{reference}", &[PAYMENTS_READ])),
-    addition(op("GET", "/spend-envelope", &[PAYMENTS_READ])),
-    op("GET", "/shipments", &[SHIPMENTS_READ]),
-    op("GET", "/shipments/{reference}", &[SHIPMENTS_READ]),
-    op("GET", "/shipments/{reference}/label", &[SHIPMENTS_READ]),
-    op("GET", "/results", &[RESULTS_READ]),
-    op("GET", "/results/{reference}", &[RESULTS_READ]),
-    decided(op("GET", "/results/{reference}/analytes", &[RESULTS_READ])),
     op("GET", "/results/{reference}/instrument-data", &[INSTRUMENTS_READ]),
     decided(op("GET", "/instruments", &[CATALOG_READ])),
     decided(op("GET", "/methods", &[CATALOG_READ])),
@@ -168,21 +181,12 @@ pub const OPERATIONS: &[Operation] = &[
         "/notifications/customer-coa",
         &[RESULTS_READ, ORDERS_WRITE],
     )),
-    public("GET", "/verify"),
-    public("POST", "/verify"),
-    public("GET", "/verify/batch"),
-    public("POST", "/verify/batch"),
-    op("GET", "/webhooks", &[WEBHOOKS_READ]),
-    idempotent(op("POST", "/webhooks", &[WEBHOOKS_WRITE])),
-    idempotent(op("DELETE", "/webhooks/{endpointId}", &[WEBHOOKS_WRITE])),
-    idempotent(op(
-        "POST",
-        "/webhooks/{endpointId}/rotate-secret",
-        &[WEBHOOKS_WRITE],
-    )),
-    idempotent(op("POST", "/webhooks/{endpointId}/test", &[WEBHOOKS_WRITE])),
-    addition(op("GET", "/webhooks/{endpointId}/deliveries", &[WEBHOOKS_READ])),
 ];
+
+/// Every operation of the spec's REST table and our additions: the built ones, then the others.
+pub fn all() -> impl Iterator<Item = &'static Operation> {
+    BUILT.iter().chain(NOT_BUILT)
+}
 
 /// Looks up the operation of `method` on the path template `path` (relative to
 /// `/api/v1/agent`). HEAD is answered by the GET route, so it needs what GET needs.
@@ -192,9 +196,7 @@ pub fn operation(method: &Method, path: &str) -> Option<&'static Operation> {
     } else {
         method.as_str()
     };
-    OPERATIONS
-        .iter()
-        .find(|operation| operation.method == method && operation.path == path)
+    all().find(|operation| operation.method == method && operation.path == path)
 }
 
 /// Returns `insufficient_scope` (403, details.required = every scope of the operation, and
@@ -224,10 +226,16 @@ mod tests {
     #[test]
     fn the_table_lists_each_operation_once_with_known_scopes() {
         // The spec's one row "GET, POST /verify and /verify/batch" is four operations here.
-        assert_eq!(OPERATIONS.len(), 46);
-        assert_eq!(OPERATIONS.iter().filter(|o| o.addition).count(), 3);
-        for (index, operation) in OPERATIONS.iter().enumerate() {
-            let duplicate = OPERATIONS[..index]
+        let operations: Vec<&Operation> = all().collect();
+        assert_eq!((BUILT.len(), NOT_BUILT.len(), operations.len()), (34, 12, 46));
+        assert_eq!(operations.iter().filter(|o| o.addition).count(), 3);
+        assert!(
+            NOT_BUILT.iter().all(|o| !o.addition),
+            "an addition is built with its declaration"
+        );
+        for (index, operation) in operations.iter().enumerate() {
+            // A built operation listed again as not built would be both routed and not.
+            let duplicate = operations[..index]
                 .iter()
                 .any(|o| o.method == operation.method && o.path == operation.path);
             assert!(

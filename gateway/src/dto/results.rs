@@ -200,6 +200,9 @@ impl TryFrom<pb::Coa> for Coa {
 #[into_params(parameter_in = Query)]
 pub struct VerifyQuery {
     /// Accession number (or the COA id printed on the document).
+    // Required (documented so), optional in the type: a missing one is the operation's 400
+    // `invalid_request` naming `accession`, as in the body form.
+    #[param(required = true)]
     pub accession: Option<String>,
     /// Verification code printed on the COA: reveals compound and lot number.
     pub code: Option<String>,

@@ -1,7 +1,7 @@
 //! Extractors whose every refusal is an enveloped 400: JSON bodies (`invalid_body` with
 //! `details.path` and `details.reason`; [`OptionalApiJson`] also takes an empty body), query
 //! strings (`invalid_request` with `details.field`), the `Idempotency-Key` header (its errors
-//! name `details.field` = `header.idempotency-key`), the
+//! name `details.field` = `header.idempotency-key`; [`OptionalIdempotencyKey`] where it is optional), the
 //! `{reference}` and `{endpointId}` path segments, and the authenticated caller.
 
 use crate::caller::Caller;
@@ -206,6 +206,22 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
         let key = value.to_str().unwrap_or("\u{0}");
         platform::grpc::validate_idempotency_key(key).map_err(|error| error.with_details(field))?;
         Ok(Self(key.to_owned()))
+    }
+}
+
+/// The `Idempotency-Key` header of an operation that takes one without requiring it: absent is
+/// `None`, present it has the rules of [`IdempotencyKey`].
+pub struct OptionalIdempotencyKey(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for OptionalIdempotencyKey {
+    type Rejection = ErrorResponse;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        if !parts.headers.contains_key(IDEMPOTENCY_KEY_HEADER) {
+            return Ok(Self(None));
+        }
+        let IdempotencyKey(key) = IdempotencyKey::from_request_parts(parts, state).await?;
+        Ok(Self(Some(key)))
     }
 }
 

@@ -1,28 +1,25 @@
-//! The REST application: routes grouped per domain and merged here, the front door (limits and
+//! The REST application: the agent area's routes ([`api`], generated from the operation table
+//! `crate::operation_table`) and the routes outside it, the front door (limits and
 //! authentication, [`auth`]) around every route and the 404 / 405 fallbacks, the input guard
 //! (`platform::input`'s character rules) on the agent routes inside it, the request-id, trace,
 //! concurrency-limit and time-limit layers around everything, readiness and the OpenAPI document.
 //! Other front ends (the MCP endpoint) hand their routes to [`assemble`], which puts them behind
 //! the same front door; `crate::app` builds the whole application.
 
+pub mod api;
 pub mod auth;
-pub mod billing;
-pub mod catalog;
 pub mod error;
 pub mod extract;
 pub mod input;
 pub mod layers;
 pub mod openapi;
-pub mod orders;
 pub mod pay;
 pub mod pay_html;
 pub mod pay_stablecoin;
-pub mod payments;
 pub mod rate_limit;
 pub mod ready;
 pub mod results;
 pub mod shipping;
-pub mod webhooks;
 
 use crate::authenticator::Authenticator;
 use crate::operations::Replayable;
@@ -82,39 +79,10 @@ pub fn replayable_response<T: serde::Serialize>(status: StatusCode, outcome: Rep
     response
 }
 
-/// The routed agent area and its OpenAPI document (paths relative to `/api/v1/agent`).
+/// The routed agent area and its OpenAPI document (paths relative to `/api/v1/agent`): one route
+/// per declaration of `crate::operation_table`.
 pub fn agent_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    let (router, document) = OpenApiRouter::with_openapi(openapi::base())
-        .routes(routes!(catalog::list_catalog))
-        .routes(routes!(catalog::create_quote))
-        .routes(routes!(orders::list_orders, orders::create_order))
-        .routes(routes!(orders::get_order))
-        .routes(routes!(results::list_samples))
-        .routes(routes!(results::get_custody))
-        .routes(routes!(results::get_eta))
-        .routes(routes!(results::list_results))
-        .routes(routes!(results::get_result))
-        .routes(routes!(results::list_analytes))
-        .routes(routes!(results::verify_get, results::verify_post))
-        .routes(routes!(results::verify_batch_get, results::verify_batch_post))
-        .routes(routes!(billing::list_invoices))
-        .routes(routes!(billing::get_invoice))
-        .routes(routes!(billing::list_payments))
-        .routes(routes!(billing::get_payment))
-        .routes(routes!(shipping::list_shipments))
-        .routes(routes!(shipping::get_shipment))
-        .routes(routes!(shipping::get_label))
-        .routes(routes!(shipping::pickup_options, shipping::request_pickup))
-        .routes(routes!(payments::prepare_payment))
-        .routes(routes!(payments::get_stablecoin_payment))
-        .routes(routes!(payments::submit_stablecoin_transaction))
-        .routes(routes!(payments::spend_envelope))
-        .routes(routes!(webhooks::list_endpoints, webhooks::create_endpoint))
-        .routes(routes!(webhooks::delete_endpoint))
-        .routes(routes!(webhooks::rotate_secret))
-        .routes(routes!(webhooks::send_test_delivery))
-        .routes(routes!(webhooks::list_deliveries))
-        .split_for_parts();
+    let (router, document) = api::routes(OpenApiRouter::with_openapi(openapi::base())).split_for_parts();
     (router, openapi::finish(document))
 }
 

@@ -1,16 +1,18 @@
 //! The OpenAPI 3.1.0 document (`GET /api/v1/openapi.json`), generated from the handlers'
-//! `#[utoipa::path]` attributes and the DTOs' `ToSchema` derives, then completed from the scope
-//! table: each operation's description names its scope, its security requirement lists the
-//! scope, operations that need `Idempotency-Key` declare the header, every `cursor` parameter
-//! has the one description of the opaque cursor, and every operation lists its error responses
-//! with the `ErrorEnvelope` schema.
+//! `#[utoipa::path]` attributes (written by `crate::operation_table`'s declarations) and the
+//! DTOs' `ToSchema` derives, then completed from the scope table: each operation's description
+//! names its scope, its security requirement lists the scope, operations that take
+//! `Idempotency-Key` declare the header (required or optional), every `cursor` parameter has the
+//! one description of the opaque cursor, and every operation lists the error responses the
+//! front door and its handler can answer with the `ErrorEnvelope` schema (404 where a path
+//! parameter or a body property names a resource).
 
 use crate::dto::common::{ErrorBody, ErrorEnvelope};
-use crate::scopes::{self, Access};
+use crate::scopes::{self, Access, Idempotency};
 use http::Method;
 use utoipa::OpenApi;
 use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn, PathItem};
-use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, HeaderBuilder, Ref, RefOr, Required, ResponseBuilder};
 
@@ -76,14 +78,41 @@ pub fn base() -> utoipa::openapi::OpenApi {
 /// When a documented operation is missing from the scope table (a programming error that the
 /// unit tests catch).
 pub fn finish(mut document: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+    let components = document.components.clone().unwrap_or_default();
     for (path, item) in document.paths.paths.iter_mut() {
         for (method, operation) in operations_mut(item) {
             let entry = scopes::operation(&method, path)
                 .unwrap_or_else(|| panic!("{method} {path} is documented but missing from the scope table"));
-            complete(operation, entry, path.contains('{'));
+            let finds = path.contains('{') || body_names_a_resource(operation, &components);
+            complete(operation, entry, finds);
         }
     }
     document
+}
+
+/// The body properties that name an existing resource of the customer (a service answers 404
+/// `not_found`, `quote_not_found` or `transaction_not_found` when there is none).
+pub const RESOURCE_PROPERTIES: &[&str] = &["quoteId", "orderReference", "reference"];
+
+/// True when the operation's JSON body names a resource ([`RESOURCE_PROPERTIES`]): it can
+/// answer 404 like an operation with a path parameter.
+fn body_names_a_resource(operation: &Operation, components: &utoipa::openapi::Components) -> bool {
+    let Some(RefOr::T(body)) = &operation.request_body else {
+        return false;
+    };
+    let Some(RefOr::T(content)) = body.content.get("application/json") else {
+        return false;
+    };
+    let Some(RefOr::Ref(reference)) = &content.schema else {
+        return false;
+    };
+    let name = reference.ref_location.rsplit('/').next().unwrap_or_default();
+    match components.schemas.get(name) {
+        Some(RefOr::T(Schema::Object(object))) => RESOURCE_PROPERTIES
+            .iter()
+            .any(|property| object.properties.contains_key(*property)),
+        _ => false,
+    }
 }
 
 fn operations_mut(item: &mut PathItem) -> Vec<(Method, &mut Operation)> {
@@ -99,7 +128,7 @@ fn operations_mut(item: &mut PathItem) -> Vec<(Method, &mut Operation)> {
     .collect()
 }
 
-fn complete(operation: &mut Operation, entry: &scopes::Operation, has_path_parameter: bool) {
+fn complete(operation: &mut Operation, entry: &scopes::Operation, finds: bool) {
     let access = match entry.access {
         Access::Scopes(required) => {
             operation.security = Some(vec![SecurityRequirement::new(BEARER, required.iter().copied())]);
@@ -122,11 +151,16 @@ fn complete(operation: &mut Operation, entry: &scopes::Operation, has_path_param
         _ => access,
     });
     describe_cursor(operation);
-    if entry.idempotent {
-        operation
+    match entry.idempotency {
+        Idempotency::Required => operation
             .parameters
             .get_or_insert_with(Vec::new)
-            .push(idempotency_header().into());
+            .push(idempotency_header(Required::True).into()),
+        Idempotency::Optional => operation
+            .parameters
+            .get_or_insert_with(Vec::new)
+            .push(idempotency_header(Required::False).into()),
+        Idempotency::None => {}
     }
     let mut errors = vec![
         ("400", "invalid request, body, cursor or idempotency key"),
@@ -150,7 +184,7 @@ fn complete(operation: &mut Operation, entry: &scopes::Operation, has_path_param
             "the request took longer than the gateway's time limit (timeout); retry with the same Idempotency-Key",
         ),
     ];
-    if has_path_parameter {
+    if finds {
         errors.push(("404", "not found, or owned by another customer"));
     }
     for (status, description) in errors {
@@ -218,7 +252,14 @@ fn describe_cursor(operation: &mut Operation) {
     }
 }
 
-fn idempotency_header() -> utoipa::openapi::path::Parameter {
+fn idempotency_header(required: Required) -> utoipa::openapi::path::Parameter {
+    let description = match required {
+        Required::True => "8 to 255 visible ASCII characters; binds the exact request to its first result",
+        Required::False => {
+            "optional; 8 to 255 visible ASCII characters; binds the exact request to its first result. \
+            Without it, the same request (same API key, path and body) is answered like the first"
+        }
+    };
     let schema = ObjectBuilder::new()
         .schema_type(Type::String)
         .min_length(Some(8))
@@ -227,10 +268,8 @@ fn idempotency_header() -> utoipa::openapi::path::Parameter {
     ParameterBuilder::new()
         .name("Idempotency-Key")
         .parameter_in(ParameterIn::Header)
-        .required(Required::True)
-        .description(Some(
-            "8 to 255 visible ASCII characters; binds the exact request to its first result",
-        ))
+        .required(required)
+        .description(Some(description))
         .schema(Some(schema))
         .build()
 }

@@ -1,15 +1,9 @@
-//! REST handlers of the shipping area: shipments, labels, door pickups; and, outside the agent
-//! area, the signed label download and the external carrier's tracker webhook (both public:
-//! their signatures are the authorization).
+//! The shipping routes outside the agent area (whose operations are declared in
+//! `crate::operation_table`): the signed label download and the external carrier's tracker
+//! webhook (both public: their signatures are the authorization).
 
-use crate::caller::Caller;
-use crate::dto::shipping::{
-    LabelEnvelope, PickupEnvelope, PickupOptionsEnvelope, PickupRequest, ShipmentEnvelope, ShipmentList,
-    ShipmentsQuery,
-};
+use crate::http::AppState;
 use crate::http::error::ErrorResponse;
-use crate::http::extract::{ApiJson, ApiQuery, IdempotencyKey, Reference};
-use crate::http::{AppState, replayable_response};
 use crate::operations::shipping as operations;
 use axum::Json;
 use axum::body::Bytes;
@@ -24,90 +18,6 @@ use proto::shipping::ReceiveCarrierWebhookRequest;
 pub const LABEL_FILE_PATH: &str = "/api/v1/files/labels/{file}";
 /// Path of the EasyPost tracker webhooks.
 pub const CARRIER_WEBHOOK_PATH: &str = "/api/v1/carriers/easypost/webhooks";
-
-/// Lists the customer's shipments (labels and tracking), newest first.
-#[utoipa::path(get, path = "/shipments", tag = "shipping", operation_id = "listShipments", params(ShipmentsQuery),
-    responses((status = 200, description = "one page of shipments", body = ShipmentList)))]
-pub async fn list_shipments(
-    State(state): State<AppState>,
-    caller: Caller,
-    ApiQuery(query): ApiQuery<ShipmentsQuery>,
-) -> Result<Json<ShipmentList>, ErrorResponse> {
-    Ok(Json(
-        operations::list_shipments(&state.peers, &caller, query).await?,
-    ))
-}
-
-/// Reads one shipment with its tracking number, carrier and service codes, normalized status and
-/// carrier event history.
-#[utoipa::path(get, path = "/shipments/{reference}", tag = "shipping", operation_id = "getShipment",
-    params(("reference" = String, Path, description = "shipment UUID, tracking number, order UUID or order number")),
-    responses((status = 200, description = "the shipment", body = ShipmentEnvelope)))]
-pub async fn get_shipment(
-    State(state): State<AppState>,
-    caller: Caller,
-    Reference(reference): Reference,
-) -> Result<Json<ShipmentEnvelope>, ErrorResponse> {
-    Ok(Json(
-        operations::get_shipment(&state.peers, &caller, reference).await?,
-    ))
-}
-
-/// Reads the prepaid inbound label: a signed, expiring URL of the 4×6 in PDF, the tracking
-/// number and URL, the ship-to address and the packing steps.
-#[utoipa::path(get, path = "/shipments/{reference}/label", tag = "shipping", operation_id = "getShipmentLabel",
-    params(("reference" = String, Path, description = "shipment UUID, tracking number, order UUID or order number")),
-    responses((status = 200, description = "the label", body = LabelEnvelope)))]
-pub async fn get_label(
-    State(state): State<AppState>,
-    caller: Caller,
-    Reference(reference): Reference,
-) -> Result<Json<LabelEnvelope>, ErrorResponse> {
-    Ok(Json(
-        operations::get_label(&state.peers, &caller, reference).await?,
-    ))
-}
-
-/// Lists door-pickup options of a paid order: dates, windows, the price and a signed
-/// `quoteToken` (expires after 15 minutes). An unpaid order is 409 `order_not_paid`; a shipment
-/// that has a pickup is 409 `pickup_already_requested`.
-#[utoipa::path(get, path = "/orders/{reference}/pickup", tag = "shipping", operation_id = "getPickupOptions",
-    params(("reference" = String, Path, description = "order UUID, order number or tracking number")),
-    responses((status = 200, description = "the pickup options", body = PickupOptionsEnvelope)))]
-pub async fn pickup_options(
-    State(state): State<AppState>,
-    caller: Caller,
-    Reference(reference): Reference,
-) -> Result<Json<PickupOptionsEnvelope>, ErrorResponse> {
-    Ok(Json(
-        operations::pickup_options(&state.peers, &caller, reference).await?,
-    ))
-}
-
-/// Requests a door pickup (`confirm: true`, `Idempotency-Key` required) on one of the offered
-/// dates and windows with the options' `quoteToken`. The price must fit the key's spending
-/// envelope (403 `spend_limit_exceeded`). The answer's `payUrl` is the site's hosted checkout
-/// page for the pickup (single use, amount-locked, valid until `payExpiresAt`); once paid the
-/// pickup is booked with the carrier and `shipment.updated` (status `pickup_booked`) carries the
-/// confirmation number. A link that expires unpaid ends the pickup (`payment_expired`) and a new
-/// one may be requested. Refusals: 400 `pickup_quote_invalid` (tampered or foreign token), 409
-/// `pickup_quote_expired`, 400 `pickup_date_unavailable` (past, over or not offered), 409
-/// `order_not_paid`, 409 `pickup_already_requested`.
-#[utoipa::path(post, path = "/orders/{reference}/pickup", tag = "shipping", operation_id = "requestPickup",
-    params(("reference" = String, Path, description = "order UUID, order number or tracking number")),
-    request_body = PickupRequest,
-    responses((status = 201, description = "the requested pickup (also for a replay, with Idempotent-Replayed: true)", body = PickupEnvelope,
-        headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay")))))]
-pub async fn request_pickup(
-    State(state): State<AppState>,
-    caller: Caller,
-    IdempotencyKey(key): IdempotencyKey,
-    Reference(reference): Reference,
-    ApiJson(body): ApiJson<PickupRequest>,
-) -> Result<Response, ErrorResponse> {
-    let requested = operations::request_pickup(&state.peers, &caller, &key, reference, body).await?;
-    Ok(replayable_response(StatusCode::CREATED, requested))
-}
 
 /// Query of a signed label URL.
 #[derive(serde::Deserialize)]

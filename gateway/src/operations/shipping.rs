@@ -160,14 +160,24 @@ pub async fn pickup_options(
     Ok(PickupOptions::from(options).into())
 }
 
-/// `POST /orders/{reference}/pickup`: requests a door pickup under an idempotency key.
+/// `POST /orders/{reference}/pickup`: requests a door pickup under the caller's idempotency key
+/// or, without one (the spec does not require it here), under [`pickup_key`] of the request, so
+/// that the same request sent again is answered like the first.
 pub async fn request_pickup(
     peers: &Peers,
     caller: &Caller,
-    idempotency_key: &str,
+    idempotency_key: Option<&str>,
     reference: String,
     body: PickupRequest,
 ) -> Result<Replayable<PickupEnvelope>, ApiError> {
+    let derived;
+    let idempotency_key = match idempotency_key {
+        Some(key) => key,
+        None => {
+            derived = pickup_key(&caller.principal.subject, &reference, &body);
+            derived.as_str()
+        }
+    };
     let request = pb::RequestPickupRequest {
         reference,
         date: body.date,
@@ -196,6 +206,32 @@ pub async fn request_pickup(
         .into(),
         replayed,
     })
+}
+
+/// The idempotency key of a pickup request sent without one: a digest of the API key's subject,
+/// the reference and the whole body (the quote token is signed and expires, so two intended
+/// pickups never share it), 71 visible ASCII characters.
+pub fn pickup_key(subject: &str, reference: &str, body: &PickupRequest) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for part in [
+        subject,
+        reference,
+        &body.date,
+        &body.window,
+        &body.quote_token,
+        if body.confirm { "true" } else { "false" },
+    ] {
+        hasher.update(part.as_bytes());
+        hasher.update([0]);
+    }
+    let digest = hasher.finalize();
+    let mut key = String::with_capacity(71);
+    key.push_str("pickup:");
+    for byte in digest {
+        key.push_str(&format!("{byte:02x}"));
+    }
+    key
 }
 
 /// `GET /api/v1/files/labels/{file}`: the PDF of a signed label URL (no key; the signature is
