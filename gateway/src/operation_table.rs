@@ -1050,3 +1050,282 @@ macro_rules! operation_table {
     };
 }
 pub(crate) use operation_table;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::schema;
+    use crate::mcp::tools::TOOLS;
+    use crate::scopes::{self, BUILT, Idempotency, NOT_BUILT};
+    use axum::extract::FromRequestParts;
+    use http::Method;
+
+    fn documented() -> Value {
+        let (_, document) = crate::http::agent_routes();
+        serde_json::to_value(&document).unwrap()
+    }
+
+    fn caller() -> Caller {
+        let issuer = platform::tokens::TokenIssuer::new(
+            "gateway",
+            platform::tokens::SigningKey::development("gateway"),
+        );
+        Caller::new(
+            std::sync::Arc::new(platform::principal::Principal::service("test", None)),
+            issuer,
+        )
+    }
+
+    #[test]
+    fn the_router_scope_table_openapi_document_and_tools_come_from_the_same_declarations() {
+        let document = documented();
+        // Tool i is the i-th declaration's, so is the i-th built entry of the scope table.
+        assert_eq!(TOOLS.len(), BUILT.len());
+        for (tool, operation) in TOOLS.iter().zip(BUILT) {
+            assert_eq!(
+                (tool.method, tool.path),
+                (operation.method, operation.path),
+                "{}",
+                tool.name
+            );
+            let method = Method::from_bytes(operation.method.as_bytes()).unwrap();
+            assert_eq!(
+                scopes::operation(&method, operation.path),
+                Some(operation),
+                "{}",
+                tool.name
+            );
+            assert_eq!(tool.operation(), operation, "{}", tool.name);
+            let described = &document["paths"][operation.path][operation.method.to_ascii_lowercase()];
+            assert!(
+                described.is_object(),
+                "{} {} is not in the OpenAPI document",
+                operation.method,
+                operation.path
+            );
+        }
+        // Every documented (= routed: utoipa_axum documents what it routes) operation is built.
+        let mut routed = 0;
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                routed += 1;
+                let method = method.to_ascii_uppercase();
+                assert!(
+                    BUILT.iter().any(|o| o.method == method && o.path == path),
+                    "{method} {path} is routed without a declaration"
+                );
+            }
+        }
+        assert_eq!(
+            routed,
+            BUILT.len(),
+            "no tool without a route, no route without a tool"
+        );
+        // tools/list shows the same tools, in the same order.
+        let listed: Vec<&str> = schema::catalog()
+            .entries()
+            .iter()
+            .map(|entry| entry.tool.name)
+            .collect();
+        let declared: Vec<&str> = TOOLS.iter().map(|tool| tool.name).collect();
+        assert_eq!(listed, declared);
+        // An operation not built yet is neither routed nor a tool, and not declared twice.
+        for operation in NOT_BUILT {
+            let described = &document["paths"][operation.path][operation.method.to_ascii_lowercase()];
+            assert!(described.is_null(), "{} {}", operation.method, operation.path);
+            assert!(
+                BUILT
+                    .iter()
+                    .all(|o| (o.method, o.path) != (operation.method, operation.path)),
+                "{} {} is built and listed as not built",
+                operation.method,
+                operation.path
+            );
+        }
+    }
+
+    #[test]
+    fn the_spec_list_of_required_idempotency_keys_is_the_table_and_the_pickup_takes_an_optional_one() {
+        let required: Vec<(&str, &str)> = BUILT
+            .iter()
+            .filter(|operation| operation.requires_idempotency_key())
+            .map(|operation| (operation.method, operation.path))
+            .collect();
+        // SPEC.md, Authentication 4: the seven operations that require `Idempotency-Key`.
+        let mut spec = vec![
+            ("POST", "/orders"),
+            ("POST", "/payments/prepare"),
+            ("POST", "/payments/stablecoin/submit"),
+            ("POST", "/webhooks"),
+            ("DELETE", "/webhooks/{endpointId}"),
+            ("POST", "/webhooks/{endpointId}/rotate-secret"),
+            ("POST", "/webhooks/{endpointId}/test"),
+        ];
+        let mut sorted = required.clone();
+        sorted.sort();
+        spec.sort();
+        assert_eq!(sorted, spec);
+        let pickup = scopes::operation(&Method::POST, "/orders/{reference}/pickup").unwrap();
+        assert_eq!(pickup.idempotency, Idempotency::Optional);
+        // OpenAPI: the header is declared, not required.
+        let document = documented();
+        let parameters = document["paths"]["/orders/{reference}/pickup"]["post"]["parameters"]
+            .as_array()
+            .unwrap();
+        let header = parameters
+            .iter()
+            .find(|p| p["name"] == "Idempotency-Key")
+            .unwrap();
+        assert_eq!(
+            (&header["in"], &header["required"]),
+            (&Value::from("header"), &Value::from(false))
+        );
+        // MCP: the property is there, not required.
+        let entry = schema::catalog()
+            .entries()
+            .iter()
+            .find(|entry| entry.tool.name == "svc.pickup.request")
+            .unwrap();
+        let input = &entry.definition["inputSchema"];
+        assert!(input["properties"]["idempotencyKey"].is_object(), "{input}");
+        assert!(
+            input["required"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|name| name != "idempotencyKey")
+        );
+        assert!(!entry.tool.needs_idempotency_key());
+    }
+
+    #[tokio::test]
+    async fn both_front_ends_take_the_pickup_without_a_key_and_refuse_a_malformed_one_alike() {
+        // REST: absent is None, present it has the rules of the required header.
+        let (mut parts, ()) = http::Request::new(()).into_parts();
+        let absent = OptionalIdempotencyKey::from_request_parts(&mut parts, &())
+            .await
+            .ok()
+            .unwrap();
+        assert_eq!(absent.rest(), None);
+        let (mut parts, ()) = http::Request::builder()
+            .header("idempotency-key", "short")
+            .body(())
+            .unwrap()
+            .into_parts();
+        let refused = OptionalIdempotencyKey::from_request_parts(&mut parts, &())
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(refused.0.code, ErrorCode::IdempotencyKeyInvalid);
+        // MCP: the same.
+        let caller = caller();
+        let mut input = McpInput::new(&caller, Map::new());
+        assert_eq!(OptionalIdempotencyKey::mcp(&mut input).unwrap(), None);
+        let mut arguments = Map::new();
+        arguments.insert("idempotencyKey".into(), Value::from("short"));
+        let mut input = McpInput::new(&caller, arguments);
+        let refused = OptionalIdempotencyKey::mcp(&mut input).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::IdempotencyKeyInvalid);
+        // A required key stays required over MCP.
+        let mut input = McpInput::new(&caller, Map::new());
+        let missing = IdempotencyKey::mcp(&mut input).unwrap_err();
+        assert_eq!(missing.code, ErrorCode::IdempotencyKeyMissing);
+        // Without a key, the same request is keyed alike, another one otherwise.
+        let body = |window: &str| crate::dto::shipping::PickupRequest {
+            date: "2026-12-01".into(),
+            window: window.into(),
+            quote_token: "token".into(),
+            confirm: true,
+        };
+        let key = crate::operations::shipping::pickup_key("key-1", "ORD-1", &body("am"));
+        assert_eq!(
+            key,
+            crate::operations::shipping::pickup_key("key-1", "ORD-1", &body("am"))
+        );
+        assert_ne!(
+            key,
+            crate::operations::shipping::pickup_key("key-1", "ORD-1", &body("pm"))
+        );
+        assert_ne!(
+            key,
+            crate::operations::shipping::pickup_key("key-2", "ORD-1", &body("am"))
+        );
+        platform::grpc::validate_idempotency_key(&key).unwrap();
+    }
+
+    #[test]
+    fn the_coa_verification_tool_requires_its_accession_as_rest_does() {
+        for name in ["svc.coa.verify", "svc.coa.verify.post"] {
+            let entry = schema::catalog()
+                .entries()
+                .iter()
+                .find(|entry| entry.tool.name == name)
+                .unwrap();
+            assert_eq!(
+                entry.definition["inputSchema"]["required"],
+                serde_json::json!(["accession"]),
+                "{name}"
+            );
+        }
+        let verify = &documented()["paths"]["/verify"]["get"]["parameters"][0];
+        assert_eq!(
+            (&verify["name"], &verify["required"]),
+            (&Value::from("accession"), &Value::from(true))
+        );
+    }
+
+    #[test]
+    fn every_operation_documents_every_status_the_front_door_and_its_handler_can_answer() {
+        let document = documented();
+        let mut body_references = Vec::new();
+        for operation in BUILT {
+            let described = &document["paths"][operation.path][operation.method.to_ascii_lowercase()];
+            let responses = described["responses"].as_object().unwrap();
+            // The front door and the layers around every route: input rules (400), the rate
+            // limits (429), an unexpected error (500), overload and unavailable services (503),
+            // the time limit (504); a key-bound operation: no or a bad key (401), a scope or spend
+            // refusal (403); any service answer of a conflict (409). Bodies over the limit and
+            // a JSON body of another media type are 400 `invalid_body` (never 413 or 415), and no
+            // operation answers 422.
+            let mut expected = vec!["400", "429", "500", "503", "504", "409"];
+            if let scopes::Access::Scopes(_) = operation.access {
+                expected.extend(["401", "403"]);
+            }
+            // A path parameter or a body property that names a resource: 404.
+            let body = described["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+                .as_str()
+                .and_then(|reference| reference.rsplit('/').next())
+                .map(|name| &document["components"]["schemas"][name]["properties"]);
+            let names_a_resource = body.is_some_and(|properties| {
+                crate::http::openapi::RESOURCE_PROPERTIES
+                    .iter()
+                    .any(|property| properties[*property].is_object())
+            });
+            if names_a_resource {
+                body_references.push((operation.method, operation.path));
+            }
+            if operation.path.contains('{') || names_a_resource {
+                expected.push("404");
+            }
+            for status in expected {
+                assert!(
+                    responses.contains_key(status),
+                    "{} {} does not document {status}",
+                    operation.method,
+                    operation.path
+                );
+            }
+        }
+        // The three whose body names an order, a quote or an order's payment (404 `not_found`,
+        // `quote_not_found`, `transaction_not_found`) found: POST /payments/prepare answered an
+        // undocumented 404 before.
+        assert_eq!(
+            body_references,
+            [
+                ("POST", "/orders"),
+                ("POST", "/payments/prepare"),
+                ("POST", "/payments/stablecoin/submit"),
+            ]
+        );
+    }
+}
