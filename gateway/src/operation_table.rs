@@ -14,16 +14,25 @@
 //!
 //! ```text
 //! {
-//!     tool: "svc.order.get",                     // MCP name, title, annotations, guard, description
-//!     title: "…", annotations: READ, guard: "", description: "…",
-//!     /// The REST description (utoipa: first line summary, the rest description).
-//!     rest: get "/orders/{reference}" get_order, // method, path, name of the REST handler
-//!     openapi: (tag = "orders", operation_id = "getOrder", params(…), responses(…)),
-//!     access: [ORDERS_READ], origin: spec, idempotency: none,
-//!     answer: order,
-//!     run: |cx, caller: Caller, reference: Reference| operations::get_order(cx.peers, &caller, reference),
+//!     route: get "/orders/{reference}",          // HTTP method and path (relative to /api/v1/agent)
+//!     tool: {                                    // the MCP tool
+//!         name: "svc.order.get", title: "…", annotations: READ, guard: "", description: "…",
+//!     },
+//!     scope: { access: [ORDERS_READ], origin: spec, idempotency: none },
+//!     rest: {
+//!         /// The REST description (utoipa: first line summary, the rest description).
+//!         handler: get_order,                    // name of the generated REST handler
+//!         openapi: (tag = "orders", operation_id = "getOrder", params(…), responses(…)),
+//!     },
+//!     call: {
+//!         answer: order,
+//!         run: |cx, caller: Caller, reference: Reference| operations::get_order(cx.peers, &caller, reference),
+//!     },
 //! }
 //! ```
+//!
+//! Each view reads the parts it needs (`route` and `tool` the tool table, `route` and `scope` the
+//! scope table, `route`, `rest` and `call` the REST handler, `tool` and `call` the dispatch):
 //!
 //! - `access`: `[SCOPE, …]` (a key holding every scope) or `public`;
 //! - `origin`: `spec` (the spec's table names the scope), `decided` (the spec leaves it open: our
@@ -322,729 +331,967 @@ macro_rules! operation_table {
     ($callback:ident) => {
         $callback! {
             {
-                tool: "svc.catalog.search",
-                title: "Search the test catalog",
-                annotations: READ,
-                guard: "",
-                description: "Reads one page of the laboratory's authoritative catalog of tests and bundles with \
-                        their prices (integer USD cents per sample line). Start every order here: keep the returned \
-                        `catalogRevision`, and pass `include: \"categories,turnarounds,requirements\"` (or \"all\") to learn \
-                        the category ids, turnaround ids and sample requirements that svc.quote.create needs. Filter \
-                        with `category` and `query`; page with `limit` (1-200) and `cursor` (pass back \
-                        `pagination.nextCursor` unchanged). Read-only.",
-                /// Reads one cursor page of the authoritative catalog.
-                ///
-                /// The page carries the `catalogRevision` to retain for the order flow; a cursor pins the
-                /// revision of the page it came from.
-                rest: get "/catalog" list_catalog,
-                openapi: (tag = "catalog", operation_id = "listCatalog", params(CatalogQuery),
-                    responses((status = 200, description = "one page of catalog items", body = CatalogPage))),
-                access: [CATALOG_READ], origin: spec, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, query: ApiQuery<CatalogQuery>| operations::list_catalog(cx.peers, &caller, query),
-            }
-            {
-                tool: "svc.quote.create",
-                title: "Create a server-priced quote",
-                annotations: Annotations {
-                    read_only_hint: false,
-                    destructive_hint: false,
-                    idempotent_hint: false,
-                    open_world_hint: false,
+                route: get "/catalog",
+                tool: {
+                    name: "svc.catalog.search",
+                    title: "Search the test catalog",
+                    annotations: READ,
+                    guard: "",
+                    description: "Reads one page of the laboratory's authoritative catalog of tests and bundles with \
+                            their prices (integer USD cents per sample line). Start every order here: keep the returned \
+                            `catalogRevision`, and pass `include: \"categories,turnarounds,requirements\"` (or \"all\") to learn \
+                            the category ids, turnaround ids and sample requirements that svc.quote.create needs. Filter \
+                            with `category` and `query`; page with `limit` (1-200) and `cursor` (pass back \
+                            `pagination.nextCursor` unchanged). Read-only.",
                 },
-                guard: "server-priced; expires",
-                description: "Creates an immutable, server-priced quote for one category: each compound in \
-                        `compoundNames` becomes its own sample line, and every test or bundle id in `testIds` is applied \
-                        to every line. Prices are computed by the server; you never send a price. The quote expires \
-                        (normally after 15 minutes, see `expiresAt`) and is consumed by svc.order.create with its `id` as \
-                        `quoteId`. Creating a quote commits to nothing.",
-                /// Creates an immutable, server-priced quote that expires (normally after 15 minutes).
-                rest: post "/quotes" create_quote,
-                openapi: (tag = "catalog", operation_id = "createQuote", request_body = CreateQuoteRequest,
-                    responses((status = 201, description = "the quote", body = QuoteEnvelope))),
-                access: [QUOTES_WRITE], origin: spec, idempotency: none,
-                answer: created,
-                run: |cx, caller: Caller, body: ApiJson<CreateQuoteRequest>| operations::create_quote(cx.peers, &caller, body),
-            }
-            {
-                tool: "svc.order.create",
-                title: "Place an order from a quote",
-                annotations: GUARDED_WRITE,
-                guard: "`confirm: true`, unexpired unused quote, spend limit, `idempotencyKey`",
-                description: "Places a laboratory order from an unexpired quote and commits the customer to pay its \
-                        total. Guards: `confirm` must be true (only set it when the user has approved the quoted total), \
-                        the quote must belong to this customer and be unused, the total must fit the API key's spending \
-                        limit, and `idempotencyKey` (8-255 visible ASCII characters) is required: generate one unique key \
-                        per intended order and reuse the same key when you retry after a timeout or error, so that the \
-                        order is never placed twice (the retry returns the first result, marked \
-                        `_meta.lab/idempotentReplayed`). `paymentMethod` is `bank_invoice` (the order answer carries the \
-                        invoice number and bank transfer instructions in `payment`). One quote makes one order.",
-                /// Places an order from a quote (`confirm: true`, `Idempotency-Key` required).
-                ///
-                /// A replay of the same key and body answers exactly like the first response (201, same body)
-                /// plus `Idempotent-Replayed: true`; the same key with another body is 409 `idempotency_key_reused`.
-                rest: post "/orders" create_order,
-                openapi: (tag = "orders", operation_id = "createOrder", request_body = CreateOrderRequest,
-                    responses((status = 201, description = "the order (also for a replay, with Idempotent-Replayed: true)", body = OrderEnvelope,
-                        headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
-                access: [ORDERS_WRITE], origin: spec, idempotency: required,
-                answer: replayable(CREATED),
-                run: |cx, caller: Caller, key: IdempotencyKey, body: ApiJson<CreateOrderRequest>| operations::create_order(cx.peers, &caller, &key, body),
-            }
-            {
-                tool: "svc.order.list",
-                title: "List orders",
-                annotations: READ,
-                guard: "",
-                description: "Lists the customer's orders, newest first, optionally only those in one `status` \
-                        (invoice_sent, overdue, paid, label_generated, in_transit, sample_received, in_lab, reporting, \
-                        completed, cancelled). Page with `limit` and `cursor`. Read-only.",
-                /// Lists the customer's orders, newest first.
-                rest: get "/orders" list_orders,
-                openapi: (tag = "orders", operation_id = "listOrders", params(OrdersQuery),
-                    responses((status = 200, description = "one page of orders", body = OrderList))),
-                access: [ORDERS_READ], origin: spec, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, query: ApiQuery<OrdersQuery>| operations::list_orders(cx.peers, &caller, query),
-            }
-            {
-                tool: "svc.order.get",
-                title: "Read one order",
-                annotations: READ,
-                guard: "",
-                description: "Reads one order with its status, full status history, sample lines, charges and \
-                        payment block. `reference` is the order UUID, the order number (ORD-…) or the invoice number \
-                        (INV-…). Poll this to follow an order after placing it. An order of another customer is \
-                        reported exactly like a missing one (not_found). Read-only.",
-                /// Reads one order (status, status history, lines, charges, payment block).
-                rest: get "/orders/{reference}" get_order,
-                openapi: (tag = "orders", operation_id = "getOrder",
-                    params(("reference" = String, Path, description = "order UUID, order number (ORD-…), invoice number (INV-…), accession number (ACC-…) or tracking number")),
-                    responses((status = 200, description = "the order", body = OrderEnvelope))),
-                access: [ORDERS_READ], origin: spec, idempotency: none,
-                answer: order,
-                run: |cx, caller: Caller, reference: Reference| operations::get_order(cx.peers, &caller, reference),
-            }
-            {
-                tool: "svc.invoice.list",
-                title: "List invoices",
-                annotations: READ,
-                guard: "",
-                description: "Lists the customer's invoices (metadata, lines, amounts due and paid), newest first; \
-                        filter by `status` (open, paid, void) or `orderId`. Page with `limit` and `cursor`. Read-only.",
-                /// Lists the customer's invoices, newest first.
-                rest: get "/invoices" list_invoices,
-                openapi: (tag = "billing", operation_id = "listInvoices", params(InvoicesQuery),
-                    responses((status = 200, description = "one page of invoices", body = InvoiceList))),
-                access: [INVOICES_READ], origin: spec, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, query: ApiQuery<InvoicesQuery>| operations::list_invoices(cx.peers, &caller, query),
-            }
-            {
-                tool: "svc.invoice.get",
-                title: "Read one invoice",
-                annotations: READ,
-                guard: "",
-                description: "Reads one invoice with its lines, amounts and, on the bank rail, the transfer \
-                        instructions. `reference` is the invoice UUID, the invoice number (INV-…) or the order UUID. \
-                        Read-only.",
-                /// Reads one invoice.
-                rest: get "/invoices/{reference}" get_invoice,
-                openapi: (tag = "billing", operation_id = "getInvoice",
-                    params(("reference" = String, Path, description = "invoice UUID, invoice number (INV-…) or order UUID")),
-                    responses((status = 200, description = "the invoice", body = InvoiceEnvelope))),
-                access: [INVOICES_READ], origin: spec, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, reference: Reference| operations::get_invoice(cx.peers, &caller, reference),
-            }
-            {
-                tool: "svc.payment.list",
-                title: "List payments",
-                annotations: READ,
-                guard: "",
-                description: "Lists the payments received against the customer's invoices, newest first; filter \
-                        by `invoiceId`. Page with `limit` and `cursor`. Read-only.",
-                /// Lists the customer's payments, newest first.
-                rest: get "/payments" list_payments,
-                openapi: (tag = "billing", operation_id = "listPayments", params(PaymentsQuery),
-                    responses((status = 200, description = "one page of payments", body = PaymentList))),
-                access: [PAYMENTS_READ], origin: spec, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, query: ApiQuery<PaymentsQuery>| operations::list_payments(cx.peers, &caller, query),
-            }
-            {
-                tool: "svc.payment.get",
-                title: "Read one payment",
-                annotations: READ,
-                guard: "",
-                description: "Reads one payment state by its UUID. Read-only.",
-                /// Reads one payment state.
-                rest: get "/payments/{reference}" get_payment,
-                openapi: (tag = "billing", operation_id = "getPayment",
-                    params(("reference" = String, Path, description = "payment UUID")),
-                    responses((status = 200, description = "the payment", body = PaymentEnvelope))),
-                access: [PAYMENTS_READ], origin: spec, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, reference: Reference| operations::get_payment(cx.peers, &caller, reference),
-            }
-            {
-                tool: "svc.shipment.list",
-                title: "List shipments",
-                annotations: READ,
-                guard: "",
-                description: "Lists the customer's shipments (prepaid inbound labels and their tracking), newest first: \
-                        tracking number, carrier and service codes, normalized status (pre_transit, in_transit, exception, \
-                        out_for_delivery, delivered, returned, lost), carrier event history and any door pickup. Filter \
-                        with `status` and `orderId`; page with `limit` (1-200) and `cursor` (pass back \
-                        `pagination.nextCursor` unchanged). Read-only.",
-                /// Lists the customer's shipments (labels and tracking), newest first.
-                rest: get "/shipments" list_shipments,
-                openapi: (tag = "shipping", operation_id = "listShipments", params(ShipmentsQuery),
-                    responses((status = 200, description = "one page of shipments", body = ShipmentList))),
-                access: [SHIPMENTS_READ], origin: spec, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, query: ApiQuery<ShipmentsQuery>| shipping::list_shipments(cx.peers, &caller, query),
-            }
-            {
-                tool: "svc.shipment.get",
-                title: "Track a shipment",
-                annotations: READ,
-                guard: "",
-                description: "Reads one shipment with its carrier event history (status code, description, \
-                        occurred-at, location, oldest first) and normalized status. `reference` is the shipment id, the \
-                        tracking number, the order id or the order number. Use it to follow a sample to the lab; \
-                        svc.order.get shows the order moving to in_transit on the first acceptance scan. Read-only.",
-                /// Reads one shipment with its tracking number, carrier and service codes, normalized status and
-                /// carrier event history.
-                rest: get "/shipments/{reference}" get_shipment,
-                openapi: (tag = "shipping", operation_id = "getShipment",
-                    params(("reference" = String, Path, description = "shipment UUID, tracking number, order UUID or order number")),
-                    responses((status = 200, description = "the shipment", body = ShipmentEnvelope))),
-                access: [SHIPMENTS_READ], origin: spec, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, reference: Reference| shipping::get_shipment(cx.peers, &caller, reference),
-            }
-            {
-                tool: "svc.shipment.label.get",
-                title: "Get the prepaid shipping label",
-                annotations: READ,
-                guard: "",
-                description: "Returns the prepaid inbound label of an order's shipment: a signed URL of the 4x6 in PDF \
-                        (valid one hour; call again for a fresh one, never store it), the tracking number and URL, the \
-                        ship-to address (the lab) and the packing steps with the exact containers per sample line. \
-                        `reference` is the shipment id, tracking number, order id or order number. Read-only.",
-                /// Reads the prepaid inbound label: a signed, expiring URL of the 4×6 in PDF, the tracking
-                /// number and URL, the ship-to address and the packing steps.
-                rest: get "/shipments/{reference}/label" get_label,
-                openapi: (tag = "shipping", operation_id = "getShipmentLabel",
-                    params(("reference" = String, Path, description = "shipment UUID, tracking number, order UUID or order number")),
-                    responses((status = 200, description = "the label", body = LabelEnvelope))),
-                access: [SHIPMENTS_READ], origin: spec, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, reference: Reference| shipping::get_label(cx.peers, &caller, reference),
-            }
-            {
-                tool: "svc.pickup.options",
-                title: "List door-pickup options",
-                annotations: READ,
-                guard: "",
-                description: "Lists door-pickup options of a paid order's shipment: dates (business days, no holidays, \
-                        today only before the cut-off), windows, the price in integer USD cents and a signed `quoteToken` \
-                        that expires after 15 minutes. Pass the token, one date and one window id to svc.pickup.request. \
-                        An unpaid order answers `order_not_paid`; a shipment with a pickup answers \
-                        `pickup_already_requested`. Read-only.",
-                /// Lists door-pickup options of a paid order: dates, windows, the price and a signed
-                /// `quoteToken` (expires after 15 minutes). An unpaid order is 409 `order_not_paid`; a shipment
-                /// that has a pickup is 409 `pickup_already_requested`.
-                rest: get "/orders/{reference}/pickup" pickup_options,
-                openapi: (tag = "shipping", operation_id = "getPickupOptions",
-                    params(("reference" = String, Path, description = "order UUID, order number or tracking number")),
-                    responses((status = 200, description = "the pickup options", body = PickupOptionsEnvelope))),
-                access: [SHIPMENTS_READ], origin: spec, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, reference: Reference| shipping::pickup_options(cx.peers, &caller, reference),
-            }
-            {
-                tool: "svc.pickup.request",
-                title: "Request a paid door pickup",
-                annotations: GUARDED_WRITE,
-                guard: "`confirm: true`, signed unexpired `quoteToken`, paid order, spend limit, one pickup per shipment, optional `idempotencyKey`",
-                description: "Requests a door pickup of a paid order's samples on one of the dates and windows that \
-                        svc.pickup.options offered, with its `quoteToken` and `confirm: true`. The price must fit the key's \
-                        spending envelope. The answer's `payUrl` is a single-use, amount-locked hosted payment page for the \
-                        pickup, valid until `payExpiresAt`: the account owner pays there, then the pickup is booked with the \
-                        carrier and a confirmation number appears on the shipment. Retry with the same `idempotencyKey`; expired or edited tokens, \
-                        past or unoffered dates and a second pickup are refused.",
-                /// Requests a door pickup (`confirm: true`) on one of the offered dates and windows with the
-                /// options' `quoteToken`. `Idempotency-Key` is optional (the spec does not require it): without
-                /// one, the same request (same API key, reference and body) sent again is answered like the
-                /// first, with `Idempotent-Replayed: true`. The price must fit the key's spending
-                /// envelope (403 `spend_limit_exceeded`). The answer's `payUrl` is the site's hosted checkout
-                /// page for the pickup (single use, amount-locked, valid until `payExpiresAt`); once paid the
-                /// pickup is booked with the carrier and `shipment.updated` (status `pickup_booked`) carries the
-                /// confirmation number. A link that expires unpaid ends the pickup (`payment_expired`) and a new
-                /// one may be requested. Refusals: 400 `pickup_quote_invalid` (tampered or foreign token), 409
-                /// `pickup_quote_expired`, 400 `pickup_date_unavailable` (past, over or not offered), 409
-                /// `order_not_paid`, 409 `pickup_already_requested`.
-                rest: post "/orders/{reference}/pickup" request_pickup,
-                openapi: (tag = "shipping", operation_id = "requestPickup",
-                    params(("reference" = String, Path, description = "order UUID, order number or tracking number")),
-                    request_body = PickupRequest,
-                    responses((status = 201, description = "the requested pickup (also for a replay, with Idempotent-Replayed: true)", body = PickupEnvelope,
-                        headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
-                access: [ORDERS_WRITE], origin: spec, idempotency: optional,
-                answer: replayable(CREATED),
-                run: |cx, caller: Caller, key: OptionalIdempotencyKey, reference: Reference, body: ApiJson<PickupRequest>| shipping::request_pickup(cx.peers, &caller, key.as_deref(), reference, body),
-            }
-            {
-                tool: "svc.payment.card.checkout",
-                title: "Prepare an order's payment (card checkout link)",
-                annotations: GUARDED_WRITE,
-                guard: "`idempotencyKey`, spend limit for a fresh link",
-                description: "Returns how to pay an order now, named by `orderReference` (order UUID, order \
-                        number ORD-… or invoice number INV-…). For a card_checkout order it mints the single-use, \
-                        amount-locked hosted checkout URL (`checkout.hostedUrl`) for the account owner to pay at: \
-                        the current link while it can still be paid, or a fresh one after it expired (which commits \
-                        the order's spend to the key's envelope again: 403 spend_limit_exceeded when it no longer \
-                        fits). A paid order answers `state: paid`; a bank order its remittance details. Never \
-                        charges a card. Needs `idempotencyKey`; retry with the same key to get the same answer.",
-                /// Prepares the payment of an order: how to pay it now.
-                ///
-                /// Needs `payments:write` and `Idempotency-Key`. The body names the order by its UUID, order
-                /// number or invoice number (`orderReference`); another customer's order is 404 `not_found`.
-                /// `state` is `paid` (nothing to pay: the answer carries the paid invoice), `void`, or
-                /// `awaiting_payment`: on the card rail `checkout` is the link to use now (the current one
-                /// while it can be paid, else a fresh single-use session locked to the amount due and lasting
-                /// 15 minutes); on the bank rail `bankInstructions` carry the remittance details. Replaying the
-                /// same request with the same key answers the stored answer with `Idempotent-Replayed: true`.
-                rest: post "/payments/prepare" prepare_payment,
-                openapi: (tag = "billing", operation_id = "preparePayment",
-                    request_body = PreparePaymentRequest,
-                    responses((status = 200, description = "how to pay the order now", body = PreparedPaymentEnvelope,
-                        headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
-                access: [PAYMENTS_WRITE], origin: spec, idempotency: required,
-                answer: replayable(OK),
-                run: |cx, caller: Caller, key: IdempotencyKey, body: ApiJson<PreparePaymentRequest>| checkout::prepare_payment(cx.peers, &caller, &key, body),
-            }
-            {
-                tool: "svc.payment.stablecoin.request",
-                title: "Read an order's stablecoin payment request",
-                annotations: READ,
-                guard: "",
-                description: "Returns how to pay a chain_stablecoin order (`reference`: order UUID, order number \
-                        ORD-… or invoice number INV-…): the transfer target (`amount.targetAddress`, the lab's treasury), \
-                        the token contract (`amount.tokenAddress`, USDC by default), the exact amount as \
-                        `amount.decimal` (exactly six decimals) and `amount.atomic` (integer atomic units), the permanent \
-                        sub-cent reference `amount.referenceAtomic`, the expected payer, the expiry, the state \
-                        (awaiting_transfer, confirming, confirmed, expired) and, once confirmed, the settlement proof. The \
-                        payer must send exactly this amount from their own self-custodied wallet (never round; no exchange \
-                        withdrawal), then submit the hash with svc.payment.stablecoin.submit. The service never asks for a \
-                        key and never signs. An expired request is renewed by svc.payment.card.checkout \
-                        (POST /payments/prepare). Read-only.",
-                /// Reads the stablecoin payment request of an order (our addition; the twin of MCP
-                /// `svc.payment.stablecoin.request`): the token, the treasury address to send to, the exact
-                /// amount (`amount.atomic`, `amount.decimal` with exactly six decimals, `amount.referenceAtomic`)
-                /// with its no-rounding notice, the expected payer, the expiry, the state (`awaiting_transfer`,
-                /// `confirming`, `confirmed`, `expired`), the observed transfer and, once confirmed, the
-                /// settlement proof. `reference` is the order UUID, order number or invoice number; another
-                /// customer's order is 404 `not_found`; an order on another rail is 404 `not_found`. Needs
-                /// `payments:read`. An expired request is renewed by `POST /payments/prepare`.
-                rest: get "/payments/stablecoin/{reference}" get_stablecoin_payment,
-                openapi: (tag = "billing",
-                    operation_id = "getStablecoinPayment",
-                    params(("reference" = String, Path, description = "order UUID, order number (ORD-…) or invoice number (INV-…)")),
-                    responses((status = 200, description = "the stablecoin payment request", body = StablecoinPaymentEnvelope))),
-                access: [PAYMENTS_READ], origin: addition, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, reference: Reference| checkout::get_stablecoin_payment(cx.peers, &caller, reference),
-            }
-            {
-                tool: "svc.payment.stablecoin.submit",
-                title: "Submit a stablecoin transaction hash",
-                annotations: GUARDED_WRITE,
-                guard: "`idempotencyKey`; read-only chain verification (never signs or broadcasts)",
-                description: "Submits the hash of the transfer the payer broadcast (`transactionHash`: 0x and 64 hex \
-                        digits) for the order named by `reference` (order UUID, ORD-… or INV-…). Verification is read-only \
-                        against two independent chain providers that must agree: the receipt must succeed and carry a \
-                        Transfer of the requested token from the expected payer to the treasury of exactly `amount.atomic`. \
-                        A match answers `status: confirming`; the request becomes `confirmed` (invoice and order paid, \
-                        `payment.confirmed`, the shipping label bought) once the transfer is finalized - poll \
-                        svc.payment.stablecoin.request. Refusals name the problem: transfer_amount_mismatch (under or \
-                        over), transfer_wrong_sender, transfer_wrong_token, transfer_not_found, transaction_reverted, \
-                        transaction_not_found, payment_request_expired; chain_unavailable (retry later). Never asks for or \
-                        accepts a private key. Needs `idempotencyKey`.",
-                /// Submits the hash of a stablecoin transfer for read-only verification. The service never
-                /// signs or broadcasts: the payer sends the transfer from their self-custodied wallet, then
-                /// submits `{ "reference": "<order UUID, ORD-… or INV-…>", "transactionHash": "0x<64 hex>" }`.
-                ///
-                /// The receipt is read from two independent providers that must agree; a log counts only when
-                /// its contract is the token, its sender the expected payer, its recipient the treasury and its
-                /// value the exact atomic amount. A match answers the request in `confirming` (events
-                /// `payment.observed`, `payment.confirming`); it becomes `confirmed` (the invoice and the order
-                /// paid, `payment.confirmed`) once the finalized-log scanner and both providers see it at or
-                /// below the `finalized` block with the same block hash. Refusals: 409
-                /// `transfer_amount_mismatch` (`details.reason` `underpaid`/`overpaid`, `details.receivedAtomic`),
-                /// `transfer_wrong_sender`, `transfer_wrong_token`, `transfer_not_found`,
-                /// `transaction_reverted`, `transfer_already_applied`, `payment_request_expired` (a late
-                /// transfer, recorded for staff), `conflict` (already paid by another transfer); 404
-                /// `transaction_not_found` (unknown or not yet mined hash) and `not_found` (no such order of
-                /// yours); 503 `chain_unavailable` with `Retry-After` (a provider is down, they disagree, or
-                /// one serves another chain id: `details.reason`; nothing recorded, retry). Needs `payments:write` and `Idempotency-Key`; 503 answers are not
-                /// stored under the key.
-                rest: post "/payments/stablecoin/submit" submit_stablecoin_transaction,
-                openapi: (tag = "billing",
-                    operation_id = "submitStablecoinTransaction",
-                    request_body = SubmitStablecoinRequest,
-                    responses((status = 200, description = "the payment request after verification", body = StablecoinPaymentEnvelope,
-                        headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
-                access: [PAYMENTS_WRITE], origin: spec, idempotency: required,
-                answer: replayable(OK),
-                run: |cx, caller: Caller, key: IdempotencyKey, body: ApiJson<SubmitStablecoinRequest>| checkout::submit_stablecoin_transaction(cx.peers, &caller, &key, body),
-            }
-            {
-                tool: "svc.spend.envelope.get",
-                title: "Read the key's spend envelope",
-                annotations: READ,
-                guard: "",
-                description: "Reads the calling API key's spending envelope: its per-order, daily and monthly \
-                        caps (UTC calendar day and month), what it committed today and this month, and the \
-                        remaining amounts. Check it before placing orders that could exceed a cap. Read-only.",
-                /// Reads the calling key's spend envelope: its per-order, daily and monthly caps (UTC calendar:
-                /// the day starts at 00:00 UTC, the month on the first at 00:00 UTC), what it committed today and
-                /// this month, and the remainders. Spend is committed when an order is created and released when
-                /// the order is cancelled or its card payment expires unpaid. An order over a cap is 403
-                /// `spend_limit_exceeded` with `details.cap` and the remainders. Needs `payments:read` (our
-                /// addition).
-                rest: get "/spend-envelope" spend_envelope,
-                openapi: (tag = "billing", operation_id = "getSpendEnvelope",
-                    responses((status = 200, description = "the key's envelope and remainders", body = SpendEnvelopeEnvelope))),
-                access: [PAYMENTS_READ], origin: addition, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller| checkout::spend_envelope(cx.peers, &caller),
-            }
-            {
-                tool: "svc.webhook.list",
-                title: "List webhook endpoints",
-                annotations: READ,
-                guard: "",
-                description: "Lists the customer's webhook endpoints as safe metadata (URL, subscribed events, \
-                        status); signing secrets are never listed. Page with `limit` and `cursor`. Read-only.",
-                /// Lists the customer's endpoints as safe metadata (never a signing secret).
-                rest: get "/webhooks" list_endpoints,
-                openapi: (tag = "webhooks", operation_id = "listWebhookEndpoints",
-                    params(WebhooksQuery),
-                    responses((status = 200, description = "one page of endpoints", body = WebhookEndpointList))),
-                access: [WEBHOOKS_READ], origin: spec, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, query: ApiQuery<WebhooksQuery>| webhooks::list_endpoints(cx.peers, &caller, query),
-            }
-            {
-                tool: "svc.webhook.create",
-                title: "Register a webhook endpoint",
-                annotations: Annotations {
-                    open_world_hint: true,
-                    ..GUARDED_WRITE
+                scope: { access: [CATALOG_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// Reads one cursor page of the authoritative catalog.
+                    ///
+                    /// The page carries the `catalogRevision` to retain for the order flow; a cursor pins the
+                    /// revision of the page it came from.
+                    handler: list_catalog,
+                    openapi: (tag = "catalog", operation_id = "listCatalog", params(CatalogQuery),
+                        responses((status = 200, description = "one page of catalog items", body = CatalogPage))),
                 },
-                guard: "read scope of every selected event, public HTTPS URL, `idempotencyKey`",
-                description: "Registers a public HTTPS endpoint that receives signed lifecycle events. `events` \
-                        selects the event types (default [\"coa.published\"]); the key needs the read scope of every \
-                        selected event. The answer carries the plaintext `signingSecret` once: store it. Requires \
-                        `idempotencyKey`; replaying the identical call with the same key returns the same secret.",
-                /// Registers a public HTTPS endpoint and returns its signing secret.
-                ///
-                /// Besides `webhooks:write`, the key must hold the read scope of every selected event
-                /// (`coa.published` → `results:read` when `events` is absent), else 403 `insufficient_scope` with
-                /// `details.required` and `details.missing`. An unknown event type is 400 `unknown_event` with
-                /// `details.field` = `events[i]`; an address that is not public HTTPS is 400
-                /// `invalid_webhook_url`. A customer has at most 20 endpoints (deleted ones do not count): the
-                /// next registration is 409 `webhook_endpoint_limit_reached` with `details.limit` (not stored for
-                /// replay: retried after a deletion, the same request runs again). The secret is shown here
-                /// only; replaying the identical request with the same `Idempotency-Key` (same API key) answers
-                /// the same 201 with the same secret and `Idempotent-Replayed: true` while the replay record is
-                /// retained.
-                rest: post "/webhooks" create_endpoint,
-                openapi: (tag = "webhooks", operation_id = "createWebhookEndpoint",
-                    request_body = CreateWebhookRequest,
-                    responses((status = 201, description = "the endpoint and its signing secret (also for a replay, with Idempotent-Replayed: true)",
-                        body = WebhookSecretEnvelope,
-                        headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
-                access: [WEBHOOKS_WRITE], origin: spec, idempotency: required,
-                answer: secret(CREATED),
-                run: |cx, caller: Caller, key: IdempotencyKey, body: ApiJson<CreateWebhookRequest>| webhooks::create_endpoint(cx.peers, &caller, &key, body),
-            }
-            {
-                tool: "svc.webhook.delete",
-                title: "Delete a webhook endpoint",
-                annotations: Annotations {
-                    destructive_hint: true,
-                    ..GUARDED_WRITE
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, query: ApiQuery<CatalogQuery>| operations::list_catalog(cx.peers, &caller, query),
                 },
-                guard: "`idempotencyKey`",
-                description: "Deletes a webhook endpoint; its pending deliveries are abandoned. Requires \
-                        `idempotencyKey`. Irreversible.",
-                /// Deletes an endpoint.
-                ///
-                /// Its pending deliveries are abandoned. No body (an empty body or `{}` is accepted). A replay
-                /// with the same `Idempotency-Key` answers the same 200 with `Idempotent-Replayed: true`.
-                rest: delete "/webhooks/{endpointId}" delete_endpoint,
-                openapi: (tag = "webhooks", operation_id = "deleteWebhookEndpoint",
-                    params(("endpointId" = uuid::Uuid, Path, description = "endpoint UUID (anything else is 400 invalid_request)")),
-                    responses((status = 200, description = "the deleted endpoint (also for a replay, with Idempotent-Replayed: true)",
-                        body = WebhookEndpointEnvelope,
-                        headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
-                access: [WEBHOOKS_WRITE], origin: spec, idempotency: required,
-                answer: replayable(OK),
-                run: |cx, caller: Caller, endpoint_id: EndpointId, key: IdempotencyKey, _body: OptionalApiJson<EmptyBody>| webhooks::delete_endpoint(cx.peers, &caller, &key, endpoint_id),
             }
             {
-                tool: "svc.webhook.secret.rotate",
-                title: "Rotate a webhook signing secret",
-                annotations: Annotations {
-                    destructive_hint: true,
-                    ..GUARDED_WRITE
+                route: post "/quotes",
+                tool: {
+                    name: "svc.quote.create",
+                    title: "Create a server-priced quote",
+                    annotations: Annotations {
+                        read_only_hint: false,
+                        destructive_hint: false,
+                        idempotent_hint: false,
+                        open_world_hint: false,
+                    },
+                    guard: "server-priced; expires",
+                    description: "Creates an immutable, server-priced quote for one category: each compound in \
+                            `compoundNames` becomes its own sample line, and every test or bundle id in `testIds` is applied \
+                            to every line. Prices are computed by the server; you never send a price. The quote expires \
+                            (normally after 15 minutes, see `expiresAt`) and is consumed by svc.order.create with its `id` as \
+                            `quoteId`. Creating a quote commits to nothing.",
                 },
-                guard: "`idempotencyKey`",
-                description: "Issues a new signing secret for an endpoint; the previous one keeps signing beside it \
-                        until `previousSecretExpiresAt`. The answer carries the new plaintext `signingSecret` once. \
-                        Requires `idempotencyKey`.",
-                /// Issues a new signing secret.
-                ///
-                /// The previous secret keeps signing beside the new one until `previousSecretExpiresAt`. A
-                /// replay of the same `Idempotency-Key` (same API key) answers the same 200 with the same secret
-                /// and `Idempotent-Replayed: true` while the replay record is retained.
-                rest: post "/webhooks/{endpointId}/rotate-secret" rotate_secret,
-                openapi: (tag = "webhooks", operation_id = "rotateWebhookSecret",
-                    params(("endpointId" = uuid::Uuid, Path, description = "endpoint UUID (anything else is 400 invalid_request)")),
-                    request_body(content = Option<EmptyBody>, description = "absent, empty or `{}`"),
-                    responses((status = 200, description = "the endpoint and its new signing secret (also for a replay, with Idempotent-Replayed: true)",
-                        body = WebhookSecretEnvelope,
-                        headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
-                access: [WEBHOOKS_WRITE], origin: spec, idempotency: required,
-                answer: secret(OK),
-                run: |cx, caller: Caller, endpoint_id: EndpointId, key: IdempotencyKey, _body: OptionalApiJson<EmptyBody>| webhooks::rotate_secret(cx.peers, &caller, &key, endpoint_id),
-            }
-            {
-                tool: "svc.webhook.test",
-                title: "Send a test webhook delivery",
-                annotations: Annotations {
-                    open_world_hint: true,
-                    ..GUARDED_WRITE
+                scope: { access: [QUOTES_WRITE], origin: spec, idempotency: none },
+                rest: {
+                    /// Creates an immutable, server-priced quote that expires (normally after 15 minutes).
+                    handler: create_quote,
+                    openapi: (tag = "catalog", operation_id = "createQuote", request_body = CreateQuoteRequest,
+                        responses((status = 201, description = "the quote", body = QuoteEnvelope))),
                 },
-                guard: "`idempotencyKey`",
-                description: "Queues one signed `webhook.test` delivery to the endpoint, attempts it at once and \
-                        reports the outcome of that first attempt. Requires `idempotencyKey`.",
-                /// Sends a signed test delivery.
-                ///
-                /// Queues one signed `webhook.test` delivery, attempts it at once and reports the outcome of
-                /// that first attempt.
-                rest: post "/webhooks/{endpointId}/test" send_test_delivery,
-                openapi: (tag = "webhooks", operation_id = "sendWebhookTest",
-                    params(("endpointId" = uuid::Uuid, Path, description = "endpoint UUID (anything else is 400 invalid_request)")),
-                    request_body(content = Option<EmptyBody>, description = "absent, empty or `{}`"),
-                    responses((status = 200, description = "the test delivery with its first attempt (also for a replay, with Idempotent-Replayed: true)",
-                        body = WebhookDeliveryEnvelope,
-                        headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
-                access: [WEBHOOKS_WRITE], origin: spec, idempotency: required,
-                answer: replayable(OK),
-                run: |cx, caller: Caller, endpoint_id: EndpointId, key: IdempotencyKey, _body: OptionalApiJson<EmptyBody>| webhooks::send_test_delivery(cx.peers, &caller, &key, endpoint_id),
+                call: {
+                    answer: created,
+                    run: |cx, caller: Caller, body: ApiJson<CreateQuoteRequest>| operations::create_quote(cx.peers, &caller, body),
+                },
             }
             {
-                tool: "svc.webhook.delivery.list",
-                title: "List webhook deliveries",
-                annotations: READ,
-                guard: "",
-                description: "Lists an endpoint's deliveries with every attempt (status code, latency, error), \
-                        newest first; filter by `status` (pending, succeeded, dead, abandoned). Page with `limit` and \
-                        `cursor`. Read-only.",
-                /// Lists an endpoint's deliveries with every attempt, newest first.
-                ///
-                /// Not in the spec's table: our addition, so that customers can read what was attempted and why
-                /// it failed.
-                rest: get "/webhooks/{endpointId}/deliveries" list_deliveries,
-                openapi: (tag = "webhooks", operation_id = "listWebhookDeliveries",
-                    params(("endpointId" = uuid::Uuid, Path, description = "endpoint UUID (anything else is 400 invalid_request)"), DeliveriesQuery),
-                    responses((status = 200, description = "one page of deliveries", body = WebhookDeliveryList))),
-                access: [WEBHOOKS_READ], origin: addition, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, endpoint_id: EndpointId, query: ApiQuery<DeliveriesQuery>| webhooks::list_deliveries(cx.peers, &caller, endpoint_id, query),
+                route: post "/orders",
+                tool: {
+                    name: "svc.order.create",
+                    title: "Place an order from a quote",
+                    annotations: GUARDED_WRITE,
+                    guard: "`confirm: true`, unexpired unused quote, spend limit, `idempotencyKey`",
+                    description: "Places a laboratory order from an unexpired quote and commits the customer to pay its \
+                            total. Guards: `confirm` must be true (only set it when the user has approved the quoted total), \
+                            the quote must belong to this customer and be unused, the total must fit the API key's spending \
+                            limit, and `idempotencyKey` (8-255 visible ASCII characters) is required: generate one unique key \
+                            per intended order and reuse the same key when you retry after a timeout or error, so that the \
+                            order is never placed twice (the retry returns the first result, marked \
+                            `_meta.lab/idempotentReplayed`). `paymentMethod` is `bank_invoice` (the order answer carries the \
+                            invoice number and bank transfer instructions in `payment`). One quote makes one order.",
+                },
+                scope: { access: [ORDERS_WRITE], origin: spec, idempotency: required },
+                rest: {
+                    /// Places an order from a quote (`confirm: true`, `Idempotency-Key` required).
+                    ///
+                    /// A replay of the same key and body answers exactly like the first response (201, same body)
+                    /// plus `Idempotent-Replayed: true`; the same key with another body is 409 `idempotency_key_reused`.
+                    handler: create_order,
+                    openapi: (tag = "orders", operation_id = "createOrder", request_body = CreateOrderRequest,
+                        responses((status = 201, description = "the order (also for a replay, with Idempotent-Replayed: true)", body = OrderEnvelope,
+                            headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
+                },
+                call: {
+                    answer: replayable(CREATED),
+                    run: |cx, caller: Caller, key: IdempotencyKey, body: ApiJson<CreateOrderRequest>| operations::create_order(cx.peers, &caller, &key, body),
+                },
             }
             {
-                tool: "svc.order.sample.list",
-                title: "List an order's samples",
-                annotations: READ,
-                guard: "",
-                description: "Reads the sample items the lab logged for one order: accession numbers (ACC-…), units \
-                        and containers received, condition on arrival, the tests of each line, the order's status history, \
-                        and (with results:read) the ids of each sample's published COAs. Empty until the samples arrive. \
-                        `reference` is the order UUID, ORD-…, INV-… or an accession number. Read-only.",
-                /// The order's sample items: accession numbers, logged units, containers, condition, tests,
-                /// status history and the ids of their published COAs (given when the key also holds
-                /// `results:read`).
-                rest: get "/orders/{reference}/samples" list_samples,
-                openapi: (tag = "orders", operation_id = "listOrderSamples",
-                    params(("reference" = String, Path, description = "order UUID, ORD-…, INV-… or ACC-…")),
-                    responses((status = 200, description = "the order's samples", body = OrderSamplesEnvelope))),
-                access: [ORDERS_READ], origin: decided, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, reference: Reference| results::list_samples(cx.peers, &caller, reference),
+                route: get "/orders",
+                tool: {
+                    name: "svc.order.list",
+                    title: "List orders",
+                    annotations: READ,
+                    guard: "",
+                    description: "Lists the customer's orders, newest first, optionally only those in one `status` \
+                            (invoice_sent, overdue, paid, label_generated, in_transit, sample_received, in_lab, reporting, \
+                            completed, cancelled). Page with `limit` and `cursor`. Read-only.",
+                },
+                scope: { access: [ORDERS_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// Lists the customer's orders, newest first.
+                    handler: list_orders,
+                    openapi: (tag = "orders", operation_id = "listOrders", params(OrdersQuery),
+                        responses((status = 200, description = "one page of orders", body = OrderList))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, query: ApiQuery<OrdersQuery>| operations::list_orders(cx.peers, &caller, query),
+                },
             }
             {
-                tool: "svc.order.custody.get",
-                title: "Read an order's chain of custody",
-                annotations: READ,
-                guard: "",
-                description: "Reads the chain-of-custody timeline of one order (received, stored, testing started; \
-                        who, where, when) with `chainIntact` (every entry's SHA-256 links to the one before) and the \
-                        retention deadline of the retained samples. Read-only.",
-                /// The order's chain of custody (hash-chained entries) and the retention deadline of its
-                /// retained samples.
-                rest: get "/orders/{reference}/custody" get_custody,
-                openapi: (tag = "orders", operation_id = "getOrderCustody",
-                    params(("reference" = String, Path, description = "order UUID, ORD-…, INV-… or ACC-…")),
-                    responses((status = 200, description = "the chain of custody", body = CustodyEnvelope))),
-                access: [ORDERS_READ], origin: decided, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, reference: Reference| results::get_custody(cx.peers, &caller, reference),
+                route: get "/orders/{reference}",
+                tool: {
+                    name: "svc.order.get",
+                    title: "Read one order",
+                    annotations: READ,
+                    guard: "",
+                    description: "Reads one order with its status, full status history, sample lines, charges and \
+                            payment block. `reference` is the order UUID, the order number (ORD-…) or the invoice number \
+                            (INV-…). Poll this to follow an order after placing it. An order of another customer is \
+                            reported exactly like a missing one (not_found). Read-only.",
+                },
+                scope: { access: [ORDERS_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// Reads one order (status, status history, lines, charges, payment block).
+                    handler: get_order,
+                    openapi: (tag = "orders", operation_id = "getOrder",
+                        params(("reference" = String, Path, description = "order UUID, order number (ORD-…), invoice number (INV-…), accession number (ACC-…) or tracking number")),
+                        responses((status = 200, description = "the order", body = OrderEnvelope))),
+                },
+                call: {
+                    answer: order,
+                    run: |cx, caller: Caller, reference: Reference| operations::get_order(cx.peers, &caller, reference),
+                },
             }
             {
-                tool: "svc.order.eta.get",
-                title: "Read an order's progress and ETA",
-                annotations: READ,
-                guard: "",
-                description: "Reads the stage-by-stage progress of one order (ordered, payment, samples received, \
-                        testing, reporting, completed) and a non-binding estimated completion (start of testing plus the \
-                        turnaround's business days; none before the samples arrive). Payment is shown apart: it gates \
-                        only the release of COAs. Read-only.",
-                /// Stage-by-stage progress of the order with a non-binding ETA (start of testing, or receipt,
-                /// plus the turnaround option's business days).
-                rest: get "/orders/{reference}/eta" get_eta,
-                openapi: (tag = "orders", operation_id = "getOrderEta",
-                    params(("reference" = String, Path, description = "order UUID, ORD-…, INV-… or ACC-…")),
-                    responses((status = 200, description = "the order's progress", body = EtaEnvelope))),
-                access: [ORDERS_READ], origin: decided, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, reference: Reference| results::get_eta(cx.peers, &caller, reference),
+                route: get "/invoices",
+                tool: {
+                    name: "svc.invoice.list",
+                    title: "List invoices",
+                    annotations: READ,
+                    guard: "",
+                    description: "Lists the customer's invoices (metadata, lines, amounts due and paid), newest first; \
+                            filter by `status` (open, paid, void) or `orderId`. Page with `limit` and `cursor`. Read-only.",
+                },
+                scope: { access: [INVOICES_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// Lists the customer's invoices, newest first.
+                    handler: list_invoices,
+                    openapi: (tag = "billing", operation_id = "listInvoices", params(InvoicesQuery),
+                        responses((status = 200, description = "one page of invoices", body = InvoiceList))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, query: ApiQuery<InvoicesQuery>| operations::list_invoices(cx.peers, &caller, query),
+                },
             }
             {
-                tool: "svc.result.list",
-                title: "List published COAs",
-                annotations: READ,
-                guard: "",
-                description: "Lists the customer's QA-published certificates of analysis (published, retracted or \
-                        superseded), newest publication first, with structured results; filter by `orderId`, `compound`, \
-                        `lotNumber`, `publishedFrom`/`publishedTo`. Unpublished or held COAs never appear. \
-                        `documentUrl` is a signed link valid for one hour: do not store it. Read-only.",
-                /// Lists the customer's QA-published COAs (published, retracted or superseded), newest
-                /// publication first. Nothing of a draft, submitted, approved or held COA is ever listed.
-                rest: get "/results" list_results,
-                openapi: (tag = "results", operation_id = "listResults", params(ResultsQuery),
-                    responses((status = 200, description = "one page of published COAs", body = CoaList))),
-                access: [RESULTS_READ], origin: spec, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, query: ApiQuery<ResultsQuery>| results::list_results(cx.peers, &caller, cx.site, query),
+                route: get "/invoices/{reference}",
+                tool: {
+                    name: "svc.invoice.get",
+                    title: "Read one invoice",
+                    annotations: READ,
+                    guard: "",
+                    description: "Reads one invoice with its lines, amounts and, on the bank rail, the transfer \
+                            instructions. `reference` is the invoice UUID, the invoice number (INV-…) or the order UUID. \
+                            Read-only.",
+                },
+                scope: { access: [INVOICES_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// Reads one invoice.
+                    handler: get_invoice,
+                    openapi: (tag = "billing", operation_id = "getInvoice",
+                        params(("reference" = String, Path, description = "invoice UUID, invoice number (INV-…) or order UUID")),
+                        responses((status = 200, description = "the invoice", body = InvoiceEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, reference: Reference| operations::get_invoice(cx.peers, &caller, reference),
+                },
             }
             {
-                tool: "svc.result.get",
-                title: "Read one published COA",
-                annotations: READ,
-                guard: "",
-                description: "Reads one published COA with its structured results, signature and a signed PDF link. \
-                        `reference` is the COA id or an accession number (its newest published COA). A retracted COA stays \
-                        readable, marked `retracted` with the reason; an amended one names its successor in `supersededBy`. \
-                        Another customer's or an unpublished COA is not_found. Read-only.",
-                /// Reads one published COA with its structured results, by COA id or accession number (the
-                /// newest published COA of the accession). An unpublished, held or another customer's COA is
-                /// the same 404 as a missing one; a retracted COA stays readable, marked `retracted`.
-                rest: get "/results/{reference}" get_result,
-                openapi: (tag = "results", operation_id = "getResult",
-                    params(("reference" = String, Path, description = "COA id or accession number (ACC-…)")),
-                    responses((status = 200, description = "the COA", body = CoaEnvelope))),
-                access: [RESULTS_READ], origin: spec, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, reference: Reference| results::get_result(cx.peers, &caller, cx.site, reference),
+                route: get "/payments",
+                tool: {
+                    name: "svc.payment.list",
+                    title: "List payments",
+                    annotations: READ,
+                    guard: "",
+                    description: "Lists the payments received against the customer's invoices, newest first; filter \
+                            by `invoiceId`. Page with `limit` and `cursor`. Read-only.",
+                },
+                scope: { access: [PAYMENTS_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// Lists the customer's payments, newest first.
+                    handler: list_payments,
+                    openapi: (tag = "billing", operation_id = "listPayments", params(PaymentsQuery),
+                        responses((status = 200, description = "one page of payments", body = PaymentList))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, query: ApiQuery<PaymentsQuery>| operations::list_payments(cx.peers, &caller, query),
+                },
             }
             {
-                tool: "svc.result.analyte.list",
-                title: "List a COA's analyte rows",
-                annotations: READ,
-                guard: "",
-                description: "Reads the normalized per-analyte rows of one published COA (value as a decimal string \
-                        or a qualifier such as <LOQ/ND, unit, LOQ/LOD, specification, pass/fail, method, instrument). \
-                        `reference` is the COA id or an accession number. Read-only.",
-                /// The normalized per-analyte rows of one published COA.
-                rest: get "/results/{reference}/analytes" list_analytes,
-                openapi: (tag = "results", operation_id = "listAnalytes",
-                    params(("reference" = String, Path, description = "COA id or accession number (ACC-…)")),
-                    responses((status = 200, description = "every analyte row of the COA (one page)", body = AnalyteList))),
-                access: [RESULTS_READ], origin: decided, idempotency: none,
-                answer: json,
-                run: |cx, caller: Caller, reference: Reference| results::list_analytes(cx.peers, &caller, reference),
+                route: get "/payments/{reference}",
+                tool: {
+                    name: "svc.payment.get",
+                    title: "Read one payment",
+                    annotations: READ,
+                    guard: "",
+                    description: "Reads one payment state by its UUID. Read-only.",
+                },
+                scope: { access: [PAYMENTS_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// Reads one payment state.
+                    handler: get_payment,
+                    openapi: (tag = "billing", operation_id = "getPayment",
+                        params(("reference" = String, Path, description = "payment UUID")),
+                        responses((status = 200, description = "the payment", body = PaymentEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, reference: Reference| operations::get_payment(cx.peers, &caller, reference),
+                },
             }
             {
-                tool: "svc.coa.verify",
-                title: "Verify a COA",
-                annotations: READ,
-                guard: "",
-                description: "Public authenticity check of a COA by `accession` (or the COA id printed on it): \
-                        authentic, unverifiable (its signature does not verify with the key its signingKeyId names), \
-                        retracted, superseded (with the successor) or unknown. Compound, lot number and the \
-                        signed content are revealed only with the verification `code` printed on the COA. Read-only.",
-                /// Public authenticity check of one COA by accession number (or COA id): `authentic`,
-                /// `unverifiable` (its signature does not verify with the key its `signingKeyId` names),
-                /// `retracted`, `superseded` (with the successor) or `unknown`. Compound, lot number and the
-                /// signed content are revealed only with the verification code printed on the COA.
-                rest: get "/verify" verify_get,
-                openapi: (tag = "verification", operation_id = "verifyCoa", params(VerifyQuery),
-                    responses((status = 200, description = "the verdict", body = VerificationEnvelope))),
-                access: public, origin: decided, idempotency: none,
-                answer: json,
-                run: |cx, query: ApiQuery<VerifyQuery>| results::verify(cx.peers, cx.verify_lookups, cx.client, query.accession, query.code),
+                route: get "/shipments",
+                tool: {
+                    name: "svc.shipment.list",
+                    title: "List shipments",
+                    annotations: READ,
+                    guard: "",
+                    description: "Lists the customer's shipments (prepaid inbound labels and their tracking), newest first: \
+                            tracking number, carrier and service codes, normalized status (pre_transit, in_transit, exception, \
+                            out_for_delivery, delivered, returned, lost), carrier event history and any door pickup. Filter \
+                            with `status` and `orderId`; page with `limit` (1-200) and `cursor` (pass back \
+                            `pagination.nextCursor` unchanged). Read-only.",
+                },
+                scope: { access: [SHIPMENTS_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// Lists the customer's shipments (labels and tracking), newest first.
+                    handler: list_shipments,
+                    openapi: (tag = "shipping", operation_id = "listShipments", params(ShipmentsQuery),
+                        responses((status = 200, description = "one page of shipments", body = ShipmentList))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, query: ApiQuery<ShipmentsQuery>| shipping::list_shipments(cx.peers, &caller, query),
+                },
             }
             {
-                tool: "svc.coa.verify.post",
-                title: "Verify a COA (body form)",
-                annotations: READ,
-                guard: "",
-                description: "The same check as svc.coa.verify with `accession` and optional `code` in the body. \
-                        Read-only.",
-                /// Public authenticity check of one COA (body form of `GET /verify`).
-                rest: post "/verify" verify_post,
-                openapi: (tag = "verification", operation_id = "verifyCoaPost", request_body = VerifyRequest,
-                    responses((status = 200, description = "the verdict", body = VerificationEnvelope))),
-                access: public, origin: decided, idempotency: none,
-                answer: json,
-                run: |cx, body: ApiJson<VerifyRequest>| results::verify(cx.peers, cx.verify_lookups, cx.client, Some(body.accession), body.code),
+                route: get "/shipments/{reference}",
+                tool: {
+                    name: "svc.shipment.get",
+                    title: "Track a shipment",
+                    annotations: READ,
+                    guard: "",
+                    description: "Reads one shipment with its carrier event history (status code, description, \
+                            occurred-at, location, oldest first) and normalized status. `reference` is the shipment id, the \
+                            tracking number, the order id or the order number. Use it to follow a sample to the lab; \
+                            svc.order.get shows the order moving to in_transit on the first acceptance scan. Read-only.",
+                },
+                scope: { access: [SHIPMENTS_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// Reads one shipment with its tracking number, carrier and service codes, normalized status and
+                    /// carrier event history.
+                    handler: get_shipment,
+                    openapi: (tag = "shipping", operation_id = "getShipment",
+                        params(("reference" = String, Path, description = "shipment UUID, tracking number, order UUID or order number")),
+                        responses((status = 200, description = "the shipment", body = ShipmentEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, reference: Reference| shipping::get_shipment(cx.peers, &caller, reference),
+                },
             }
             {
-                tool: "svc.coa.verify.batch",
-                title: "Verify many COAs",
-                annotations: READ,
-                guard: "",
-                description: "Public authenticity check of 1 to 100 accession numbers given comma-separated in \
-                        `accessions`; one verdict per accession, in request order, without customer details. Read-only.",
-                /// Public authenticity check of 1 to 100 accessions (comma-separated); authenticity only.
-                rest: get "/verify/batch" verify_batch_get,
-                openapi: (tag = "verification", operation_id = "verifyCoaBatch", params(VerifyBatchQuery),
-                    responses((status = 200, description = "one verdict per accession, in request order", body = VerificationList))),
-                access: public, origin: decided, idempotency: none,
-                answer: json,
-                run: |cx, query: ApiQuery<VerifyBatchQuery>| results::verify_batch(cx.peers, cx.verify_lookups, cx.client, query.split()),
+                route: get "/shipments/{reference}/label",
+                tool: {
+                    name: "svc.shipment.label.get",
+                    title: "Get the prepaid shipping label",
+                    annotations: READ,
+                    guard: "",
+                    description: "Returns the prepaid inbound label of an order's shipment: a signed URL of the 4x6 in PDF \
+                            (valid one hour; call again for a fresh one, never store it), the tracking number and URL, the \
+                            ship-to address (the lab) and the packing steps with the exact containers per sample line. \
+                            `reference` is the shipment id, tracking number, order id or order number. Read-only.",
+                },
+                scope: { access: [SHIPMENTS_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// Reads the prepaid inbound label: a signed, expiring URL of the 4×6 in PDF, the tracking
+                    /// number and URL, the ship-to address and the packing steps.
+                    handler: get_label,
+                    openapi: (tag = "shipping", operation_id = "getShipmentLabel",
+                        params(("reference" = String, Path, description = "shipment UUID, tracking number, order UUID or order number")),
+                        responses((status = 200, description = "the label", body = LabelEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, reference: Reference| shipping::get_label(cx.peers, &caller, reference),
+                },
             }
             {
-                tool: "svc.coa.verify.batch.post",
-                title: "Verify many COAs (body form)",
-                annotations: READ,
-                guard: "",
-                description: "The same check as svc.coa.verify.batch with `accessions` (1 to 100) as a JSON array in \
-                        the body. Read-only.",
-                /// Public authenticity check of 1 to 100 accessions; authenticity only.
-                rest: post "/verify/batch" verify_batch_post,
-                openapi: (tag = "verification", operation_id = "verifyCoaBatchPost",
-                    request_body = VerifyBatchRequest,
-                    responses((status = 200, description = "one verdict per accession, in request order", body = VerificationList))),
-                access: public, origin: decided, idempotency: none,
-                answer: json,
-                run: |cx, body: ApiJson<VerifyBatchRequest>| results::verify_batch(cx.peers, cx.verify_lookups, cx.client, body.accessions),
+                route: get "/orders/{reference}/pickup",
+                tool: {
+                    name: "svc.pickup.options",
+                    title: "List door-pickup options",
+                    annotations: READ,
+                    guard: "",
+                    description: "Lists door-pickup options of a paid order's shipment: dates (business days, no holidays, \
+                            today only before the cut-off), windows, the price in integer USD cents and a signed `quoteToken` \
+                            that expires after 15 minutes. Pass the token, one date and one window id to svc.pickup.request. \
+                            An unpaid order answers `order_not_paid`; a shipment with a pickup answers \
+                            `pickup_already_requested`. Read-only.",
+                },
+                scope: { access: [SHIPMENTS_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// Lists door-pickup options of a paid order: dates, windows, the price and a signed
+                    /// `quoteToken` (expires after 15 minutes). An unpaid order is 409 `order_not_paid`; a shipment
+                    /// that has a pickup is 409 `pickup_already_requested`.
+                    handler: pickup_options,
+                    openapi: (tag = "shipping", operation_id = "getPickupOptions",
+                        params(("reference" = String, Path, description = "order UUID, order number or tracking number")),
+                        responses((status = 200, description = "the pickup options", body = PickupOptionsEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, reference: Reference| shipping::pickup_options(cx.peers, &caller, reference),
+                },
+            }
+            {
+                route: post "/orders/{reference}/pickup",
+                tool: {
+                    name: "svc.pickup.request",
+                    title: "Request a paid door pickup",
+                    annotations: GUARDED_WRITE,
+                    guard: "`confirm: true`, signed unexpired `quoteToken`, paid order, spend limit, one pickup per shipment, optional `idempotencyKey`",
+                    description: "Requests a door pickup of a paid order's samples on one of the dates and windows that \
+                            svc.pickup.options offered, with its `quoteToken` and `confirm: true`. The price must fit the key's \
+                            spending envelope. The answer's `payUrl` is a single-use, amount-locked hosted payment page for the \
+                            pickup, valid until `payExpiresAt`: the account owner pays there, then the pickup is booked with the \
+                            carrier and a confirmation number appears on the shipment. Retry with the same `idempotencyKey`; expired or edited tokens, \
+                            past or unoffered dates and a second pickup are refused.",
+                },
+                scope: { access: [ORDERS_WRITE], origin: spec, idempotency: optional },
+                rest: {
+                    /// Requests a door pickup (`confirm: true`) on one of the offered dates and windows with the
+                    /// options' `quoteToken`. `Idempotency-Key` is optional (the spec does not require it): without
+                    /// one, the same request (same API key, reference and body) sent again is answered like the
+                    /// first, with `Idempotent-Replayed: true`. The price must fit the key's spending
+                    /// envelope (403 `spend_limit_exceeded`). The answer's `payUrl` is the site's hosted checkout
+                    /// page for the pickup (single use, amount-locked, valid until `payExpiresAt`); once paid the
+                    /// pickup is booked with the carrier and `shipment.updated` (status `pickup_booked`) carries the
+                    /// confirmation number. A link that expires unpaid ends the pickup (`payment_expired`) and a new
+                    /// one may be requested. Refusals: 400 `pickup_quote_invalid` (tampered or foreign token), 409
+                    /// `pickup_quote_expired`, 400 `pickup_date_unavailable` (past, over or not offered), 409
+                    /// `order_not_paid`, 409 `pickup_already_requested`.
+                    handler: request_pickup,
+                    openapi: (tag = "shipping", operation_id = "requestPickup",
+                        params(("reference" = String, Path, description = "order UUID, order number or tracking number")),
+                        request_body = PickupRequest,
+                        responses((status = 201, description = "the requested pickup (also for a replay, with Idempotent-Replayed: true)", body = PickupEnvelope,
+                            headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
+                },
+                call: {
+                    answer: replayable(CREATED),
+                    run: |cx, caller: Caller, key: OptionalIdempotencyKey, reference: Reference, body: ApiJson<PickupRequest>| shipping::request_pickup(cx.peers, &caller, key.as_deref(), reference, body),
+                },
+            }
+            {
+                route: post "/payments/prepare",
+                tool: {
+                    name: "svc.payment.card.checkout",
+                    title: "Prepare an order's payment (card checkout link)",
+                    annotations: GUARDED_WRITE,
+                    guard: "`idempotencyKey`, spend limit for a fresh link",
+                    description: "Returns how to pay an order now, named by `orderReference` (order UUID, order \
+                            number ORD-… or invoice number INV-…). For a card_checkout order it mints the single-use, \
+                            amount-locked hosted checkout URL (`checkout.hostedUrl`) for the account owner to pay at: \
+                            the current link while it can still be paid, or a fresh one after it expired (which commits \
+                            the order's spend to the key's envelope again: 403 spend_limit_exceeded when it no longer \
+                            fits). A paid order answers `state: paid`; a bank order its remittance details. Never \
+                            charges a card. Needs `idempotencyKey`; retry with the same key to get the same answer.",
+                },
+                scope: { access: [PAYMENTS_WRITE], origin: spec, idempotency: required },
+                rest: {
+                    /// Prepares the payment of an order: how to pay it now.
+                    ///
+                    /// Needs `payments:write` and `Idempotency-Key`. The body names the order by its UUID, order
+                    /// number or invoice number (`orderReference`); another customer's order is 404 `not_found`.
+                    /// `state` is `paid` (nothing to pay: the answer carries the paid invoice), `void`, or
+                    /// `awaiting_payment`: on the card rail `checkout` is the link to use now (the current one
+                    /// while it can be paid, else a fresh single-use session locked to the amount due and lasting
+                    /// 15 minutes); on the bank rail `bankInstructions` carry the remittance details. Replaying the
+                    /// same request with the same key answers the stored answer with `Idempotent-Replayed: true`.
+                    handler: prepare_payment,
+                    openapi: (tag = "billing", operation_id = "preparePayment",
+                        request_body = PreparePaymentRequest,
+                        responses((status = 200, description = "how to pay the order now", body = PreparedPaymentEnvelope,
+                            headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
+                },
+                call: {
+                    answer: replayable(OK),
+                    run: |cx, caller: Caller, key: IdempotencyKey, body: ApiJson<PreparePaymentRequest>| checkout::prepare_payment(cx.peers, &caller, &key, body),
+                },
+            }
+            {
+                route: get "/payments/stablecoin/{reference}",
+                tool: {
+                    name: "svc.payment.stablecoin.request",
+                    title: "Read an order's stablecoin payment request",
+                    annotations: READ,
+                    guard: "",
+                    description: "Returns how to pay a chain_stablecoin order (`reference`: order UUID, order number \
+                            ORD-… or invoice number INV-…): the transfer target (`amount.targetAddress`, the lab's treasury), \
+                            the token contract (`amount.tokenAddress`, USDC by default), the exact amount as \
+                            `amount.decimal` (exactly six decimals) and `amount.atomic` (integer atomic units), the permanent \
+                            sub-cent reference `amount.referenceAtomic`, the expected payer, the expiry, the state \
+                            (awaiting_transfer, confirming, confirmed, expired) and, once confirmed, the settlement proof. The \
+                            payer must send exactly this amount from their own self-custodied wallet (never round; no exchange \
+                            withdrawal), then submit the hash with svc.payment.stablecoin.submit. The service never asks for a \
+                            key and never signs. An expired request is renewed by svc.payment.card.checkout \
+                            (POST /payments/prepare). Read-only.",
+                },
+                scope: { access: [PAYMENTS_READ], origin: addition, idempotency: none },
+                rest: {
+                    /// Reads the stablecoin payment request of an order (our addition; the twin of MCP
+                    /// `svc.payment.stablecoin.request`): the token, the treasury address to send to, the exact
+                    /// amount (`amount.atomic`, `amount.decimal` with exactly six decimals, `amount.referenceAtomic`)
+                    /// with its no-rounding notice, the expected payer, the expiry, the state (`awaiting_transfer`,
+                    /// `confirming`, `confirmed`, `expired`), the observed transfer and, once confirmed, the
+                    /// settlement proof. `reference` is the order UUID, order number or invoice number; another
+                    /// customer's order is 404 `not_found`; an order on another rail is 404 `not_found`. Needs
+                    /// `payments:read`. An expired request is renewed by `POST /payments/prepare`.
+                    handler: get_stablecoin_payment,
+                    openapi: (tag = "billing",
+                        operation_id = "getStablecoinPayment",
+                        params(("reference" = String, Path, description = "order UUID, order number (ORD-…) or invoice number (INV-…)")),
+                        responses((status = 200, description = "the stablecoin payment request", body = StablecoinPaymentEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, reference: Reference| checkout::get_stablecoin_payment(cx.peers, &caller, reference),
+                },
+            }
+            {
+                route: post "/payments/stablecoin/submit",
+                tool: {
+                    name: "svc.payment.stablecoin.submit",
+                    title: "Submit a stablecoin transaction hash",
+                    annotations: GUARDED_WRITE,
+                    guard: "`idempotencyKey`; read-only chain verification (never signs or broadcasts)",
+                    description: "Submits the hash of the transfer the payer broadcast (`transactionHash`: 0x and 64 hex \
+                            digits) for the order named by `reference` (order UUID, ORD-… or INV-…). Verification is read-only \
+                            against two independent chain providers that must agree: the receipt must succeed and carry a \
+                            Transfer of the requested token from the expected payer to the treasury of exactly `amount.atomic`. \
+                            A match answers `status: confirming`; the request becomes `confirmed` (invoice and order paid, \
+                            `payment.confirmed`, the shipping label bought) once the transfer is finalized - poll \
+                            svc.payment.stablecoin.request. Refusals name the problem: transfer_amount_mismatch (under or \
+                            over), transfer_wrong_sender, transfer_wrong_token, transfer_not_found, transaction_reverted, \
+                            transaction_not_found, payment_request_expired; chain_unavailable (retry later). Never asks for or \
+                            accepts a private key. Needs `idempotencyKey`.",
+                },
+                scope: { access: [PAYMENTS_WRITE], origin: spec, idempotency: required },
+                rest: {
+                    /// Submits the hash of a stablecoin transfer for read-only verification. The service never
+                    /// signs or broadcasts: the payer sends the transfer from their self-custodied wallet, then
+                    /// submits `{ "reference": "<order UUID, ORD-… or INV-…>", "transactionHash": "0x<64 hex>" }`.
+                    ///
+                    /// The receipt is read from two independent providers that must agree; a log counts only when
+                    /// its contract is the token, its sender the expected payer, its recipient the treasury and its
+                    /// value the exact atomic amount. A match answers the request in `confirming` (events
+                    /// `payment.observed`, `payment.confirming`); it becomes `confirmed` (the invoice and the order
+                    /// paid, `payment.confirmed`) once the finalized-log scanner and both providers see it at or
+                    /// below the `finalized` block with the same block hash. Refusals: 409
+                    /// `transfer_amount_mismatch` (`details.reason` `underpaid`/`overpaid`, `details.receivedAtomic`),
+                    /// `transfer_wrong_sender`, `transfer_wrong_token`, `transfer_not_found`,
+                    /// `transaction_reverted`, `transfer_already_applied`, `payment_request_expired` (a late
+                    /// transfer, recorded for staff), `conflict` (already paid by another transfer); 404
+                    /// `transaction_not_found` (unknown or not yet mined hash) and `not_found` (no such order of
+                    /// yours); 503 `chain_unavailable` with `Retry-After` (a provider is down, they disagree, or
+                    /// one serves another chain id: `details.reason`; nothing recorded, retry). Needs `payments:write` and `Idempotency-Key`; 503 answers are not
+                    /// stored under the key.
+                    handler: submit_stablecoin_transaction,
+                    openapi: (tag = "billing",
+                        operation_id = "submitStablecoinTransaction",
+                        request_body = SubmitStablecoinRequest,
+                        responses((status = 200, description = "the payment request after verification", body = StablecoinPaymentEnvelope,
+                            headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
+                },
+                call: {
+                    answer: replayable(OK),
+                    run: |cx, caller: Caller, key: IdempotencyKey, body: ApiJson<SubmitStablecoinRequest>| checkout::submit_stablecoin_transaction(cx.peers, &caller, &key, body),
+                },
+            }
+            {
+                route: get "/spend-envelope",
+                tool: {
+                    name: "svc.spend.envelope.get",
+                    title: "Read the key's spend envelope",
+                    annotations: READ,
+                    guard: "",
+                    description: "Reads the calling API key's spending envelope: its per-order, daily and monthly \
+                            caps (UTC calendar day and month), what it committed today and this month, and the \
+                            remaining amounts. Check it before placing orders that could exceed a cap. Read-only.",
+                },
+                scope: { access: [PAYMENTS_READ], origin: addition, idempotency: none },
+                rest: {
+                    /// Reads the calling key's spend envelope: its per-order, daily and monthly caps (UTC calendar:
+                    /// the day starts at 00:00 UTC, the month on the first at 00:00 UTC), what it committed today and
+                    /// this month, and the remainders. Spend is committed when an order is created and released when
+                    /// the order is cancelled or its card payment expires unpaid. An order over a cap is 403
+                    /// `spend_limit_exceeded` with `details.cap` and the remainders. Needs `payments:read` (our
+                    /// addition).
+                    handler: spend_envelope,
+                    openapi: (tag = "billing", operation_id = "getSpendEnvelope",
+                        responses((status = 200, description = "the key's envelope and remainders", body = SpendEnvelopeEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller| checkout::spend_envelope(cx.peers, &caller),
+                },
+            }
+            {
+                route: get "/webhooks",
+                tool: {
+                    name: "svc.webhook.list",
+                    title: "List webhook endpoints",
+                    annotations: READ,
+                    guard: "",
+                    description: "Lists the customer's webhook endpoints as safe metadata (URL, subscribed events, \
+                            status); signing secrets are never listed. Page with `limit` and `cursor`. Read-only.",
+                },
+                scope: { access: [WEBHOOKS_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// Lists the customer's endpoints as safe metadata (never a signing secret).
+                    handler: list_endpoints,
+                    openapi: (tag = "webhooks", operation_id = "listWebhookEndpoints",
+                        params(WebhooksQuery),
+                        responses((status = 200, description = "one page of endpoints", body = WebhookEndpointList))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, query: ApiQuery<WebhooksQuery>| webhooks::list_endpoints(cx.peers, &caller, query),
+                },
+            }
+            {
+                route: post "/webhooks",
+                tool: {
+                    name: "svc.webhook.create",
+                    title: "Register a webhook endpoint",
+                    annotations: Annotations {
+                        open_world_hint: true,
+                        ..GUARDED_WRITE
+                    },
+                    guard: "read scope of every selected event, public HTTPS URL, `idempotencyKey`",
+                    description: "Registers a public HTTPS endpoint that receives signed lifecycle events. `events` \
+                            selects the event types (default [\"coa.published\"]); the key needs the read scope of every \
+                            selected event. The answer carries the plaintext `signingSecret` once: store it. Requires \
+                            `idempotencyKey`; replaying the identical call with the same key returns the same secret.",
+                },
+                scope: { access: [WEBHOOKS_WRITE], origin: spec, idempotency: required },
+                rest: {
+                    /// Registers a public HTTPS endpoint and returns its signing secret.
+                    ///
+                    /// Besides `webhooks:write`, the key must hold the read scope of every selected event
+                    /// (`coa.published` → `results:read` when `events` is absent), else 403 `insufficient_scope` with
+                    /// `details.required` and `details.missing`. An unknown event type is 400 `unknown_event` with
+                    /// `details.field` = `events[i]`; an address that is not public HTTPS is 400
+                    /// `invalid_webhook_url`. A customer has at most 20 endpoints (deleted ones do not count): the
+                    /// next registration is 409 `webhook_endpoint_limit_reached` with `details.limit` (not stored for
+                    /// replay: retried after a deletion, the same request runs again). The secret is shown here
+                    /// only; replaying the identical request with the same `Idempotency-Key` (same API key) answers
+                    /// the same 201 with the same secret and `Idempotent-Replayed: true` while the replay record is
+                    /// retained.
+                    handler: create_endpoint,
+                    openapi: (tag = "webhooks", operation_id = "createWebhookEndpoint",
+                        request_body = CreateWebhookRequest,
+                        responses((status = 201, description = "the endpoint and its signing secret (also for a replay, with Idempotent-Replayed: true)",
+                            body = WebhookSecretEnvelope,
+                            headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
+                },
+                call: {
+                    answer: secret(CREATED),
+                    run: |cx, caller: Caller, key: IdempotencyKey, body: ApiJson<CreateWebhookRequest>| webhooks::create_endpoint(cx.peers, &caller, &key, body),
+                },
+            }
+            {
+                route: delete "/webhooks/{endpointId}",
+                tool: {
+                    name: "svc.webhook.delete",
+                    title: "Delete a webhook endpoint",
+                    annotations: Annotations {
+                        destructive_hint: true,
+                        ..GUARDED_WRITE
+                    },
+                    guard: "`idempotencyKey`",
+                    description: "Deletes a webhook endpoint; its pending deliveries are abandoned. Requires \
+                            `idempotencyKey`. Irreversible.",
+                },
+                scope: { access: [WEBHOOKS_WRITE], origin: spec, idempotency: required },
+                rest: {
+                    /// Deletes an endpoint.
+                    ///
+                    /// Its pending deliveries are abandoned. No body (an empty body or `{}` is accepted). A replay
+                    /// with the same `Idempotency-Key` answers the same 200 with `Idempotent-Replayed: true`.
+                    handler: delete_endpoint,
+                    openapi: (tag = "webhooks", operation_id = "deleteWebhookEndpoint",
+                        params(("endpointId" = uuid::Uuid, Path, description = "endpoint UUID (anything else is 400 invalid_request)")),
+                        responses((status = 200, description = "the deleted endpoint (also for a replay, with Idempotent-Replayed: true)",
+                            body = WebhookEndpointEnvelope,
+                            headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
+                },
+                call: {
+                    answer: replayable(OK),
+                    run: |cx, caller: Caller, endpoint_id: EndpointId, key: IdempotencyKey, _body: OptionalApiJson<EmptyBody>| webhooks::delete_endpoint(cx.peers, &caller, &key, endpoint_id),
+                },
+            }
+            {
+                route: post "/webhooks/{endpointId}/rotate-secret",
+                tool: {
+                    name: "svc.webhook.secret.rotate",
+                    title: "Rotate a webhook signing secret",
+                    annotations: Annotations {
+                        destructive_hint: true,
+                        ..GUARDED_WRITE
+                    },
+                    guard: "`idempotencyKey`",
+                    description: "Issues a new signing secret for an endpoint; the previous one keeps signing beside it \
+                            until `previousSecretExpiresAt`. The answer carries the new plaintext `signingSecret` once. \
+                            Requires `idempotencyKey`.",
+                },
+                scope: { access: [WEBHOOKS_WRITE], origin: spec, idempotency: required },
+                rest: {
+                    /// Issues a new signing secret.
+                    ///
+                    /// The previous secret keeps signing beside the new one until `previousSecretExpiresAt`. A
+                    /// replay of the same `Idempotency-Key` (same API key) answers the same 200 with the same secret
+                    /// and `Idempotent-Replayed: true` while the replay record is retained.
+                    handler: rotate_secret,
+                    openapi: (tag = "webhooks", operation_id = "rotateWebhookSecret",
+                        params(("endpointId" = uuid::Uuid, Path, description = "endpoint UUID (anything else is 400 invalid_request)")),
+                        request_body(content = Option<EmptyBody>, description = "absent, empty or `{}`"),
+                        responses((status = 200, description = "the endpoint and its new signing secret (also for a replay, with Idempotent-Replayed: true)",
+                            body = WebhookSecretEnvelope,
+                            headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
+                },
+                call: {
+                    answer: secret(OK),
+                    run: |cx, caller: Caller, endpoint_id: EndpointId, key: IdempotencyKey, _body: OptionalApiJson<EmptyBody>| webhooks::rotate_secret(cx.peers, &caller, &key, endpoint_id),
+                },
+            }
+            {
+                route: post "/webhooks/{endpointId}/test",
+                tool: {
+                    name: "svc.webhook.test",
+                    title: "Send a test webhook delivery",
+                    annotations: Annotations {
+                        open_world_hint: true,
+                        ..GUARDED_WRITE
+                    },
+                    guard: "`idempotencyKey`",
+                    description: "Queues one signed `webhook.test` delivery to the endpoint, attempts it at once and \
+                            reports the outcome of that first attempt. Requires `idempotencyKey`.",
+                },
+                scope: { access: [WEBHOOKS_WRITE], origin: spec, idempotency: required },
+                rest: {
+                    /// Sends a signed test delivery.
+                    ///
+                    /// Queues one signed `webhook.test` delivery, attempts it at once and reports the outcome of
+                    /// that first attempt.
+                    handler: send_test_delivery,
+                    openapi: (tag = "webhooks", operation_id = "sendWebhookTest",
+                        params(("endpointId" = uuid::Uuid, Path, description = "endpoint UUID (anything else is 400 invalid_request)")),
+                        request_body(content = Option<EmptyBody>, description = "absent, empty or `{}`"),
+                        responses((status = 200, description = "the test delivery with its first attempt (also for a replay, with Idempotent-Replayed: true)",
+                            body = WebhookDeliveryEnvelope,
+                            headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
+                },
+                call: {
+                    answer: replayable(OK),
+                    run: |cx, caller: Caller, endpoint_id: EndpointId, key: IdempotencyKey, _body: OptionalApiJson<EmptyBody>| webhooks::send_test_delivery(cx.peers, &caller, &key, endpoint_id),
+                },
+            }
+            {
+                route: get "/webhooks/{endpointId}/deliveries",
+                tool: {
+                    name: "svc.webhook.delivery.list",
+                    title: "List webhook deliveries",
+                    annotations: READ,
+                    guard: "",
+                    description: "Lists an endpoint's deliveries with every attempt (status code, latency, error), \
+                            newest first; filter by `status` (pending, succeeded, dead, abandoned). Page with `limit` and \
+                            `cursor`. Read-only.",
+                },
+                scope: { access: [WEBHOOKS_READ], origin: addition, idempotency: none },
+                rest: {
+                    /// Lists an endpoint's deliveries with every attempt, newest first.
+                    ///
+                    /// Not in the spec's table: our addition, so that customers can read what was attempted and why
+                    /// it failed.
+                    handler: list_deliveries,
+                    openapi: (tag = "webhooks", operation_id = "listWebhookDeliveries",
+                        params(("endpointId" = uuid::Uuid, Path, description = "endpoint UUID (anything else is 400 invalid_request)"), DeliveriesQuery),
+                        responses((status = 200, description = "one page of deliveries", body = WebhookDeliveryList))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, endpoint_id: EndpointId, query: ApiQuery<DeliveriesQuery>| webhooks::list_deliveries(cx.peers, &caller, endpoint_id, query),
+                },
+            }
+            {
+                route: get "/orders/{reference}/samples",
+                tool: {
+                    name: "svc.order.sample.list",
+                    title: "List an order's samples",
+                    annotations: READ,
+                    guard: "",
+                    description: "Reads the sample items the lab logged for one order: accession numbers (ACC-…), units \
+                            and containers received, condition on arrival, the tests of each line, the order's status history, \
+                            and (with results:read) the ids of each sample's published COAs. Empty until the samples arrive. \
+                            `reference` is the order UUID, ORD-…, INV-… or an accession number. Read-only.",
+                },
+                scope: { access: [ORDERS_READ], origin: decided, idempotency: none },
+                rest: {
+                    /// The order's sample items: accession numbers, logged units, containers, condition, tests,
+                    /// status history and the ids of their published COAs (given when the key also holds
+                    /// `results:read`).
+                    handler: list_samples,
+                    openapi: (tag = "orders", operation_id = "listOrderSamples",
+                        params(("reference" = String, Path, description = "order UUID, ORD-…, INV-… or ACC-…")),
+                        responses((status = 200, description = "the order's samples", body = OrderSamplesEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, reference: Reference| results::list_samples(cx.peers, &caller, reference),
+                },
+            }
+            {
+                route: get "/orders/{reference}/custody",
+                tool: {
+                    name: "svc.order.custody.get",
+                    title: "Read an order's chain of custody",
+                    annotations: READ,
+                    guard: "",
+                    description: "Reads the chain-of-custody timeline of one order (received, stored, testing started; \
+                            who, where, when) with `chainIntact` (every entry's SHA-256 links to the one before) and the \
+                            retention deadline of the retained samples. Read-only.",
+                },
+                scope: { access: [ORDERS_READ], origin: decided, idempotency: none },
+                rest: {
+                    /// The order's chain of custody (hash-chained entries) and the retention deadline of its
+                    /// retained samples.
+                    handler: get_custody,
+                    openapi: (tag = "orders", operation_id = "getOrderCustody",
+                        params(("reference" = String, Path, description = "order UUID, ORD-…, INV-… or ACC-…")),
+                        responses((status = 200, description = "the chain of custody", body = CustodyEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, reference: Reference| results::get_custody(cx.peers, &caller, reference),
+                },
+            }
+            {
+                route: get "/orders/{reference}/eta",
+                tool: {
+                    name: "svc.order.eta.get",
+                    title: "Read an order's progress and ETA",
+                    annotations: READ,
+                    guard: "",
+                    description: "Reads the stage-by-stage progress of one order (ordered, payment, samples received, \
+                            testing, reporting, completed) and a non-binding estimated completion (start of testing plus the \
+                            turnaround's business days; none before the samples arrive). Payment is shown apart: it gates \
+                            only the release of COAs. Read-only.",
+                },
+                scope: { access: [ORDERS_READ], origin: decided, idempotency: none },
+                rest: {
+                    /// Stage-by-stage progress of the order with a non-binding ETA (start of testing, or receipt,
+                    /// plus the turnaround option's business days).
+                    handler: get_eta,
+                    openapi: (tag = "orders", operation_id = "getOrderEta",
+                        params(("reference" = String, Path, description = "order UUID, ORD-…, INV-… or ACC-…")),
+                        responses((status = 200, description = "the order's progress", body = EtaEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, reference: Reference| results::get_eta(cx.peers, &caller, reference),
+                },
+            }
+            {
+                route: get "/results",
+                tool: {
+                    name: "svc.result.list",
+                    title: "List published COAs",
+                    annotations: READ,
+                    guard: "",
+                    description: "Lists the customer's QA-published certificates of analysis (published, retracted or \
+                            superseded), newest publication first, with structured results; filter by `orderId`, `compound`, \
+                            `lotNumber`, `publishedFrom`/`publishedTo`. Unpublished or held COAs never appear. \
+                            `documentUrl` is a signed link valid for one hour: do not store it. Read-only.",
+                },
+                scope: { access: [RESULTS_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// Lists the customer's QA-published COAs (published, retracted or superseded), newest
+                    /// publication first. Nothing of a draft, submitted, approved or held COA is ever listed.
+                    handler: list_results,
+                    openapi: (tag = "results", operation_id = "listResults", params(ResultsQuery),
+                        responses((status = 200, description = "one page of published COAs", body = CoaList))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, query: ApiQuery<ResultsQuery>| results::list_results(cx.peers, &caller, cx.site, query),
+                },
+            }
+            {
+                route: get "/results/{reference}",
+                tool: {
+                    name: "svc.result.get",
+                    title: "Read one published COA",
+                    annotations: READ,
+                    guard: "",
+                    description: "Reads one published COA with its structured results, signature and a signed PDF link. \
+                            `reference` is the COA id or an accession number (its newest published COA). A retracted COA stays \
+                            readable, marked `retracted` with the reason; an amended one names its successor in `supersededBy`. \
+                            Another customer's or an unpublished COA is not_found. Read-only.",
+                },
+                scope: { access: [RESULTS_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// Reads one published COA with its structured results, by COA id or accession number (the
+                    /// newest published COA of the accession). An unpublished, held or another customer's COA is
+                    /// the same 404 as a missing one; a retracted COA stays readable, marked `retracted`.
+                    handler: get_result,
+                    openapi: (tag = "results", operation_id = "getResult",
+                        params(("reference" = String, Path, description = "COA id or accession number (ACC-…)")),
+                        responses((status = 200, description = "the COA", body = CoaEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, reference: Reference| results::get_result(cx.peers, &caller, cx.site, reference),
+                },
+            }
+            {
+                route: get "/results/{reference}/analytes",
+                tool: {
+                    name: "svc.result.analyte.list",
+                    title: "List a COA's analyte rows",
+                    annotations: READ,
+                    guard: "",
+                    description: "Reads the normalized per-analyte rows of one published COA (value as a decimal string \
+                            or a qualifier such as <LOQ/ND, unit, LOQ/LOD, specification, pass/fail, method, instrument). \
+                            `reference` is the COA id or an accession number. Read-only.",
+                },
+                scope: { access: [RESULTS_READ], origin: decided, idempotency: none },
+                rest: {
+                    /// The normalized per-analyte rows of one published COA.
+                    handler: list_analytes,
+                    openapi: (tag = "results", operation_id = "listAnalytes",
+                        params(("reference" = String, Path, description = "COA id or accession number (ACC-…)")),
+                        responses((status = 200, description = "every analyte row of the COA (one page)", body = AnalyteList))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, reference: Reference| results::list_analytes(cx.peers, &caller, reference),
+                },
+            }
+            {
+                route: get "/verify",
+                tool: {
+                    name: "svc.coa.verify",
+                    title: "Verify a COA",
+                    annotations: READ,
+                    guard: "",
+                    description: "Public authenticity check of a COA by `accession` (or the COA id printed on it): \
+                            authentic, unverifiable (its signature does not verify with the key its signingKeyId names), \
+                            retracted, superseded (with the successor) or unknown. Compound, lot number and the \
+                            signed content are revealed only with the verification `code` printed on the COA. Read-only.",
+                },
+                scope: { access: public, origin: decided, idempotency: none },
+                rest: {
+                    /// Public authenticity check of one COA by accession number (or COA id): `authentic`,
+                    /// `unverifiable` (its signature does not verify with the key its `signingKeyId` names),
+                    /// `retracted`, `superseded` (with the successor) or `unknown`. Compound, lot number and the
+                    /// signed content are revealed only with the verification code printed on the COA.
+                    handler: verify_get,
+                    openapi: (tag = "verification", operation_id = "verifyCoa", params(VerifyQuery),
+                        responses((status = 200, description = "the verdict", body = VerificationEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, query: ApiQuery<VerifyQuery>| results::verify(cx.peers, cx.verify_lookups, cx.client, query.accession, query.code),
+                },
+            }
+            {
+                route: post "/verify",
+                tool: {
+                    name: "svc.coa.verify.post",
+                    title: "Verify a COA (body form)",
+                    annotations: READ,
+                    guard: "",
+                    description: "The same check as svc.coa.verify with `accession` and optional `code` in the body. \
+                            Read-only.",
+                },
+                scope: { access: public, origin: decided, idempotency: none },
+                rest: {
+                    /// Public authenticity check of one COA (body form of `GET /verify`).
+                    handler: verify_post,
+                    openapi: (tag = "verification", operation_id = "verifyCoaPost", request_body = VerifyRequest,
+                        responses((status = 200, description = "the verdict", body = VerificationEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, body: ApiJson<VerifyRequest>| results::verify(cx.peers, cx.verify_lookups, cx.client, Some(body.accession), body.code),
+                },
+            }
+            {
+                route: get "/verify/batch",
+                tool: {
+                    name: "svc.coa.verify.batch",
+                    title: "Verify many COAs",
+                    annotations: READ,
+                    guard: "",
+                    description: "Public authenticity check of 1 to 100 accession numbers given comma-separated in \
+                            `accessions`; one verdict per accession, in request order, without customer details. Read-only.",
+                },
+                scope: { access: public, origin: decided, idempotency: none },
+                rest: {
+                    /// Public authenticity check of 1 to 100 accessions (comma-separated); authenticity only.
+                    handler: verify_batch_get,
+                    openapi: (tag = "verification", operation_id = "verifyCoaBatch", params(VerifyBatchQuery),
+                        responses((status = 200, description = "one verdict per accession, in request order", body = VerificationList))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, query: ApiQuery<VerifyBatchQuery>| results::verify_batch(cx.peers, cx.verify_lookups, cx.client, query.split()),
+                },
+            }
+            {
+                route: post "/verify/batch",
+                tool: {
+                    name: "svc.coa.verify.batch.post",
+                    title: "Verify many COAs (body form)",
+                    annotations: READ,
+                    guard: "",
+                    description: "The same check as svc.coa.verify.batch with `accessions` (1 to 100) as a JSON array in \
+                            the body. Read-only.",
+                },
+                scope: { access: public, origin: decided, idempotency: none },
+                rest: {
+                    /// Public authenticity check of 1 to 100 accessions; authenticity only.
+                    handler: verify_batch_post,
+                    openapi: (tag = "verification", operation_id = "verifyCoaBatchPost",
+                        request_body = VerifyBatchRequest,
+                        responses((status = 200, description = "one verdict per accession, in request order", body = VerificationList))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, body: ApiJson<VerifyBatchRequest>| results::verify_batch(cx.peers, cx.verify_lookups, cx.client, body.accessions),
+                },
             }
         }
     };

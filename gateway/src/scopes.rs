@@ -104,30 +104,19 @@ impl Operation {
 
 /// The scope-table entries of the declarations of `crate::operation_table`.
 macro_rules! built {
-    ($({
-        tool: $tool:literal,
-        title: $title:literal,
-        annotations: $annotations:expr,
-        guard: $guard:literal,
-        description: $description:literal,
-        $(#[doc = $doc:tt])*
-        rest: $method:ident $path:literal $handler:ident,
-        openapi: $openapi:tt,
-        access: $access:tt, origin: $origin:ident, idempotency: $idempotency:ident,
-        answer: $answer:ident $(($status:ident))?,
-        run: |$cx:ident $(, $arg:ident: $ty:ty)*| $run:expr,
-    })*) => {
+    ($({ route: $method:ident $path:literal, tool: $tool:tt, scope: $scope:tt, rest: $rest:tt, call: $call:tt, })*) => {
         /// Every built (routed) operation, from its one declaration in `crate::operation_table`.
-        pub const BUILT: &[Operation] = &[$(
-            Operation {
-                method: crate::operation_table::method_name!($method),
-                path: $path,
-                access: built!(@access $access),
-                idempotency: built!(@idempotency $idempotency),
-                decided: built!(@decided $origin),
-                addition: built!(@addition $origin),
-            }
-        ),*];
+        pub const BUILT: &[Operation] = &[$(built!(@entry $method $path $scope)),*];
+    };
+    (@entry $method:ident $path:literal { access: $access:tt, origin: $origin:ident, idempotency: $idempotency:ident }) => {
+        Operation {
+            method: crate::operation_table::method_name!($method),
+            path: $path,
+            access: built!(@access $access),
+            idempotency: built!(@idempotency $idempotency),
+            decided: built!(@decided $origin),
+            addition: built!(@addition $origin),
+        }
     };
     (@access public) => { Access::Public };
     (@access [$($scope:ident),+]) => { Access::Scopes(&[$($scope),+]) };
@@ -162,7 +151,8 @@ const fn decided(operation: Operation) -> Operation {
 }
 
 /// The operations of the spec's REST table that are not built yet, in the spec's order: not
-/// routed (a call is 404 after authentication and the scope check), no tool. Building one moves
+/// routed (a call with a key is authenticated, then 404; a public one is 404 without a key), no
+/// tool. Building one moves
 /// it from here to a declaration of `crate::operation_table` (a test holds the two lists apart).
 pub const NOT_BUILT: &[Operation] = &[
     op("GET", "/orders/{reference}/raw-data", &[RAW_DATA_READ]),

@@ -17,37 +17,34 @@ use utoipa_axum::routes;
 
 /// The handlers and the router of the declarations of `crate::operation_table`.
 macro_rules! handlers {
-    ($({
-        tool: $tool:literal,
-        title: $title:literal,
-        annotations: $annotations:expr,
-        guard: $guard:literal,
-        description: $description:literal,
-        $(#[doc = $doc:tt])*
-        rest: $method:ident $path:tt $handler:ident,
-        openapi: ($($openapi:tt)*),
-        access: $access:tt, origin: $origin:ident, idempotency: $idempotency:ident,
-        answer: $answer:ident $(($status:ident))?,
-        run: |$cx:ident $(, $arg:ident: $ty:ty)*| $run:expr,
-    })*) => {
-        $(
-            $(#[doc = $doc])*
-            #[utoipa::path($method, path = $path, $($openapi)*)]
-            pub async fn $handler(
-                State(state): State<AppState>,
-                client: Option<Extension<ClientAddr>>,
-                $($arg: $ty),*
-            ) -> Result<Response, ErrorResponse> {
-                let $cx = Context::rest(&state, client);
-                $(let $arg = <$ty as Input>::rest($arg);)*
-                let answer = $run.await?;
-                Ok(handlers!(@answer $answer $(($status))?, answer))
-            }
-        )*
+    ($({ route: $method:ident $path:literal, tool: $tool:tt, scope: $scope:tt, rest: $rest:tt, call: $call:tt, })*) => {
+        $(handlers!(@handler $method $path $rest $call);)*
 
         /// `router` with every operation's route and OpenAPI path.
         pub fn routes(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
-            router $(.routes(routes!($handler)))*
+            router $(.routes(handlers!(@route $rest)))*
+        }
+    };
+    (@route { $(#[doc = $doc:tt])* handler: $handler:ident, $($other:tt)* }) => { routes!($handler) };
+    (@handler $method:ident $path:tt {
+        $(#[doc = $doc:tt])*
+        handler: $handler:ident,
+        openapi: ($($openapi:tt)*),
+    } {
+        answer: $answer:ident $(($status:ident))?,
+        run: |$cx:ident $(, $arg:ident: $ty:ty)*| $run:expr,
+    }) => {
+        $(#[doc = $doc])*
+        #[utoipa::path($method, path = $path, $($openapi)*)]
+        pub async fn $handler(
+            State(state): State<AppState>,
+            client: Option<Extension<ClientAddr>>,
+            $($arg: $ty),*
+        ) -> Result<Response, ErrorResponse> {
+            let $cx = Context::rest(&state, client);
+            $(let $arg = <$ty as Input>::rest($arg);)*
+            let answer = $run.await?;
+            Ok(handlers!(@answer $answer $(($status))?, answer))
         }
     };
     (@answer json, $answer:ident) => { Json($answer).into_response() };

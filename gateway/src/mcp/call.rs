@@ -43,19 +43,7 @@ impl Json {
 /// operation in a box: this future is then about as large as REST's `get_order` (2.4 KB) instead
 /// of the largest tool's (5.5 KB), and it is moved into the handler's box on every call.
 macro_rules! dispatch {
-    ($({
-        tool: $tool:literal,
-        title: $title:literal,
-        annotations: $annotations:expr,
-        guard: $guard:literal,
-        description: $description:literal,
-        $(#[doc = $doc:tt])*
-        rest: $method:ident $path:literal $handler:ident,
-        openapi: $openapi:tt,
-        access: $access:tt, origin: $origin:ident, idempotency: $idempotency:ident,
-        answer: $answer:ident $(($status:ident))?,
-        run: |$cx:ident $(, $arg:ident: $ty:ty)*| $run:expr,
-    })*) => {
+    ($({ route: $method:ident $path:literal, tool: $tool:tt, scope: $scope:tt, rest: $rest:tt, call: $call:tt, })*) => {
         /// Runs `tool` for `caller` with `arguments` (already checked by the input rules).
         pub async fn call(
             tool: &Tool,
@@ -74,18 +62,23 @@ macro_rules! dispatch {
             };
             let mut input = McpInput::new(caller, arguments);
             match tool.name {
-                $($tool => {
-                    let $cx = context;
-                    $(let $arg = <$ty as Input>::mcp(&mut input)?;)*
-                    input.nothing_else()?;
-                    dispatch!(@answer $answer, $run)
-                })*
+                $(dispatch!(@name $tool) => dispatch!(@call input context $call),)*
                 other => Err(ApiError::internal(format!(
                     "the tool {other} has no declaration in gateway/src/operation_table.rs"
                 ))),
             }
         }
     };
+    (@name { name: $name:literal, $($other:tt)* }) => { $name };
+    (@call $input:ident $context:ident {
+        answer: $answer:ident $(($status:ident))?,
+        run: |$cx:ident $(, $arg:ident: $ty:ty)*| $run:expr,
+    }) => {{
+        let $cx = $context;
+        $(let $arg = <$ty as Input>::mcp(&mut $input)?;)*
+        $input.nothing_else()?;
+        dispatch!(@answer $answer, $run)
+    }};
     // The REST body as orders-svc rendered it: no JSON parsed or re-serialized, not boxed.
     (@answer order, $run:expr) => {
         Ok(Output {

@@ -92,32 +92,27 @@ pub fn find(name: &str) -> Option<&'static Tool> {
 
 /// The tool entries of the declarations of `crate::operation_table`.
 macro_rules! tools {
-    ($({
-        tool: $tool:literal,
+    ($({ route: $method:ident $path:literal, tool: $tool:tt, scope: $scope:tt, rest: $rest:tt, call: $call:tt, })*) => {
+        /// Every tool, in the order of the canonical flow: one per declaration of
+        /// `crate::operation_table`.
+        pub const TOOLS: &[Tool] = &[$(tools!(@entry $method $path $tool)),*];
+    };
+    (@entry $method:ident $path:literal {
+        name: $name:literal,
         title: $title:literal,
         annotations: $annotations:expr,
         guard: $guard:literal,
         description: $description:literal,
-        $(#[doc = $doc:tt])*
-        rest: $method:ident $path:literal $handler:ident,
-        openapi: $openapi:tt,
-        access: $access:tt, origin: $origin:ident, idempotency: $idempotency:ident,
-        answer: $answer:ident $(($status:ident))?,
-        run: |$cx:ident $(, $arg:ident: $ty:ty)*| $run:expr,
-    })*) => {
-        /// Every tool, in the order of the canonical flow: one per declaration of
-        /// `crate::operation_table`.
-        pub const TOOLS: &[Tool] = &[$(
-            Tool {
-                name: $tool,
-                title: $title,
-                method: crate::operation_table::method_name!($method),
-                path: $path,
-                description: $description,
-                guard: $guard,
-                annotations: $annotations,
-            }
-        ),*];
+    }) => {
+        Tool {
+            name: $name,
+            title: $title,
+            method: crate::operation_table::method_name!($method),
+            path: $path,
+            description: $description,
+            guard: $guard,
+            annotations: $annotations,
+        }
     };
 }
 
