@@ -1,6 +1,6 @@
 -- Platform tables every service schema carries: the transactional outbox, the record of
 -- processed events (idempotent consumers) and the idempotency keys of mutating requests.
-CREATE TABLE shipping.outbox (
+CREATE TABLE {schema}.outbox (
     id BIGSERIAL PRIMARY KEY,
     event_id UUID NOT NULL UNIQUE,
     event_type TEXT NOT NULL,
@@ -8,16 +8,16 @@ CREATE TABLE shipping.outbox (
     created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     published_at TIMESTAMPTZ
 );
-CREATE INDEX outbox_unpublished ON shipping.outbox (id) WHERE published_at IS NULL;
+CREATE INDEX outbox_unpublished ON {schema}.outbox (id) WHERE published_at IS NULL;
 
-CREATE TABLE shipping.processed_events (
+CREATE TABLE {schema}.processed_events (
     consumer TEXT NOT NULL,
     event_id UUID NOT NULL,
     processed_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     PRIMARY KEY (consumer, event_id)
 );
 
-CREATE TABLE shipping.idempotency_keys (
+CREATE TABLE {schema}.idempotency_keys (
     customer_id UUID NOT NULL,
     operation TEXT NOT NULL,
     idempotency_key TEXT NOT NULL,
