@@ -8,11 +8,12 @@
 //! `crate::service::create`) before anything is written. What needs the quote (expiry, compound names on the quote,
 //! spend envelope) is checked by [`crate::domain::quote::plan_order`].
 
-use crate::domain::fields::{check_length, parse_uuid};
+use crate::domain::fields::check_length;
 use crate::domain::payment_method::PaymentMethod;
 use crate::domain::sample_metadata::validate_sample_metadata;
 pub use crate::domain::sample_metadata::{SampleMetadata, UncheckedSampleMetadata};
 use platform::error::{ApiError, ErrorCode};
+use platform::ids::parse_uuid;
 use uuid::Uuid;
 
 /// Largest `expectedPayerAddress`, in characters.

@@ -133,8 +133,7 @@ impl NewInvoice {
     /// Validates a raw request: order id and number, canonical payment method, USD, at least one
     /// line, positive quantities, `amount = quantity × unit price`, lines summing to a positive total.
     pub fn parse(raw: RawInvoice) -> Result<Self, ApiError> {
-        let order_id =
-            Uuid::parse_str(raw.order_id.trim()).map_err(|_| invalid("orderId", "orderId must be a uuid"))?;
+        let order_id = platform::ids::parse_uuid("orderId", &raw.order_id)?;
         let order_number = raw.order_number.trim().to_owned();
         if order_number.is_empty() || order_number.chars().count() > MAX_ORDER_NUMBER_CHARS {
             return Err(invalid("orderNumber", "orderNumber must be 1 to 100 characters"));

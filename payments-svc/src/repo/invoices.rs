@@ -272,7 +272,7 @@ pub async fn list(
 fn split(reference: &InvoiceReference) -> (Option<Uuid>, Option<&str>) {
     match reference {
         InvoiceReference::Id(id) => (Some(*id), None),
-        InvoiceReference::Number(number) => (None, Some(number.as_str())),
+        InvoiceReference::Text(number) => (None, Some(number.as_str())),
     }
 }
 

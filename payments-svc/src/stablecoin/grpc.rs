@@ -28,7 +28,7 @@ pub(crate) fn rail(rail: Option<&StablecoinRail>) -> Result<&StablecoinRail, Api
 }
 
 fn reference(value: &str) -> Result<InvoiceReference, ApiError> {
-    InvoiceReference::parse(value, "reference")
+    InvoiceReference::parse_required("reference", value)
 }
 
 fn respond(request: PaymentRequest) -> pb::StablecoinPaymentResponse {
