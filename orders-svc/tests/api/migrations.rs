@@ -6,9 +6,6 @@ use crate::helpers::spawn_app_on;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AssertSqlSafe, PgPool, SqlSafeStr};
 
-/// `orders-svc/migrations/0001_platform_tables.sql` as it was, byte for byte.
-const FORMER_COPY: &str = include_str!("../../../platform/tests/former_platform_migration.sql");
-
 #[tokio::test]
 async fn a_database_migrated_with_the_former_platform_migration_still_starts() {
     let database_url = platform::testing::fresh_database().await;
@@ -17,7 +14,7 @@ async fn a_database_migrated_with_the_former_platform_migration_still_starts() {
         1,
         "platform tables".into(),
         MigrationType::Simple,
-        AssertSqlSafe(FORMER_COPY.replace("{schema}", "orders")).into_sql_str(),
+        AssertSqlSafe(platform::testing::former_platform_migration("orders")).into_sql_str(),
         false,
     )];
     let own = Migrator::new(std::path::Path::new(concat!(
