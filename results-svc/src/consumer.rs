@@ -6,6 +6,7 @@ use crate::repo::SampleFacts;
 use crate::service::{ResultsService, SampleNews};
 use chrono::{DateTime, Utc};
 use platform::consumer::{EventHandler, HandlerError, event_customer, event_uuid};
+use proto::common::InvoiceStatus;
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use std::sync::Arc;
@@ -64,10 +65,14 @@ fn news(event: &EventEnvelope, customer_id: Uuid) -> Result<Option<SampleNews>, 
             order_id: order(&confirmed.order_id)?,
             at: time(&confirmed.confirmed_at),
         }),
-        Some(Data::InvoiceUpdated(updated)) if updated.status == "paid" => Some(SampleNews::Paid {
-            order_id: order(&updated.order_id)?,
-            at: time(&updated.updated_at),
-        }),
+        Some(Data::InvoiceUpdated(updated))
+            if InvoiceStatus::parse(&updated.status) == Some(InvoiceStatus::Paid) =>
+        {
+            Some(SampleNews::Paid {
+                order_id: order(&updated.order_id)?,
+                at: time(&updated.updated_at),
+            })
+        }
         _ => None,
     })
 }

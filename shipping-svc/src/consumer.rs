@@ -18,16 +18,13 @@ use crate::repo;
 use crate::service::ShippingService;
 use platform::consumer::{EventHandler, HandlerError, event_customer, event_uuid};
 use platform::error::ApiError;
+use proto::common::{InvoiceStatus, PaymentMethod};
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use uuid::Uuid;
 
 /// Rails whose orders are ship-first.
-const SHIP_FIRST_RAILS: [&str; 2] = ["bank_invoice", "card_checkout"];
-/// The stablecoin rail.
-const STABLECOIN_RAIL: &str = "chain_stablecoin";
-/// The bank rail.
-const BANK_RAIL: &str = "bank_invoice";
+const SHIP_FIRST_RAILS: [PaymentMethod; 2] = [PaymentMethod::BankInvoice, PaymentMethod::CardCheckout];
 /// `status` of `pickup_payment.paid`.
 const PICKUP_PAID: &str = "paid";
 /// `status` of `pickup_payment.expired`.
@@ -57,7 +54,9 @@ impl EventHandler for ShippingEventsHandler {
                     shipping_address_id: order.shipping_address_id.clone(),
                 };
                 self.service.remember_order(&label_order).await?;
-                if SHIP_FIRST_RAILS.contains(&order.payment_method.as_str()) {
+                if PaymentMethod::parse(&order.payment_method)
+                    .is_some_and(|rail| SHIP_FIRST_RAILS.contains(&rail))
+                {
                     self.service.ensure_label(&label_order).await?;
                 }
                 Ok(())
@@ -68,7 +67,8 @@ impl EventHandler for ShippingEventsHandler {
                 self.service
                     .record_paid(customer_id, order_id, &payment.rail)
                     .await?;
-                if payment.rail == STABLECOIN_RAIL {
+                let rail = PaymentMethod::parse(&payment.rail);
+                if rail == Some(PaymentMethod::ChainStablecoin) {
                     // order.created travels on another stream: until it is here, retry.
                     let label_order = self
                         .service
@@ -79,7 +79,7 @@ impl EventHandler for ShippingEventsHandler {
                         })?;
                     self.service.ensure_label(&label_order).await?;
                 }
-                if payment.rail == BANK_RAIL {
+                if rail == Some(PaymentMethod::BankInvoice) {
                     self.service.email_label(customer_id, order_id).await?;
                 }
                 Ok(())
@@ -115,7 +115,9 @@ impl EventHandler for ShippingEventsHandler {
                     _ => Ok(()),
                 }
             }
-            Some(Data::InvoiceUpdated(invoice)) if invoice.status == "paid" => {
+            Some(Data::InvoiceUpdated(invoice))
+                if InvoiceStatus::parse(&invoice.status) == Some(InvoiceStatus::Paid) =>
+            {
                 let customer_id = event_customer(event)?;
                 let order_id = event_uuid(event, "order id", &invoice.order_id)?;
                 self.service

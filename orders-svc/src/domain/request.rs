@@ -58,7 +58,7 @@ impl UncheckedOrderRequest {
     /// Validates the request shape, `confirm` and the rail (see the module doc for the order).
     pub fn validate(self) -> Result<OrderRequest, ApiError> {
         let quote_id = parse_uuid("quoteId", &self.quote_id)?;
-        let payment_method = PaymentMethod::parse(&self.payment_method)?;
+        let payment_method = crate::domain::payment_method::parse_request(&self.payment_method)?;
         check_length(
             "expectedPayerAddress",
             self.expected_payer_address.as_deref(),
