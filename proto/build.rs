@@ -40,6 +40,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             builder = builder.message_attribute(path, "#[derive(serde::Serialize)]");
         }
     }
+    // The shared enums travel as their snake_case names in SQL and JSON (`crate::common`).
+    for shared in [".lab.common.v1.PaymentMethod", ".lab.common.v1.InvoiceStatus"] {
+        builder = builder.enum_attribute(
+            shared,
+            "#[derive(serde::Serialize, serde::Deserialize)] #[serde(rename_all = \"snake_case\")]",
+        );
+    }
     // Fields of event payloads that only the mesh reads (not part of the webhook `data`).
     for field in [
         ".lab.shipping.v1.ShipmentLabelCreated.label",

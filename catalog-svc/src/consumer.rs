@@ -4,11 +4,10 @@
 //! and ignored.
 
 use crate::service::CatalogService;
-use platform::consumer::{EventHandler, HandlerError};
+use platform::consumer::{EventHandler, HandlerError, event_customer, event_uuid};
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use std::sync::Arc;
-use uuid::Uuid;
 
 /// Event type this consumer acts on.
 pub const ORDER_CREATED: &str = "order.created";
@@ -24,30 +23,23 @@ impl OrderEvents {
     }
 }
 
-fn uuid(what: &str, value: &str) -> Result<Uuid, HandlerError> {
-    Uuid::parse_str(value)
-        .map_err(|_| HandlerError::Permanent(anyhow::anyhow!("{what} {value:?} is not a uuid")))
-}
-
 impl EventHandler for OrderEvents {
     async fn handle(&self, event: &EventEnvelope) -> Result<(), HandlerError> {
         if event.r#type != ORDER_CREATED {
             return Ok(());
         }
         let Some(Data::OrderCreated(created)) = &event.data else {
-            return Err(HandlerError::Permanent(anyhow::anyhow!(
-                "order.created without its payload"
-            )));
+            return Err(HandlerError::permanent("order.created without its payload"));
         };
-        let customer_id = uuid("customer id", &event.customer_id)?;
-        let quote_id = uuid("quote id", &created.quote_id)?;
-        let order_id = uuid("order id", &created.order_id)?;
+        let customer_id = event_customer(event)?;
+        let quote_id = event_uuid(event, "quote id", &created.quote_id)?;
+        let order_id = event_uuid(event, "order id", &created.order_id)?;
         let consumed_at = chrono::DateTime::parse_from_rfc3339(&created.created_at)
             .map(|time| time.to_utc())
             .unwrap_or_else(|_| platform::time::now());
-        self.service
+        Ok(self
+            .service
             .record_quote_consumed(&event.id, customer_id, quote_id, order_id, consumed_at)
-            .await
-            .map_err(|error| HandlerError::Retry(error.into()))
+            .await?)
     }
 }

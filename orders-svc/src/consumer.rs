@@ -7,11 +7,10 @@
 
 use crate::convert;
 use crate::service::{EventTarget, OrdersService, PublishedCoa, RetractedCoa, ShipmentNews};
-use platform::consumer::{EventHandler, HandlerError};
+use platform::consumer::{EventHandler, HandlerError, event_customer, event_uuid};
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use std::sync::Arc;
-use uuid::Uuid;
 
 /// Applies payments events to orders.
 #[derive(Clone)]
@@ -39,23 +38,8 @@ impl EventHandler for PaymentEventsHandler {
         let Some((order_id, news)) = event.data.as_ref().and_then(convert::invoice_news) else {
             return Ok(());
         };
-        let (Ok(customer_id), Ok(order_id)) =
-            (Uuid::parse_str(&event.customer_id), Uuid::parse_str(order_id))
-        else {
-            return Err(HandlerError::Permanent(anyhow::anyhow!(
-                "event {} names no valid customer and order",
-                event.id
-            )));
-        };
-        let target = EventTarget {
-            event_id: &event.id,
-            customer_id,
-            order_id,
-        };
-        self.orders
-            .apply_invoice_news(target, &news)
-            .await
-            .map_err(|error| HandlerError::Retry(error.into()))
+        let target = event_target(event, order_id)?;
+        Ok(self.orders.apply_invoice_news(target, &news).await?)
     }
 }
 
@@ -89,23 +73,8 @@ impl PaymentEventsHandler {
         event: &EventEnvelope,
         (order_id, news): (&str, ShipmentNews<'_>),
     ) -> Result<(), HandlerError> {
-        let (Ok(customer_id), Ok(order_id)) =
-            (Uuid::parse_str(&event.customer_id), Uuid::parse_str(order_id))
-        else {
-            return Err(HandlerError::Permanent(anyhow::anyhow!(
-                "event {} names no valid customer and order",
-                event.id
-            )));
-        };
-        let target = EventTarget {
-            event_id: &event.id,
-            customer_id,
-            order_id,
-        };
-        self.orders
-            .apply_shipment_news(target, news)
-            .await
-            .map_err(|error| HandlerError::Retry(error.into()))
+        let target = event_target(event, order_id)?;
+        Ok(self.orders.apply_shipment_news(target, news).await?)
     }
 
     async fn coa_published(
@@ -113,9 +82,10 @@ impl PaymentEventsHandler {
         event: &EventEnvelope,
         published: &proto::results::CoaPublished,
     ) -> Result<(), HandlerError> {
-        let (customer_id, coa_id) = customer_and_coa(event, &published.coa_id)?;
+        let customer_id = event_customer(event)?;
+        let coa_id = event_uuid(event, "COA id", &published.coa_id)?;
         let amends = match published.amends_coa_id.as_deref() {
-            Some(id) => Some(Uuid::parse_str(id).map_err(|_| invalid_coa(event))?),
+            Some(id) => Some(event_uuid(event, "amended COA id", id)?),
             None => None,
         };
         let coa = PublishedCoa {
@@ -125,10 +95,10 @@ impl PaymentEventsHandler {
             amends,
             published_at: time(&published.published_at),
         };
-        self.orders
+        Ok(self
+            .orders
             .apply_coa_published(&event.id, customer_id, coa)
-            .await
-            .map_err(|error| HandlerError::Retry(error.into()))
+            .await?)
     }
 
     async fn coa_retracted(
@@ -136,32 +106,28 @@ impl PaymentEventsHandler {
         event: &EventEnvelope,
         retracted: &proto::results::CoaRetracted,
     ) -> Result<(), HandlerError> {
-        let (customer_id, coa_id) = customer_and_coa(event, &retracted.coa_id)?;
+        let customer_id = event_customer(event)?;
+        let coa_id = event_uuid(event, "COA id", &retracted.coa_id)?;
         let coa = RetractedCoa {
             accession_number: &retracted.accession_number,
             coa_id,
             retracted_at: time(&retracted.retracted_at),
             reason: &retracted.reason,
         };
-        self.orders
+        Ok(self
+            .orders
             .apply_coa_retracted(&event.id, customer_id, coa)
-            .await
-            .map_err(|error| HandlerError::Retry(error.into()))
+            .await?)
     }
 }
 
-fn invalid_coa(event: &EventEnvelope) -> HandlerError {
-    HandlerError::Permanent(anyhow::anyhow!(
-        "event {} names no valid customer and COA",
-        event.id
-    ))
-}
-
-fn customer_and_coa(event: &EventEnvelope, coa_id: &str) -> Result<(Uuid, Uuid), HandlerError> {
-    match (Uuid::parse_str(&event.customer_id), Uuid::parse_str(coa_id)) {
-        (Ok(customer_id), Ok(coa_id)) => Ok((customer_id, coa_id)),
-        _ => Err(invalid_coa(event)),
-    }
+/// The order `event` is about: its customer and the order it names.
+fn event_target<'a>(event: &'a EventEnvelope, order_id: &str) -> Result<EventTarget<'a>, HandlerError> {
+    Ok(EventTarget {
+        event_id: &event.id,
+        customer_id: event_customer(event)?,
+        order_id: event_uuid(event, "order id", order_id)?,
+    })
 }
 
 fn time(text: &str) -> chrono::DateTime<chrono::Utc> {

@@ -5,11 +5,9 @@
 
 use crate::convert;
 use crate::service::PaymentsService;
-use platform::consumer::{EventHandler, HandlerError};
-use platform::error::{ApiError, ErrorCode};
+use platform::consumer::{EventHandler, HandlerError, event_customer};
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
-use uuid::Uuid;
 
 /// Issues the invoice of every created order that has none.
 pub struct OrderEventsHandler {
@@ -30,23 +28,12 @@ impl EventHandler for OrderEventsHandler {
         let Some(Data::OrderCreated(order)) = &event.data else {
             return Ok(());
         };
-        let permanent = |error: ApiError| {
-            HandlerError::Permanent(anyhow::anyhow!("{}: {}", error.code.as_str(), error.message))
-        };
-        let customer_id = Uuid::parse_str(&event.customer_id)
-            .map_err(|_| HandlerError::Permanent(anyhow::anyhow!("order.created without a customer id")))?;
-        let invoice = convert::backstop_invoice(order).map_err(permanent)?;
-        match self
+        let customer_id = event_customer(event)?;
+        let invoice = convert::backstop_invoice(order)?;
+        Ok(self
             .service
             .backstop_invoice(&event.id, customer_id, invoice)
-            .await
-        {
-            Ok(()) => Ok(()),
-            Err(error) if matches!(error.code, ErrorCode::Internal | ErrorCode::ServiceUnavailable) => Err(
-                HandlerError::Retry(anyhow::anyhow!("{}: {}", error.code.as_str(), error.message)),
-            ),
-            Err(error) => Err(permanent(error)),
-        }
+            .await?)
     }
 }
 
@@ -56,21 +43,14 @@ impl OrderEventsHandler {
         event: &EventEnvelope,
         cancelled: &proto::orders::OrderCancelled,
     ) -> Result<(), HandlerError> {
-        let Ok(customer_id) = Uuid::parse_str(&event.customer_id) else {
-            return Err(HandlerError::Permanent(anyhow::anyhow!(
-                "order.cancelled without a customer id"
-            )));
-        };
+        let customer_id = event_customer(event)?;
         self.service
             .release_spend(
                 customer_id,
                 crate::domain::spend::SpendKind::Order,
                 &cancelled.order_id,
             )
-            .await
-            .map(|_| ())
-            .map_err(|error| {
-                HandlerError::Retry(anyhow::anyhow!("{}: {}", error.code.as_str(), error.message))
-            })
+            .await?;
+        Ok(())
     }
 }

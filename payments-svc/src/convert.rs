@@ -3,7 +3,6 @@
 
 use crate::domain::backstop::{OrderLine, backstop_lines};
 use crate::domain::checkout::{CheckoutPage, CheckoutSession, PayOutcome, PaymentSource, TestCard};
-use crate::domain::reference::optional_uuid;
 use crate::domain::spend::EnvelopeView;
 use crate::domain::{
     BankPayment, Invoice, InvoiceLine, InvoiceReference, InvoiceStatus, NewInvoice, Payment, RawInvoice,
@@ -92,7 +91,7 @@ impl TryFrom<pb::RecordBankPaymentRequest> for BankPayment {
 
 /// The reference of a GetInvoice call.
 pub fn invoice_reference(request: &pb::GetInvoiceRequest) -> Result<InvoiceReference, ApiError> {
-    InvoiceReference::parse(&request.reference, "reference")
+    InvoiceReference::parse_required("reference", &request.reference)
 }
 
 /// The filters of a ListInvoices call: status open|paid|void, order id a UUID.
@@ -114,13 +113,13 @@ pub fn invoice_filter(request: &pb::ListInvoicesRequest) -> Result<InvoiceFilter
     };
     Ok(InvoiceFilter {
         status,
-        order_id: optional_uuid(request.order_id.as_deref(), "orderId")?,
+        order_id: platform::ids::parse_optional_uuid("orderId", request.order_id.as_deref())?,
     })
 }
 
 /// The invoice filter of a ListPayments call.
 pub fn payment_invoice_filter(request: &pb::ListPaymentsRequest) -> Result<Option<Uuid>, ApiError> {
-    optional_uuid(request.invoice_id.as_deref(), "invoiceId")
+    platform::ids::parse_optional_uuid("invoiceId", request.invoice_id.as_deref())
 }
 
 impl From<Invoice> for pb::Invoice {
@@ -276,17 +275,6 @@ impl From<Payment> for pb::Payment {
     }
 }
 
-/// A required UUID field; `invalid_request` on `field` otherwise.
-pub fn required_uuid(value: &str, field: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(value.trim()).map_err(|_| {
-        ApiError::field(
-            ErrorCode::InvalidRequest,
-            field,
-            format!("{field} must be a uuid"),
-        )
-    })
-}
-
 /// A required non-empty text field of at most 200 characters.
 pub fn required_text(value: &str, field: &str) -> Result<String, ApiError> {
     let value = value.trim();
@@ -332,8 +320,8 @@ pub fn new_pickup_checkout(
     };
     Ok(crate::service::NewPickupCheckout {
         charge: crate::domain::checkout::PickupCharge {
-            pickup_id: required_uuid(&request.pickup_id, "pickupId")?,
-            order_id: required_uuid(&request.order_id, "orderId")?,
+            pickup_id: platform::ids::parse_uuid("pickupId", &request.pickup_id)?,
+            order_id: platform::ids::parse_uuid("orderId", &request.order_id)?,
             order_number: request.order_number.trim().to_owned(),
             description: request.description.trim().to_owned(),
         },

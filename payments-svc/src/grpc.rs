@@ -308,7 +308,8 @@ impl PaymentsApi for PaymentsGrpc {
     ) -> Result<Response<pb::PreparePaymentResponse>, Status> {
         let caller = principal(&request)?;
         let key = IdempotencyKey::from_grpc(&request)?;
-        let reference = InvoiceReference::parse(&request.get_ref().order_reference, "orderReference")?;
+        let reference =
+            InvoiceReference::parse_required("orderReference", &request.get_ref().order_reference)?;
         let customer = caller.customer()?;
         let mut response = self
             .service
@@ -377,7 +378,7 @@ impl PaymentsApi for PaymentsGrpc {
     ) -> Result<Response<pb::SpendEnvelopeResponse>, Status> {
         let operator = principal(&request)?.subject;
         let message = request.into_inner();
-        let customer_id = convert::required_uuid(&message.customer_id, "customerId")?;
+        let customer_id = platform::ids::parse_uuid("customerId", &message.customer_id)?;
         let key_id = convert::required_text(&message.key_id, "keyId")?;
         let caps = Caps::parse(
             message.per_order_cap_cents,
@@ -414,7 +415,7 @@ impl PaymentsApi for PaymentsGrpc {
         let message = request.get_ref();
         let (customer_id, key_id) = match caller.kind {
             PrincipalKind::Staff => (
-                convert::required_uuid(message.customer_id.as_deref().unwrap_or_default(), "customerId")?,
+                platform::ids::parse_uuid("customerId", message.customer_id.as_deref().unwrap_or_default())?,
                 convert::required_text(message.key_id.as_deref().unwrap_or_default(), "keyId")?,
             ),
             _ => (caller.customer()?, caller.subject.clone()),

@@ -1,6 +1,7 @@
 //! Connections to the stores: creates the database when missing (a newcomer's first run),
-//! connects a pool, runs a service's embedded migrations (each crate's `sqlx.toml` places the
-//! migrations table inside the service's own schema), and opens Redis clients.
+//! connects a pool, migrates a service's schema (the platform tables every service carries,
+//! defined once here, then the service's embedded migrations, whose history each crate's
+//! `sqlx.toml` places inside the service's own schema), and opens Redis clients.
 //!
 //! Two choices for latency: a loopback PostgreSQL is reached without TLS unless the URL or
 //! `PGSSLMODE` asks for it ([`connect_options`]), and a pooled connection is pinged only after
@@ -12,9 +13,9 @@
 //! to wait on, and the benchmark (docs/performance.md) shows no 40 ms stall on that hop.
 
 use secrecy::{ExposeSecret, SecretString};
-use sqlx::ConnectOptions;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgSslMode};
+use sqlx::{ConnectOptions, Connection, PgConnection};
 use std::net::IpAddr;
 use std::str::FromStr;
 use std::time::Duration;
@@ -110,10 +111,116 @@ pub async fn ensure_database(options: &PgConnectOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs a service's embedded migrations.
+/// Runs embedded migrations as they are, without the platform tables: for a schema whose
+/// migrations still carry their own copy of them (the gateway's). A service uses
+/// [`migrate_service`].
 pub async fn migrate(pool: &PgPool, migrator: &Migrator) -> anyhow::Result<()> {
     migrator.run(pool).await?;
     Ok(())
+}
+
+/// The platform tables every service schema carries (outbox, processed events, idempotency
+/// keys), with `{schema}` standing for the schema's name. Every statement is idempotent.
+pub const PLATFORM_TABLES: &str = include_str!("../sql/platform_tables.sql");
+
+/// The version the platform tables had when each service copied them as its own first
+/// migration. Schemas migrated then have it recorded in their migration history; it is no
+/// longer among a service's migrations and is not an unknown one either.
+pub const FORMER_PLATFORM_MIGRATION: i64 = 1;
+
+/// First key of the advisory lock that serializes the migration of one schema (the second key
+/// is the hash of the schema's name): "lab!" in ASCII.
+const MIGRATION_LOCK_CLASS: i32 = 0x6c61_6221;
+
+/// Migrates a service's schema: creates the schema and the platform tables ([`PLATFORM_TABLES`])
+/// in it, then runs the service's own migrations, whose history lives in
+/// `{schema}._sqlx_migrations` (what every service's `sqlx.toml` says).
+///
+/// Replicas starting together are safe: the whole migration holds a session advisory lock on
+/// the schema, so one replica migrates while the others wait and then find nothing to do; the
+/// platform tables' statements are idempotent as well. A schema migrated when the platform
+/// tables were each service's migration 0001 keeps that record and starts as before
+/// ([`FORMER_PLATFORM_MIGRATION`]). Any other recorded migration this build does not know
+/// (a newer build migrated the schema) is refused, as sqlx refuses it.
+pub async fn migrate_service(pool: &PgPool, schema: &str, migrator: &Migrator) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        is_schema_name(schema),
+        "schema name {schema:?} is not a lowercase SQL identifier"
+    );
+    let mut connection = pool.acquire().await?;
+    sqlx::query("SELECT pg_advisory_lock($1, hashtext($2))")
+        .bind(MIGRATION_LOCK_CLASS)
+        .bind(schema)
+        .execute(&mut *connection)
+        .await?;
+    let migrated = migrate_locked(&mut connection, schema, migrator).await;
+    let unlocked = sqlx::query("SELECT pg_advisory_unlock($1, hashtext($2))")
+        .bind(MIGRATION_LOCK_CLASS)
+        .bind(schema)
+        .execute(&mut *connection)
+        .await;
+    if unlocked.is_err() {
+        // Closing the session releases its advisory locks.
+        connection.close_on_drop();
+    }
+    migrated?;
+    unlocked?;
+    Ok(())
+}
+
+async fn migrate_locked(
+    connection: &mut PgConnection,
+    schema: &str,
+    migrator: &Migrator,
+) -> anyhow::Result<()> {
+    let platform_tables = PLATFORM_TABLES.replace("{schema}", schema);
+    let mut transaction = connection.begin().await?;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(platform_tables))
+        .execute(&mut *transaction)
+        .await?;
+    transaction.commit().await?;
+
+    let history = format!("{schema}._sqlx_migrations");
+    let recorded: Vec<i64> = if table_exists(connection, &history).await? {
+        sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT version FROM {history}")))
+            .fetch_all(&mut *connection)
+            .await?
+    } else {
+        Vec::new()
+    };
+    if let Some(unknown) = recorded
+        .iter()
+        .find(|version| **version != FORMER_PLATFORM_MIGRATION && !migrator.version_exists(**version))
+    {
+        anyhow::bail!(
+            "schema {schema} has migration {unknown} recorded, which this build does not know: a newer build migrated it"
+        );
+    }
+
+    let mut service = Migrator::with_migrations(migrator.iter().cloned().collect());
+    service.dangerous_set_table_name(history);
+    service.create_schema(schema.to_owned());
+    service.set_ignore_missing(true);
+    service.run(&mut *connection).await?;
+    Ok(())
+}
+
+async fn table_exists(connection: &mut PgConnection, name: &str) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar::<_, bool>("SELECT to_regclass($1) IS NOT NULL")
+        .bind(name)
+        .fetch_one(connection)
+        .await
+}
+
+/// A lowercase SQL identifier, safe to splice into DDL unquoted.
+fn is_schema_name(name: &str) -> bool {
+    name.chars()
+        .next()
+        .is_some_and(|first| first.is_ascii_lowercase() || first == '_')
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 /// How `rediss://` connections trust their server, and prove who they are: the CA that signs

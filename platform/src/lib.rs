@@ -20,6 +20,7 @@ pub mod grpc;
 pub mod health;
 pub mod housekeeping;
 pub mod idempotency;
+pub mod ids;
 pub mod input;
 pub mod label_links;
 pub mod mesh;

@@ -47,7 +47,8 @@ pub struct ServiceBase {
 }
 
 impl ServiceBase {
-    /// Connects (creating the database when missing), migrates, reads the operator revocation
+    /// Connects (creating the database when missing), migrates (the platform tables, then the
+    /// service's own migrations: [`crate::db::migrate_service`]), reads the operator revocation
     /// list (staff tokens are refused until it has been read) and binds the gRPC listener.
     pub async fn build(
         identity: ServiceIdentity,
@@ -71,7 +72,7 @@ impl ServiceBase {
             tls.announce(identity.name);
         }
         let pool = crate::db::connect(&common.database_url, common.database_max_connections).await?;
-        crate::db::migrate(&pool, migrator).await?;
+        crate::db::migrate_service(&pool, identity.schema, migrator).await?;
         let listener = TcpListener::bind(common.grpc_addr).await?;
         let health_listener = match common.grpc_health_addr {
             Some(address) => Some(TcpListener::bind(address).await?),

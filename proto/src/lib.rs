@@ -4,6 +4,11 @@
 //! and adds the small helpers every service needs on the event envelope.
 
 pub mod lab {
+    pub mod common {
+        pub mod v1 {
+            tonic::include_proto!("lab.common.v1");
+        }
+    }
     pub mod events {
         pub mod v1 {
             tonic::include_proto!("lab.events.v1");
@@ -52,6 +57,7 @@ pub mod lab {
 }
 
 pub use lab::catalog::v1 as catalog;
+pub use lab::common::v1 as common;
 pub use lab::events::v1 as events;
 pub use lab::gateway::v1 as gateway;
 pub use lab::identity::v1 as identity;
@@ -65,5 +71,6 @@ pub use lab::webhooks::v1 as webhooks;
 /// (`platform::input`'s check of incoming messages) can walk messages by their schema.
 pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/file_descriptor_set.bin"));
 
+pub mod enums;
 pub mod event_data;
 pub mod scopes;

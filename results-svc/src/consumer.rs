@@ -5,7 +5,8 @@
 use crate::repo::SampleFacts;
 use crate::service::{ResultsService, SampleNews};
 use chrono::{DateTime, Utc};
-use platform::consumer::{EventHandler, HandlerError};
+use platform::consumer::{EventHandler, HandlerError, event_customer, event_uuid};
+use proto::common::InvoiceStatus;
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use std::sync::Arc;
@@ -29,16 +30,9 @@ fn time(text: &str) -> DateTime<Utc> {
         .unwrap_or_else(|_| platform::time::now())
 }
 
-fn permanent(event: &EventEnvelope) -> HandlerError {
-    HandlerError::Permanent(anyhow::anyhow!(
-        "event {} names no valid customer and order",
-        event.id
-    ))
-}
-
 /// The news of a payload for `customer_id`, or `None` for events results-svc ignores.
 fn news(event: &EventEnvelope, customer_id: Uuid) -> Result<Option<SampleNews>, HandlerError> {
-    let order = |id: &str| Uuid::parse_str(id).map_err(|_| permanent(event));
+    let order = |id: &str| event_uuid(event, "order id", id);
     Ok(match &event.data {
         Some(Data::SampleReceived(received)) => {
             let order_id = order(&received.order_id)?;
@@ -71,25 +65,24 @@ fn news(event: &EventEnvelope, customer_id: Uuid) -> Result<Option<SampleNews>, 
             order_id: order(&confirmed.order_id)?,
             at: time(&confirmed.confirmed_at),
         }),
-        Some(Data::InvoiceUpdated(updated)) if updated.status == "paid" => Some(SampleNews::Paid {
-            order_id: order(&updated.order_id)?,
-            at: time(&updated.updated_at),
-        }),
+        Some(Data::InvoiceUpdated(updated))
+            if InvoiceStatus::parse(&updated.status) == Some(InvoiceStatus::Paid) =>
+        {
+            Some(SampleNews::Paid {
+                order_id: order(&updated.order_id)?,
+                at: time(&updated.updated_at),
+            })
+        }
         _ => None,
     })
 }
 
 impl EventHandler for NewsHandler {
     async fn handle(&self, event: &EventEnvelope) -> Result<(), HandlerError> {
-        let Ok(customer_id) = Uuid::parse_str(&event.customer_id) else {
-            return Err(permanent(event));
-        };
+        let customer_id = event_customer(event)?;
         let Some(news) = news(event, customer_id)? else {
             return Ok(());
         };
-        self.results
-            .apply_news(&event.id, customer_id, news)
-            .await
-            .map_err(|error| HandlerError::Retry(error.into()))
+        Ok(self.results.apply_news(&event.id, customer_id, news).await?)
     }
 }

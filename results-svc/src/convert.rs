@@ -5,10 +5,9 @@ use crate::domain::coa::{AnalyteRow, Coa};
 use crate::domain::coa_keys::PublicCoaKey;
 use crate::domain::verification::Verdict;
 use crate::repo::ResultsFilter;
-use platform::error::{ApiError, ErrorCode};
+use platform::error::ApiError;
 use platform::time::{from_timestamp, to_timestamp, to_timestamp_opt};
 use proto::results as pb;
-use uuid::Uuid;
 
 impl From<pb::AnalyteResult> for UncheckedRow {
     fn from(row: pb::AnalyteResult) -> Self {
@@ -96,13 +95,7 @@ pub fn customer_coa(coa: &Coa) -> pb::Coa {
 
 /// The filters of a ListResults request.
 pub fn results_filter(request: &pb::ListResultsRequest) -> Result<ResultsFilter, ApiError> {
-    let order_id =
-        match request.order_id.as_deref().filter(|id| !id.is_empty()) {
-            Some(id) => Some(Uuid::parse_str(id).map_err(|_| {
-                ApiError::field(ErrorCode::InvalidRequest, "orderId", "orderId must be a UUID")
-            })?),
-            None => None,
-        };
+    let order_id = platform::ids::parse_optional_uuid("orderId", request.order_id.as_deref())?;
     Ok(ResultsFilter {
         order_id,
         compound: request.compound.clone().filter(|value| !value.is_empty()),

@@ -16,18 +16,15 @@
 use crate::domain::LabelOrder;
 use crate::repo;
 use crate::service::ShippingService;
-use platform::consumer::{EventHandler, HandlerError};
-use platform::error::{ApiError, ErrorCode};
+use platform::consumer::{EventHandler, HandlerError, event_customer, event_uuid};
+use platform::error::ApiError;
+use proto::common::{InvoiceStatus, PaymentMethod};
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use uuid::Uuid;
 
 /// Rails whose orders are ship-first.
-const SHIP_FIRST_RAILS: [&str; 2] = ["bank_invoice", "card_checkout"];
-/// The stablecoin rail.
-const STABLECOIN_RAIL: &str = "chain_stablecoin";
-/// The bank rail.
-const BANK_RAIL: &str = "bank_invoice";
+const SHIP_FIRST_RAILS: [PaymentMethod; 2] = [PaymentMethod::BankInvoice, PaymentMethod::CardCheckout];
 /// `status` of `pickup_payment.paid`.
 const PICKUP_PAID: &str = "paid";
 /// `status` of `pickup_payment.expired`.
@@ -44,77 +41,52 @@ impl ShippingEventsHandler {
     }
 }
 
-fn handler_error(error: ApiError) -> HandlerError {
-    let cause = anyhow::anyhow!("{}: {}", error.code.as_str(), error.message);
-    if matches!(error.code, ErrorCode::Internal | ErrorCode::ServiceUnavailable) {
-        HandlerError::Retry(cause)
-    } else {
-        HandlerError::Permanent(cause)
-    }
-}
-
-fn uuid(value: &str, what: &str) -> Result<Uuid, HandlerError> {
-    Uuid::parse_str(value)
-        .map_err(|_| HandlerError::Permanent(anyhow::anyhow!("event without a valid {what}")))
-}
-
 impl EventHandler for ShippingEventsHandler {
     async fn handle(&self, event: &EventEnvelope) -> Result<(), HandlerError> {
         match &event.data {
             Some(Data::OrderCreated(order)) => {
                 let label_order = LabelOrder {
-                    customer_id: uuid(&event.customer_id, "customer id")?,
-                    order_id: uuid(&order.order_id, "order id")?,
+                    customer_id: event_customer(event)?,
+                    order_id: event_uuid(event, "order id", &order.order_id)?,
                     order_number: order.order_number.clone(),
                     payment_method: order.payment_method.clone(),
-                    quote_id: uuid(&order.quote_id, "quote id")?,
+                    quote_id: event_uuid(event, "quote id", &order.quote_id)?,
                     shipping_address_id: order.shipping_address_id.clone(),
                 };
-                self.service
-                    .remember_order(&label_order)
-                    .await
-                    .map_err(handler_error)?;
-                if SHIP_FIRST_RAILS.contains(&order.payment_method.as_str()) {
-                    self.service
-                        .ensure_label(&label_order)
-                        .await
-                        .map_err(handler_error)?;
+                self.service.remember_order(&label_order).await?;
+                if PaymentMethod::parse(&order.payment_method)
+                    .is_some_and(|rail| SHIP_FIRST_RAILS.contains(&rail))
+                {
+                    self.service.ensure_label(&label_order).await?;
                 }
                 Ok(())
             }
             Some(Data::PaymentConfirmed(payment)) => {
-                let customer_id = uuid(&event.customer_id, "customer id")?;
-                let order_id = uuid(&payment.order_id, "order id")?;
+                let customer_id = event_customer(event)?;
+                let order_id = event_uuid(event, "order id", &payment.order_id)?;
                 self.service
                     .record_paid(customer_id, order_id, &payment.rail)
-                    .await
-                    .map_err(handler_error)?;
-                if payment.rail == STABLECOIN_RAIL {
+                    .await?;
+                let rail = PaymentMethod::parse(&payment.rail);
+                if rail == Some(PaymentMethod::ChainStablecoin) {
                     // order.created travels on another stream: until it is here, retry.
                     let label_order = self
                         .service
                         .remembered_order(customer_id, order_id)
-                        .await
-                        .map_err(handler_error)?
+                        .await?
                         .ok_or_else(|| {
                             HandlerError::Retry(anyhow::anyhow!("order {order_id} not announced yet"))
                         })?;
-                    self.service
-                        .ensure_label(&label_order)
-                        .await
-                        .map_err(handler_error)?;
+                    self.service.ensure_label(&label_order).await?;
                 }
-                if payment.rail == BANK_RAIL {
-                    self.service
-                        .email_label(customer_id, order_id)
-                        .await
-                        .map_err(handler_error)?;
+                if rail == Some(PaymentMethod::BankInvoice) {
+                    self.service.email_label(customer_id, order_id).await?;
                 }
                 Ok(())
             }
             Some(Data::PickupPaymentUpdated(update)) => {
-                let customer_id = uuid(&event.customer_id, "customer id")?;
-                let pickup_id = uuid(&update.pickup_id, "pickup id")?;
+                let customer_id = event_customer(event)?;
+                let pickup_id = event_uuid(event, "pickup id", &update.pickup_id)?;
                 match update.status.as_str() {
                     PICKUP_PAID => self
                         .service
@@ -132,24 +104,26 @@ impl EventHandler for ShippingEventsHandler {
                                 message = %error.message,
                                 "a paid pickup could not be booked"
                             );
-                            handler_error(error)
+                            HandlerError::from(error)
                         }),
                     PICKUP_EXPIRED => self
                         .service
                         .expire_pickup_payment(customer_id, pickup_id)
                         .await
                         .map(|_| ())
-                        .map_err(handler_error),
+                        .map_err(HandlerError::from),
                     _ => Ok(()),
                 }
             }
-            Some(Data::InvoiceUpdated(invoice)) if invoice.status == "paid" => {
-                let customer_id = uuid(&event.customer_id, "customer id")?;
-                let order_id = uuid(&invoice.order_id, "order id")?;
+            Some(Data::InvoiceUpdated(invoice))
+                if InvoiceStatus::parse(&invoice.status) == Some(InvoiceStatus::Paid) =>
+            {
+                let customer_id = event_customer(event)?;
+                let order_id = event_uuid(event, "order id", &invoice.order_id)?;
                 self.service
                     .record_paid(customer_id, order_id, "invoice")
                     .await
-                    .map_err(handler_error)
+                    .map_err(HandlerError::from)
             }
             _ => Ok(()),
         }

@@ -6,6 +6,7 @@ use crate::domain::payment_method::PaymentMethod;
 use crate::domain::status::OrderStatus;
 use chrono::{DateTime, Datelike, Utc};
 use platform::money::Cents;
+use proto::common::InvoiceStatus;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -199,7 +200,7 @@ impl Order {
         let invoice_paid = self
             .payment
             .as_ref()
-            .is_some_and(|payment| payment.status == "paid");
+            .is_some_and(|payment| InvoiceStatus::parse(&payment.status) == Some(InvoiceStatus::Paid));
         if invoice_paid || self.status == OrderStatus::Paid {
             PAYMENT_PAID
         } else {

@@ -8,11 +8,12 @@
 //! `crate::service::create`) before anything is written. What needs the quote (expiry, compound names on the quote,
 //! spend envelope) is checked by [`crate::domain::quote::plan_order`].
 
-use crate::domain::fields::{check_length, parse_uuid};
+use crate::domain::fields::check_length;
 use crate::domain::payment_method::PaymentMethod;
 use crate::domain::sample_metadata::validate_sample_metadata;
 pub use crate::domain::sample_metadata::{SampleMetadata, UncheckedSampleMetadata};
 use platform::error::{ApiError, ErrorCode};
+use platform::ids::parse_uuid;
 use uuid::Uuid;
 
 /// Largest `expectedPayerAddress`, in characters.
@@ -57,7 +58,7 @@ impl UncheckedOrderRequest {
     /// Validates the request shape, `confirm` and the rail (see the module doc for the order).
     pub fn validate(self) -> Result<OrderRequest, ApiError> {
         let quote_id = parse_uuid("quoteId", &self.quote_id)?;
-        let payment_method = PaymentMethod::parse(&self.payment_method)?;
+        let payment_method = crate::domain::payment_method::parse_request(&self.payment_method)?;
         check_length(
             "expectedPayerAddress",
             self.expected_payer_address.as_deref(),

@@ -229,7 +229,7 @@ impl OrderRow {
             customer_id: self.customer_id,
             quote_id: self.quote_id,
             status: parse_status(&self.status)?,
-            payment_method: PaymentMethod::from_canonical(&self.payment_method)
+            payment_method: PaymentMethod::parse(&self.payment_method)
                 .ok_or_else(|| corrupt("payment method", &self.payment_method))?,
             catalog_revision: self.catalog_revision,
             category_id: self.category_id,

@@ -14,7 +14,7 @@
 
 use super::OrdersService;
 use crate::domain::order::{Order, PaymentSummary, StablecoinRequest, order_number};
-use crate::domain::payment_method::PaymentMethod;
+use crate::domain::payment_method::{self, PaymentMethod};
 use crate::domain::quote::{Placement, Quote, plan_order};
 use crate::domain::reference::OrderReference;
 use crate::domain::request::UncheckedOrderRequest;
@@ -71,7 +71,7 @@ impl OrdersService {
         request: UncheckedOrderRequest,
     ) -> Result<Uuid, ApiError> {
         let request = request.validate()?;
-        if request.payment_method.depends_on_configuration() {
+        if payment_method::depends_on_configuration(request.payment_method) {
             self.check_stablecoin_rail(customer_id, request.expected_payer_address.as_deref())
                 .await?;
         }
@@ -235,7 +235,7 @@ impl OrdersService {
         let summary = self.issue_invoice(&order).await?;
         let stablecoin = match order.payment_method {
             PaymentMethod::ChainStablecoin => Some(self.request_stablecoin_payment(&order).await?),
-            PaymentMethod::BankInvoice | PaymentMethod::CardCheckout => None,
+            PaymentMethod::BankInvoice | PaymentMethod::CardCheckout | PaymentMethod::Unspecified => None,
         };
         let mut tx = self.pool.begin().await?;
         repo::store_invoice_summary(&mut tx, customer_id, order_id, &summary, InvoiceMerge::Overwrite)
@@ -308,7 +308,9 @@ impl OrdersService {
             Err(status) => {
                 let error = ApiError::from_status(&status);
                 match error.code {
-                    ErrorCode::PaymentMethodUnavailable => Err(PaymentMethod::ChainStablecoin.unavailable()),
+                    ErrorCode::PaymentMethodUnavailable => {
+                        Err(payment_method::unavailable(PaymentMethod::ChainStablecoin))
+                    }
                     ErrorCode::InvalidRequest => Err(error),
                     _ => Err(ApiError::unavailable(
                         "payments-svc",

@@ -81,6 +81,14 @@ pub async fn spawn_app_with(tuning: Tuning) -> TestApp {
     start(database_url, stream_prefix, peers, keys, tuning).await
 }
 
+/// Starts orders-svc on the database at `database_url` (already prepared by the test).
+pub async fn spawn_app_on(database_url: String) -> TestApp {
+    let keys = Arc::new(DevTokens::new("orders-svc"));
+    let peers = Arc::new(Peers::start().await);
+    let stream_prefix = platform::testing::unique_stream_prefix();
+    start(database_url, stream_prefix, peers, keys, Tuning::default()).await
+}
+
 async fn start(
     database_url: String,
     stream_prefix: String,

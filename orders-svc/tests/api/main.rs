@@ -9,6 +9,7 @@ mod fakes;
 mod helpers;
 mod idempotency;
 mod input;
+mod migrations;
 mod quotes;
 mod reads;
 mod validation;

@@ -16,69 +16,14 @@ pub const MAX_DESCRIPTION_CHARS: usize = 500;
 /// Longest order number, in characters.
 pub const MAX_ORDER_NUMBER_CHARS: usize = 100;
 
-/// The payment rail of an invoice (and of a payment), by its canonical name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PaymentMethod {
-    BankInvoice,
-    CardCheckout,
-    ChainStablecoin,
-}
+/// The payment rail of an invoice (and of a payment): the one type of the mesh
+/// (`lab.common.v1.PaymentMethod`), stored and shown by its canonical name (`as_str`, `parse`).
+pub use proto::common::PaymentMethod;
 
-impl PaymentMethod {
-    /// The canonical wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PaymentMethod::BankInvoice => "bank_invoice",
-            PaymentMethod::CardCheckout => "card_checkout",
-            PaymentMethod::ChainStablecoin => "chain_stablecoin",
-        }
-    }
-
-    /// Parses a canonical name; other spellings are the caller's to translate.
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "bank_invoice" => Some(PaymentMethod::BankInvoice),
-            "card_checkout" => Some(PaymentMethod::CardCheckout),
-            "chain_stablecoin" => Some(PaymentMethod::ChainStablecoin),
-            _ => None,
-        }
-    }
-}
-
-/// Status of an invoice: `open` until paid in full, then `paid`; `overdue` when a bank invoice
-/// passed its due date unpaid (a later payment still settles it); `void` when cancelled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InvoiceStatus {
-    Open,
-    Overdue,
-    Paid,
-    Void,
-}
-
-impl InvoiceStatus {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            InvoiceStatus::Open => "open",
-            InvoiceStatus::Overdue => "overdue",
-            InvoiceStatus::Paid => "paid",
-            InvoiceStatus::Void => "void",
-        }
-    }
-
-    /// Parses a wire name.
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "open" => Some(InvoiceStatus::Open),
-            "overdue" => Some(InvoiceStatus::Overdue),
-            "paid" => Some(InvoiceStatus::Paid),
-            "void" => Some(InvoiceStatus::Void),
-            _ => None,
-        }
-    }
-}
+/// Status of an invoice (`lab.common.v1.InvoiceStatus`, the one type of the mesh): `open` until
+/// paid in full, then `paid`; `overdue` when a bank invoice passed its due date unpaid (a later
+/// payment still settles it); `void` when cancelled.
+pub use proto::common::InvoiceStatus;
 
 /// One invoice line; `amount = quantity × unit_price`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,8 +78,7 @@ impl NewInvoice {
     /// Validates a raw request: order id and number, canonical payment method, USD, at least one
     /// line, positive quantities, `amount = quantity × unit price`, lines summing to a positive total.
     pub fn parse(raw: RawInvoice) -> Result<Self, ApiError> {
-        let order_id =
-            Uuid::parse_str(raw.order_id.trim()).map_err(|_| invalid("orderId", "orderId must be a uuid"))?;
+        let order_id = platform::ids::parse_uuid("orderId", &raw.order_id)?;
         let order_number = raw.order_number.trim().to_owned();
         if order_number.is_empty() || order_number.chars().count() > MAX_ORDER_NUMBER_CHARS {
             return Err(invalid("orderNumber", "orderNumber must be 1 to 100 characters"));

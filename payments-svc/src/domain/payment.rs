@@ -35,7 +35,7 @@ impl BankPayment {
         bank_reference: &str,
         received_at: Option<DateTime<Utc>>,
     ) -> Result<Self, ApiError> {
-        let invoice = InvoiceReference::parse(invoice_reference, "invoiceReference")?;
+        let invoice = InvoiceReference::parse_required("invoiceReference", invoice_reference)?;
         if amount_cents <= 0 {
             return Err(ApiError::field(
                 ErrorCode::InvalidRequest,
@@ -67,7 +67,7 @@ impl BankPayment {
     pub fn is_recorded_as(&self, recorded: &Payment) -> bool {
         let same_invoice = match &self.invoice {
             InvoiceReference::Id(id) => *id == recorded.invoice_id,
-            InvoiceReference::Number(number) => *number == recorded.invoice_number,
+            InvoiceReference::Text(number) => *number == recorded.invoice_number,
         };
         same_invoice && self.amount == recorded.amount
     }

@@ -174,12 +174,13 @@ pub async fn mark_overdue(
 ) -> Result<Vec<(Uuid, Uuid)>, sqlx::Error> {
     let rows = sqlx::query(
         "UPDATE payments.invoices SET status = 'overdue', previous_status = status, updated_at = $1 \
-         WHERE id IN (SELECT id FROM payments.invoices WHERE status = 'open' AND payment_method = 'bank_invoice' \
+         WHERE id IN (SELECT id FROM payments.invoices WHERE status = 'open' AND payment_method = $3 \
                       AND due_at <= $1 ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
          RETURNING id, customer_id",
     )
     .bind(now)
     .bind(limit)
+    .bind(PaymentMethod::BankInvoice.as_str())
     .fetch_all(conn)
     .await?;
     rows.iter()
@@ -272,7 +273,7 @@ pub async fn list(
 fn split(reference: &InvoiceReference) -> (Option<Uuid>, Option<&str>) {
     match reference {
         InvoiceReference::Id(id) => (Some(*id), None),
-        InvoiceReference::Number(number) => (None, Some(number.as_str())),
+        InvoiceReference::Text(number) => (None, Some(number.as_str())),
     }
 }
 

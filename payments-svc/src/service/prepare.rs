@@ -31,7 +31,8 @@ impl Prepared {
         match self.invoice.status {
             InvoiceStatus::Paid => "paid",
             InvoiceStatus::Void => "void",
-            InvoiceStatus::Open | InvoiceStatus::Overdue => "awaiting_payment",
+            // Unspecified is never stored (the repository refuses a row without a status).
+            InvoiceStatus::Open | InvoiceStatus::Overdue | InvoiceStatus::Unspecified => "awaiting_payment",
         }
     }
 }

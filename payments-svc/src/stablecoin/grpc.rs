@@ -7,7 +7,7 @@ use super::request::PaymentRequest;
 use super::service::parse_tx_hash;
 use crate::chain::ChainAddress;
 use crate::chain::amount::NO_ROUNDING_NOTICE;
-use crate::domain::InvoiceReference;
+use crate::domain::{InvoiceReference, PaymentMethod};
 use platform::error::{ApiError, ErrorCode};
 use platform::grpc::principal;
 use platform::idempotency::{IdempotencyKey, IdempotencyStore, Json};
@@ -23,12 +23,14 @@ pub(crate) fn rail(rail: Option<&StablecoinRail>) -> Result<&StablecoinRail, Api
             ErrorCode::PaymentMethodUnavailable,
             "the stablecoin rail is not offered by this deployment",
         )
-        .with_details(serde_json::json!({ "availableMethods": ["bank_invoice", "card_checkout"] }))
+        .with_details(serde_json::json!({
+            "availableMethods": [PaymentMethod::BankInvoice.as_str(), PaymentMethod::CardCheckout.as_str()]
+        }))
     })
 }
 
 fn reference(value: &str) -> Result<InvoiceReference, ApiError> {
-    InvoiceReference::parse(value, "reference")
+    InvoiceReference::parse_required("reference", value)
 }
 
 fn respond(request: PaymentRequest) -> pb::StablecoinPaymentResponse {

@@ -52,10 +52,48 @@ pub enum HandlerError {
     Permanent(#[source] anyhow::Error),
 }
 
+impl HandlerError {
+    /// The event can never be applied, for the reason `why`.
+    pub fn permanent(why: impl std::fmt::Display) -> Self {
+        HandlerError::Permanent(anyhow::anyhow!("{why}"))
+    }
+}
+
+/// A store error passes: the entry is retried.
 impl From<sqlx::Error> for HandlerError {
     fn from(error: sqlx::Error) -> Self {
         HandlerError::Retry(error.into())
     }
+}
+
+/// A use case's refusal: `internal_error` and `service_unavailable` pass (retried); any other
+/// code is the event's own fault and will not change on a retry (dead-lettered).
+impl From<crate::error::ApiError> for HandlerError {
+    fn from(error: crate::error::ApiError) -> Self {
+        use crate::error::ErrorCode;
+        let cause = anyhow::anyhow!("{}: {}", error.code.as_str(), error.message);
+        if matches!(error.code, ErrorCode::Internal | ErrorCode::ServiceUnavailable) {
+            HandlerError::Retry(cause)
+        } else {
+            HandlerError::Permanent(cause)
+        }
+    }
+}
+
+/// The UUID an event names in `field` (`customer id`, `order id`, …); an event whose `field`
+/// is not a UUID can never be applied.
+pub fn event_uuid(event: &EventEnvelope, field: &str, value: &str) -> Result<Uuid, HandlerError> {
+    Uuid::parse_str(value).map_err(|_| {
+        HandlerError::permanent(format_args!(
+            "{} {} names no valid {field}",
+            event.r#type, event.id
+        ))
+    })
+}
+
+/// The customer an event is for ([`EventEnvelope::customer_id`]), by [`event_uuid`].
+pub fn event_customer(event: &EventEnvelope) -> Result<Uuid, HandlerError> {
+    event_uuid(event, "customer id", &event.customer_id)
 }
 
 /// Applies events of the streams a consumer reads.

@@ -34,6 +34,19 @@ pub fn unique_stream_prefix() -> String {
     format!("test-{}", Uuid::new_v4().simple())
 }
 
+/// The migration 0001 every service carried before the platform tables moved to `platform`
+/// (`db::PLATFORM_TABLES` without `IF NOT EXISTS` and without creating the schema), for `schema`:
+/// what a schema migrated by those builds has.
+pub fn former_platform_migration(schema: &str) -> String {
+    crate::db::PLATFORM_TABLES
+        .lines()
+        .filter(|line| !line.starts_with("CREATE SCHEMA"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace(" IF NOT EXISTS", "")
+        .replace("{schema}", schema)
+}
+
 /// Creates a fresh, empty database and returns its URL. Drops databases that earlier runs left.
 pub async fn fresh_database() -> String {
     let admin_url = admin_database_url();

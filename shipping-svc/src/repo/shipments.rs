@@ -14,24 +14,9 @@ const SELECT_SHIPMENTS: &str = "SELECT id, customer_id, order_id, order_number, 
     service_code, tracking_number, tracking_url, status, ship_from, ship_to, packing_steps, carrier_shipment_id, \
     last_event_at, created_at, updated_at FROM shipping.shipments ";
 
-/// How a customer names a shipment.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ShipmentRef {
-    /// The shipment's or its order's UUID.
-    Id(Uuid),
-    /// A tracking number or an order number.
-    Text(String),
-}
-
-impl ShipmentRef {
-    pub fn parse(reference: &str) -> Self {
-        let reference = reference.trim();
-        match Uuid::parse_str(reference) {
-            Ok(id) => ShipmentRef::Id(id),
-            Err(_) => ShipmentRef::Text(reference.to_owned()),
-        }
-    }
-}
+/// How a customer names a shipment: the shipment's or its order's UUID, or a tracking number
+/// or an order number.
+pub type ShipmentRef = platform::ids::Reference;
 
 fn shipment_from_row(row: &PgRow) -> Result<Shipment, sqlx::Error> {
     let status: String = row.try_get("status")?;

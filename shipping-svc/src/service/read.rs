@@ -69,11 +69,7 @@ impl ShippingService {
                 .map(|status| ShipmentStatus::parse_field(status, "status"))
                 .transpose()?,
             order_id: order_id
-                .map(|id| {
-                    Uuid::parse_str(id.trim()).map_err(|_| {
-                        ApiError::field(ErrorCode::InvalidRequest, "orderId", "orderId must be a UUID")
-                    })
-                })
+                .map(|id| platform::ids::parse_uuid("orderId", id))
                 .transpose()?,
         };
         let after = SHIPMENTS.after(page)?;

@@ -78,10 +78,8 @@ impl WebhooksService {
 
 /// The stored events of an envelope: itself, plus `results.published` for `coa.published`.
 pub fn webhook_events(envelope: &EventEnvelope) -> Result<Vec<WebhookEvent>, HandlerError> {
-    let permanent = |what: &str| HandlerError::Permanent(anyhow::anyhow!("{what}"));
-    let id = Uuid::parse_str(&envelope.id).map_err(|_| permanent("the event id is not a UUID"))?;
-    let customer_id =
-        Uuid::parse_str(&envelope.customer_id).map_err(|_| permanent("the event has no customer id"))?;
+    let id = platform::consumer::event_uuid(envelope, "event id", &envelope.id)?;
+    let customer_id = platform::consumer::event_customer(envelope)?;
     let occurred_at = DateTime::parse_from_rfc3339(&envelope.occurred_at)
         .map(|time| time.with_timezone(&Utc))
         .unwrap_or_else(|_| platform::time::now());

@@ -68,13 +68,7 @@ impl WebhooksService {
 
 /// Parses an endpoint id (400 `invalid_request` on `endpointId` when not a UUID).
 pub fn endpoint_id(text: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(text.trim()).map_err(|_| {
-        ApiError::field(
-            ErrorCode::InvalidRequest,
-            "endpointId",
-            "endpointId must be a UUID",
-        )
-    })
+    platform::ids::parse_uuid("endpointId", text)
 }
 
 /// The answer for a missing, deleted or other customer's endpoint.

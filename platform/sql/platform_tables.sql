@@ -1,6 +1,12 @@
 -- Platform tables every service schema carries: the transactional outbox, the record of
 -- processed events (idempotent consumers) and the idempotency keys of mutating requests.
-CREATE TABLE shipping.outbox (
+-- Applied to each service's schema by `platform::db::migrate_service` before the service's own
+-- migrations ({schema} is the service's schema name). Idempotent: every statement is a no-op on
+-- a schema that already has the tables (the copies once applied as each service's migration 0001).
+-- A change to these tables goes in a new, equally idempotent statement at the end of this file.
+CREATE SCHEMA IF NOT EXISTS {schema};
+
+CREATE TABLE IF NOT EXISTS {schema}.outbox (
     id BIGSERIAL PRIMARY KEY,
     event_id UUID NOT NULL UNIQUE,
     event_type TEXT NOT NULL,
@@ -8,16 +14,16 @@ CREATE TABLE shipping.outbox (
     created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     published_at TIMESTAMPTZ
 );
-CREATE INDEX outbox_unpublished ON shipping.outbox (id) WHERE published_at IS NULL;
+CREATE INDEX IF NOT EXISTS outbox_unpublished ON {schema}.outbox (id) WHERE published_at IS NULL;
 
-CREATE TABLE shipping.processed_events (
+CREATE TABLE IF NOT EXISTS {schema}.processed_events (
     consumer TEXT NOT NULL,
     event_id UUID NOT NULL,
     processed_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     PRIMARY KEY (consumer, event_id)
 );
 
-CREATE TABLE shipping.idempotency_keys (
+CREATE TABLE IF NOT EXISTS {schema}.idempotency_keys (
     customer_id UUID NOT NULL,
     operation TEXT NOT NULL,
     idempotency_key TEXT NOT NULL,
