@@ -10,8 +10,6 @@ mod front_door;
 mod helpers;
 mod identity;
 mod input;
-mod operator_controls;
-mod operators;
 mod orders;
 mod readiness;
 mod reads;

@@ -1,7 +1,7 @@
 //! The first start on a database that the gateway's identity tables are in moves them, rows and
 //! all, into the `identity` schema (migrations/0002_identity.sql).
 
-use crate::helpers::spawn_service_on;
+use crate::helpers::spawn_app_on;
 use proto::identity as pb;
 use sqlx::Executor;
 
@@ -19,7 +19,7 @@ async fn the_gateways_identity_tables_move_to_the_identity_schema_with_their_row
         .await
         .unwrap();
 
-    let service = spawn_service_on(Some(database_url)).await;
+    let service = spawn_app_on(database_url).await;
     let moved: Vec<String> = sqlx::query_scalar(
         "SELECT table_schema || '.' || table_name FROM information_schema.tables \
          WHERE table_name IN ('customers', 'api_keys', 'operators', 'staff_revocations') ORDER BY 1",
@@ -36,7 +36,7 @@ async fn the_gateways_identity_tables_move_to_the_identity_schema_with_their_row
             "identity.staff_revocations"
         ]
     );
-    let mut client = service.client().await;
+    let mut client = service.identity().await;
     let customers = client
         .list_customers(service.admin(pb::ListCustomersRequest {}))
         .await
@@ -49,7 +49,7 @@ async fn the_gateways_identity_tables_move_to_the_identity_schema_with_their_row
             .any(|customer| customer.id == customer_id.to_string())
     );
     // The moved tables take new rows as before (the key's foreign key moved with them).
-    service.keyed_customer("new@labs.example", &["orders:read"]).await;
+    service.keyed_customer(&["orders:read"]).await;
 }
 
 #[tokio::test]

@@ -1,6 +1,6 @@
 //! `VerifyApiKey`: the gateway's question on a miss of its key cache.
 
-use crate::helpers::spawn_service;
+use crate::helpers::spawn_app;
 use proto::identity as pb;
 use proto::identity::verify_api_key_response::Outcome;
 
@@ -10,9 +10,10 @@ fn verify(token: &str, key: &str) -> tonic::Request<pb::VerifyApiKeyRequest> {
 
 #[tokio::test]
 async fn a_presented_key_is_valid_unknown_wrong_or_revoked_and_only_the_gateway_may_ask() {
-    let service = spawn_service().await;
-    let mut client = service.client().await;
-    let (key, plaintext) = service.keyed_customer("ops@acme.example", &["orders:read"]).await;
+    let service = spawn_app().await;
+    let mut client = service.identity().await;
+    let customer = service.keyed_customer(&["orders:read"]).await;
+    let (key, plaintext) = (customer.key, customer.plaintext);
     let gateway = service.keys.mint_service(platform::mesh::GATEWAY, None);
 
     let answer = client
@@ -88,8 +89,8 @@ async fn a_presented_key_is_valid_unknown_wrong_or_revoked_and_only_the_gateway_
 #[tokio::test]
 async fn a_revocation_is_announced_on_the_gateways_channel() {
     use futures::StreamExt;
-    let service = spawn_service().await;
-    let (key, _) = service.keyed_customer("ops@acme.example", &["orders:read"]).await;
+    let service = spawn_app().await;
+    let key = service.keyed_customer(&["orders:read"]).await.key;
     let redis = redis::Client::open(platform::testing::redis_url()).unwrap();
     let mut pubsub = redis.get_async_pubsub().await.unwrap();
     pubsub
@@ -97,7 +98,7 @@ async fn a_revocation_is_announced_on_the_gateways_channel() {
         .await
         .unwrap();
     service
-        .client()
+        .identity()
         .await
         .revoke_api_key(service.admin(pb::RevokeApiKeyRequest {
             key: key.public_id.clone(),
