@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the whole system locally: every service and the gateway in one `labd` process, backed by a local
+# Runs the whole system locally: every service, identity-svc and the gateway in one `labd` process, backed by a local
 # PostgreSQL and Redis (reused when running, installed and started privately otherwise). Then it imports
 # the demo catalog, creates a demo customer and an API key, and prints a first request to try.
 #

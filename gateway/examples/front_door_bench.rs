@@ -34,11 +34,12 @@
 //! (reading the request and its body, writing the answer) and the client's few reads.
 
 use gateway::config::RateLimitSettings;
-use gateway::domain::api_key;
-use gateway::domain::customer::{NewApiKey, NewCustomer};
 use gateway::limits::Policy;
 use gateway::limits::shared::SharedLimiter;
-use gateway::{Application, PeerAddrs, Settings, repo};
+use gateway::{Application, PeerAddrs, Settings};
+use identity_svc::domain::api_key;
+use identity_svc::domain::customer::{NewApiKey, NewCustomer};
+use identity_svc::repo;
 use proto::orders::orders_service_server::{OrdersService, OrdersServiceServer};
 use proto::orders::{self, CreateOrderRequest, CreateOrderResponse, GetOrderRequest, GetOrderResponse};
 use secrecy::ExposeSecret;
@@ -97,9 +98,9 @@ fn main() -> anyhow::Result<()> {
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let (setup, key) = runtime.block_on(setup())?;
-    let database_url = setup.database_url.clone();
+    let identity_url = setup.identity_url.clone();
     let prefix = setup.stream_prefix.clone();
-    let cpu = std::thread::spawn(move || cpu_per_request(&database_url, &prefix, &key, iterations))
+    let cpu = std::thread::spawn(move || cpu_per_request(&identity_url, &prefix, &key, iterations))
         .join()
         .map_err(|_| anyhow::anyhow!("the CPU benchmark panicked"))??;
     println!("{cpu}");
@@ -109,7 +110,8 @@ fn main() -> anyhow::Result<()> {
 }
 
 struct Setup {
-    database_url: String,
+    /// identity-svc, which verifies the key.
+    identity_url: String,
     stream_prefix: String,
     application: Application,
     caller: gateway::caller::Caller,
@@ -124,7 +126,16 @@ async fn setup() -> anyhow::Result<(Setup, String)> {
     let orders = format!("http://{}", fake.local_addr()?);
     let router = platform::grpc::server_builder().add_service(OrdersServiceServer::new(FakeOrders));
     tokio::spawn(platform::grpc::serve(router, fake, CancellationToken::new()));
+    let identity = identity_svc::Application::build(identity_svc::Settings::local(
+        &database_url,
+        &platform::testing::redis_url(),
+        &stream_prefix,
+    ))
+    .await?;
+    let identity_url = format!("http://{}", identity.local_addr());
+    tokio::spawn(identity.run_until_stopped(CancellationToken::new()));
     let peers = PeerAddrs {
+        identity: identity_url.clone(),
         catalog: orders.clone(),
         orders: orders.clone(),
         payments: orders.clone(),
@@ -140,7 +151,7 @@ async fn setup() -> anyhow::Result<(Setup, String)> {
     );
     settings.rate_limit = UNLIMITED;
     settings.front_door.per_address = UNLIMITED;
-    let pepper = settings.api_key_pepper.clone();
+    let pepper: secrecy::SecretString = identity_svc::config::DEV_API_KEY_PEPPER.to_owned().into();
     let application = Application::build(settings).await?;
     let pool = sqlx::PgPool::connect(&database_url).await?;
     let customer = NewCustomer::parse("Bench Labs", "bench@example.com")?;
@@ -165,12 +176,20 @@ async fn setup() -> anyhow::Result<(Setup, String)> {
     .await?;
     let state = application.state();
     let caller = gateway::caller::Caller::new(
-        std::sync::Arc::new(gateway::authenticator::principal_of(&key)),
+        std::sync::Arc::new(gateway::authenticator::principal_of(
+            &gateway::key_cache::VerifiedKey {
+                id: key.id,
+                customer_id: key.customer_id,
+                public_id: key.public_id.clone(),
+                scopes: key.scopes.clone(),
+                spend_limit_cents: key.spend_limit_cents,
+            },
+        )),
         state.tokens.clone(),
     );
     let plaintext = generated.plaintext.expose_secret().to_owned();
     let setup = Setup {
-        database_url,
+        identity_url,
         stream_prefix,
         application,
         caller,
@@ -197,15 +216,21 @@ fn cpu_clock(clock: rustix::time::ClockId) -> Duration {
 }
 
 /// Part 1, on a thread and runtime of its own.
-fn cpu_per_request(database_url: &str, prefix: &str, key: &str, iterations: u64) -> anyhow::Result<String> {
+fn cpu_per_request(identity_url: &str, prefix: &str, key: &str, iterations: u64) -> anyhow::Result<String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let pool = sqlx::PgPool::connect(database_url).await?;
         let authenticator = gateway::authenticator::Authenticator::new(
-            pool,
-            gateway::config::DEV_API_KEY_PEPPER.to_owned().into(),
+            gateway::authenticator::KeyStore {
+                client: proto::identity::identity_service_client::IdentityServiceClient::new(
+                    platform::grpc::lazy_channel(identity_url, None)?,
+                ),
+                tokens: platform::tokens::TokenIssuer::new(
+                    platform::mesh::GATEWAY,
+                    platform::tokens::SigningKey::development(platform::mesh::GATEWAY),
+                ),
+            },
             gateway::authenticator::AuthenticatorSettings {
                 ttl: gateway::config::MAX_KEY_CACHE_TTL,
                 known_capacity: 1_000,

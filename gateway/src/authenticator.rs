@@ -1,41 +1,45 @@
-//! Authenticates API keys: parses the presented key, finds its record in the bounded
-//! [`KeyCache`] or, on a miss, in the key store, checks the secret against the peppered
-//! verifier in constant time, and returns the key's record with the principal that services
-//! receive. Records `last_used_at` at most once a minute per key, off the request path.
+//! Authenticates API keys: reads the presented key's public id, finds identity-svc's answer
+//! for it in the bounded [`KeyCache`] or, on a miss, asks identity-svc (`VerifyApiKey`, which
+//! checks the secret against the peppered verifier), compares a later presentation with the
+//! digest of the key identity-svc verified in constant time, and returns the key's record with
+//! the principal that services receive. identity-svc records `last_used_at`.
 //!
-//! The key store is protected from floods of made-up keys: a lookup of a public id the cache does
-//! not know is charged to the client's address (`key-lookups` limit, refused with 429 before the
-//! store is asked; refreshing a known key's expired entry is not charged),
-//! lookups in flight are capped at half the database pool, and unknown public ids are
-//! remembered in the bounded negative cache.
+//! identity-svc is protected from floods of made-up keys: a lookup of a public id the cache does
+//! not know is charged to the client's address (`key-lookups` limit, refused with 429 before
+//! identity-svc is asked; refreshing a known key's expired entry is not charged), lookups in
+//! flight are capped, and unknown (or revoked) public ids are remembered in the bounded negative
+//! cache.
 
 use crate::client_addr::limit_key;
-use crate::domain::api_key::PresentedKey;
-use crate::domain::customer::ApiKey;
-use crate::key_cache::{CacheSizes, Cached, KeyCache, KeyRecord};
+use crate::key_cache::{CacheSizes, Cached, KeyCache, KeyRecord, VerifiedKey};
 use crate::limits::local::LocalLimiter;
 use crate::limits::{Decision, Policy};
-use crate::repo;
 use platform::error::ApiError;
+use platform::grpc::MeshChannel;
 use platform::principal::{Principal, PrincipalKind};
-use secrecy::SecretString;
-use sqlx::PgPool;
-use std::collections::HashMap;
+use platform::tokens::TokenIssuer;
+use proto::identity::identity_service_client::IdentityServiceClient;
+use proto::identity::verify_api_key_response::Outcome;
+use sha2::{Digest, Sha256};
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
-use uuid::Uuid;
 
-/// How often `last_used_at` is written per key at most.
-const LAST_USED_INTERVAL: Duration = Duration::from_secs(60);
-/// Size beyond which old `last_used` marks are swept.
-const SWEEP_ABOVE: usize = 10_000;
 /// Longest wait for a lookup slot before answering 503.
 const LOOKUP_SLOT_WAIT: Duration = Duration::from_secs(1);
+/// Longest wait for identity-svc's answer before answering 503.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
 /// Client addresses whose lookup budget is remembered at most.
 const ADDRESS_CAPACITY: usize = 100_000;
+/// Prefix of every live key.
+const KEY_PREFIX: &str = "svc_live_";
+/// Length of a key's public id (lowercase alphanumerics).
+const PUBLIC_ID_LEN: usize = 16;
+/// Length of a key's secret (alphanumerics).
+const SECRET_LEN: usize = 32;
 
 /// Why a presented credential was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,10 +69,17 @@ pub struct AuthenticatorSettings {
     pub ttl: Duration,
     pub known_capacity: usize,
     pub unknown_capacity: usize,
-    /// Key-store lookups per client address.
+    /// identity-svc lookups per client address.
     pub lookups: Policy,
     /// Lookups in flight at once.
     pub max_concurrent_lookups: usize,
+}
+
+/// Where keys are verified: identity-svc, called with the gateway's own service token.
+#[derive(Clone)]
+pub struct KeyStore {
+    pub client: IdentityServiceClient<MeshChannel>,
+    pub tokens: TokenIssuer,
 }
 
 /// The key authenticator shared by every request.
@@ -78,26 +89,22 @@ pub struct Authenticator {
 }
 
 struct Inner {
-    pool: PgPool,
-    pepper: SecretString,
+    store: KeyStore,
     cache: KeyCache,
     lookup_budget: LocalLimiter<IpAddr>,
     lookup_slots: Semaphore,
     lookups: AtomicU64,
-    last_used: Mutex<HashMap<Uuid, Instant>>,
 }
 
 impl Authenticator {
-    /// Builds an authenticator reading keys from `pool`.
-    pub fn new(pool: PgPool, pepper: SecretString, settings: AuthenticatorSettings) -> Self {
+    /// Builds an authenticator verifying keys at `store`.
+    pub fn new(store: KeyStore, settings: AuthenticatorSettings) -> Self {
         let inner = Inner {
-            pool,
-            pepper,
+            store,
             cache: KeyCache::new(settings.ttl, settings.known_capacity, settings.unknown_capacity),
             lookup_budget: LocalLimiter::new(settings.lookups, ADDRESS_CAPACITY),
             lookup_slots: Semaphore::new(settings.max_concurrent_lookups.max(1)),
             lookups: AtomicU64::new(0),
-            last_used: Mutex::default(),
         };
         Self {
             inner: Arc::new(inner),
@@ -108,24 +115,23 @@ impl Authenticator {
     pub async fn authenticate(&self, authorization: Option<&str>, client: IpAddr) -> AuthResult {
         let header = authorization.ok_or(AuthError::Refused(Refusal::Missing))?;
         let token = bearer_token(header).ok_or(AuthError::Refused(Refusal::Invalid))?;
-        let presented = PresentedKey::parse(token).ok_or(AuthError::Refused(Refusal::Invalid))?;
-        let record = match self.inner.cache.get(&presented.public_id) {
-            Cached::Known(record) => record,
-            Cached::Unknown => return Err(AuthError::Refused(Refusal::Invalid)),
-            Cached::Stale => self
-                .lookup(&presented.public_id, None)
+        let public_id = public_id_of(token).ok_or(AuthError::Refused(Refusal::Invalid))?;
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let matches = |record: &KeyRecord| bool::from(record.digest.ct_eq(&digest));
+        match self.inner.cache.get(public_id) {
+            Cached::Known(record) if matches(&record) => Ok(record),
+            // A key's secret never changes: another secret for a known public id is wrong.
+            Cached::Known(_) | Cached::Unknown => Err(AuthError::Refused(Refusal::Invalid)),
+            Cached::Stale(record) if matches(&record) => self
+                .lookup(token, public_id, digest, None)
                 .await?
-                .ok_or(AuthError::Refused(Refusal::Invalid))?,
+                .ok_or(AuthError::Refused(Refusal::Invalid)),
+            Cached::Stale(_) => Err(AuthError::Refused(Refusal::Invalid)),
             Cached::Miss => self
-                .lookup(&presented.public_id, Some(client))
+                .lookup(token, public_id, digest, Some(client))
                 .await?
-                .ok_or(AuthError::Refused(Refusal::Invalid))?,
-        };
-        if !presented.matches(&self.inner.pepper, &record.verifier) || record.key.revoked_at.is_some() {
-            return Err(AuthError::Refused(Refusal::Invalid));
+                .ok_or(AuthError::Refused(Refusal::Invalid)),
         }
-        self.note_use(record.key.id);
-        Ok(record)
     }
 
     /// The policy of the key-lookup budget (for the 429 headers).
@@ -133,7 +139,7 @@ impl Authenticator {
         self.inner.lookup_budget.policy()
     }
 
-    /// Key-store lookups made so far.
+    /// identity-svc lookups made so far.
     pub fn lookups(&self) -> u64 {
         self.inner.lookups.load(Ordering::Relaxed)
     }
@@ -153,10 +159,13 @@ impl Authenticator {
         self.inner.cache.clear();
     }
 
-    /// Reads a key from the store; a lookup for an unknown public id is charged to `charged_to`.
+    /// Asks identity-svc about the presented key `token`; a lookup for a public id the cache
+    /// does not know is charged to `charged_to`.
     async fn lookup(
         &self,
+        token: &str,
         public_id: &str,
+        digest: [u8; 32],
         charged_to: Option<IpAddr>,
     ) -> Result<Option<Arc<KeyRecord>>, AuthError> {
         if let Some(client) = charged_to {
@@ -165,61 +174,81 @@ impl Authenticator {
                 return Err(AuthError::Limited(budget));
             }
         }
+        let unavailable =
+            |detail: String| AuthError::Unavailable(ApiError::unavailable("the key store", detail));
         let slot = tokio::time::timeout(LOOKUP_SLOT_WAIT, self.inner.lookup_slots.acquire())
             .await
             .ok()
             .and_then(Result::ok)
-            .ok_or_else(|| {
-                AuthError::Unavailable(ApiError::unavailable(
-                    "the key store",
-                    "every lookup slot is busy",
-                ))
-            })?;
+            .ok_or_else(|| unavailable("every lookup slot is busy".to_owned()))?;
         let epoch = self.inner.cache.epoch();
         self.inner.lookups.fetch_add(1, Ordering::Relaxed);
-        let loaded = repo::key_credentials(&self.inner.pool, public_id)
-            .await
-            .map_err(|error| AuthError::Unavailable(ApiError::unavailable("the key store", error)))?;
+        let store = &self.inner.store;
+        let service_token = store.tokens.service_token(platform::mesh::IDENTITY_SVC, None);
+        let request = proto::identity::VerifyApiKeyRequest {
+            key: token.to_owned(),
+        };
+        let answer = tokio::time::timeout(
+            LOOKUP_TIMEOUT,
+            store
+                .client
+                .clone()
+                .verify_api_key(platform::grpc::outgoing(request, &service_token)),
+        )
+        .await
+        .map_err(|_| unavailable(format!("identity-svc did not answer within {LOOKUP_TIMEOUT:?}")))?
+        .map_err(|status| unavailable(status.message().to_owned()))?
+        .into_inner();
         drop(slot);
-        let record = loaded.map(|credentials| {
-            let principal = principal_of(&credentials.key);
-            Arc::new(KeyRecord {
-                key: credentials.key,
-                verifier: credentials.verifier,
-                principal: Arc::new(principal),
-            })
-        });
+        let record = match Outcome::try_from(answer.outcome) {
+            Ok(Outcome::Valid) => {
+                let key =
+                    answer.key.as_ref().and_then(verified_key).ok_or_else(|| {
+                        unavailable("identity-svc described a valid key unreadably".to_owned())
+                    })?;
+                let principal = principal_of(&key);
+                Some(Arc::new(KeyRecord {
+                    key,
+                    digest,
+                    principal: Arc::new(principal),
+                }))
+            }
+            Ok(Outcome::Unknown | Outcome::Revoked) => None,
+            // Nothing to remember: the key is not known and the public id is not unknown.
+            Ok(Outcome::WrongSecret) => return Ok(None),
+            Ok(Outcome::Unspecified) | Err(_) => {
+                return Err(unavailable(format!(
+                    "identity-svc answered outcome {}",
+                    answer.outcome
+                )));
+            }
+        };
         self.inner.cache.store(public_id, record.clone(), epoch);
         Ok(record)
     }
+}
 
-    /// Writes `last_used_at` in the background when the last write is a minute old.
-    fn note_use(&self, key_id: Uuid) {
-        let now = Instant::now();
-        {
-            let mut last_used = self
-                .inner
-                .last_used
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if last_used
-                .get(&key_id)
-                .is_some_and(|at| now.duration_since(*at) < LAST_USED_INTERVAL)
-            {
-                return;
-            }
-            if last_used.len() > SWEEP_ABOVE {
-                last_used.retain(|_, at| now.duration_since(*at) < LAST_USED_INTERVAL);
-            }
-            last_used.insert(key_id, now);
-        }
-        let pool = self.inner.pool.clone();
-        tokio::spawn(async move {
-            if let Err(error) = repo::touch_last_used(&pool, key_id).await {
-                tracing::warn!(%key_id, %error, "could not record key use");
-            }
-        });
-    }
+/// The key record of a `VerifyApiKey` answer; `None` when its ids are not UUIDs.
+fn verified_key(key: &proto::identity::ApiKey) -> Option<VerifiedKey> {
+    Some(VerifiedKey {
+        id: key.id.parse().ok()?,
+        customer_id: key.customer_id.parse().ok()?,
+        public_id: key.public_id.clone(),
+        scopes: key.scopes.clone(),
+        spend_limit_cents: key.spend_limit_cents,
+    })
+}
+
+/// The public id of a key of the form `svc_live_<16 lowercase alphanumerics>_<32
+/// alphanumerics>`; `None` when malformed (refused without asking identity-svc).
+fn public_id_of(presented: &str) -> Option<&str> {
+    let (public_id, secret) = presented.strip_prefix(KEY_PREFIX)?.split_once('_')?;
+    let public_ok = public_id.len() == PUBLIC_ID_LEN
+        && public_id
+            .bytes()
+            .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit());
+    let secret_ok = secret.len() == SECRET_LEN && secret.bytes().all(|byte| byte.is_ascii_alphanumeric());
+    (public_ok && secret_ok).then_some(public_id)
 }
 
 /// Returns the credential of `Bearer <credential>` (scheme case-insensitive).
@@ -232,7 +261,7 @@ fn bearer_token(header: &str) -> Option<&str> {
 }
 
 /// The principal that services receive for a key.
-pub fn principal_of(key: &ApiKey) -> Principal {
+pub fn principal_of(key: &VerifiedKey) -> Principal {
     Principal {
         kind: PrincipalKind::Customer,
         subject: key.id.to_string(),
@@ -256,5 +285,17 @@ mod tests {
         assert_eq!(bearer_token("Basic abc"), None);
         assert_eq!(bearer_token("Bearer"), None);
         assert_eq!(bearer_token("Bearer "), None);
+    }
+
+    #[test]
+    fn only_well_formed_keys_name_a_public_id() {
+        let secret = "A".repeat(SECRET_LEN);
+        assert_eq!(
+            public_id_of(&format!("svc_live_abcdefgh12345678_{secret}")),
+            Some("abcdefgh12345678")
+        );
+        assert_eq!(public_id_of(&format!("svc_live_ABCDEFGH12345678_{secret}")), None);
+        assert_eq!(public_id_of(&format!("lab_op_abcdefgh12345678_{secret}")), None);
+        assert_eq!(public_id_of("svc_live_abcdefgh12345678_short"), None);
     }
 }

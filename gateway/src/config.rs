@@ -1,28 +1,24 @@
-//! Settings of the gateway: its two listeners, the API-key pepper, the peer services, the
-//! front door (limits, timeout, concurrency, drain) and the key cache, on top of the common
-//! settings of every process.
+//! Settings of the gateway: its two listeners, the peer services (identity-svc verifies API
+//! keys), the front door (limits, timeout, concurrency, drain) and the key cache, on top of the
+//! common settings of every process (the gateway has no database: `DATABASE_URL` is not read).
 //!
 //! Environment variables (defaults in brackets): `GATEWAY_HTTP_ADDR` [127.0.0.1:8080],
-//! `GATEWAY_GRPC_ADDR` [127.0.0.1:50050], `LAB_API_KEY_PEPPER` [a development value],
+//! `GATEWAY_GRPC_ADDR` [127.0.0.1:50050], `IDENTITY_SVC_ADDR` [http://127.0.0.1:50057],
 //! `CATALOG_SVC_ADDR` [http://127.0.0.1:50051], `ORDERS_SVC_ADDR` [http://127.0.0.1:50052],
 //! `PAYMENTS_SVC_ADDR` [http://127.0.0.1:50053], `WEBHOOKS_SVC_ADDR` [http://127.0.0.1:50056],
 //! `GATEWAY_KEY_CACHE_TTL_MS` [5000, at most 5000], the front-door settings of
 //! [`FrontDoorSettings::from_env`], `GATEWAY_MCP_ALLOWED_ORIGINS` and `GATEWAY_MCP_ALLOWED_HOSTS`
-//! ([`McpSettings`]), plus the common `DATABASE_URL`, `REDIS_URL`,
-//! `STREAM_PREFIX`, `LAB_TOKEN_TRUSTED_KEYS`, `GATEWAY_TOKEN_SIGNING_KEY`, `LAB_DEV_MODE`,
-//! `DATABASE_MAX_CONNECTIONS` (each also readable as `GATEWAY_<NAME>`).
+//! ([`McpSettings`]), plus the common `REDIS_URL`, `STREAM_PREFIX`, `LAB_TOKEN_TRUSTED_KEYS`,
+//! `GATEWAY_TOKEN_SIGNING_KEY`, `LAB_DEV_MODE` (each also readable as `GATEWAY_<NAME>`).
 
 use crate::client_addr::{NO_PROXIES, TrustedProxies};
 use platform::config::{CommonSettings, env_var, prefixed_or_common, socket_addr};
-use platform::production::{MIN_SECRET_CHARS, Requirements};
-use secrecy::SecretString;
+use platform::production::Requirements;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 /// Environment prefix of the gateway's own settings.
 pub const PREFIX: &str = "GATEWAY";
-/// Development default of the pepper of API-key verifiers; production sets `LAB_API_KEY_PEPPER`.
-pub const DEV_API_KEY_PEPPER: &str = "dev-api-key-pepper-change-me";
 /// Longest time a verified key record is trusted without a database read: the backstop of
 /// revocation when the Redis revocation channel is down (it normally bites within a second).
 pub const MAX_KEY_CACHE_TTL: Duration = Duration::from_secs(5);
@@ -30,6 +26,8 @@ pub const MAX_KEY_CACHE_TTL: Duration = Duration::from_secs(5);
 /// gRPC addresses (URIs) of the domain services the gateway calls.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PeerAddrs {
+    /// identity-svc, which verifies API keys (`IDENTITY_SVC_ADDR`).
+    pub identity: String,
     pub catalog: String,
     pub orders: String,
     pub payments: String,
@@ -43,6 +41,7 @@ impl PeerAddrs {
     /// `WEBHOOKS_SVC_ADDR` and `RESULTS_SVC_ADDR`.
     pub fn from_env() -> Self {
         Self {
+            identity: prefixed_or_common(PREFIX, "IDENTITY_SVC_ADDR", "http://127.0.0.1:50057"),
             catalog: prefixed_or_common(PREFIX, "CATALOG_SVC_ADDR", "http://127.0.0.1:50051"),
             orders: prefixed_or_common(PREFIX, "ORDERS_SVC_ADDR", "http://127.0.0.1:50052"),
             payments: prefixed_or_common(PREFIX, "PAYMENTS_SVC_ADDR", "http://127.0.0.1:50053"),
@@ -198,12 +197,10 @@ impl FrontDoorSettings {
 /// Settings of the gateway process.
 #[derive(Clone, Debug)]
 pub struct Settings {
-    /// Database, Redis, token secrets; `common.grpc_addr` is the internal identity gRPC listener.
+    /// Redis, token secrets; `common.grpc_addr` is the internal operations gRPC listener.
     pub common: CommonSettings,
     /// REST listener; port 0 picks a free port (tests).
     pub http_addr: SocketAddr,
-    /// Pepper of the API-key verifiers (HMAC-SHA256 key).
-    pub api_key_pepper: SecretString,
     pub peers: PeerAddrs,
     /// Per-key limit, shared by every replica through Redis.
     pub rate_limit: RateLimitSettings,
@@ -224,8 +221,7 @@ impl Settings {
     /// limit from `GATEWAY_RATE_LIMIT_PER_SECOND` [20] and `GATEWAY_RATE_LIMIT_BURST` [40].
     ///
     /// Outside development mode the site URL, the MCP allowed hosts and the trusted proxies
-    /// (`none` when clients connect directly) must be set explicitly, and the pepper must be a
-    /// real secret ([`platform::production`]).
+    /// (`none` when clients connect directly) must be set explicitly ([`platform::production`]).
     pub fn from_env() -> anyhow::Result<Self> {
         let common = CommonSettings::from_env(PREFIX, "127.0.0.1:50050")?;
         let mut need = Requirements::new("gateway", common.dev_mode);
@@ -234,21 +230,6 @@ impl Settings {
         let burst = number("RATE_LIMIT_BURST", 40)?;
         let cache_ms = number("KEY_CACHE_TTL_MS", 5_000)?;
         let site_url = need.site_url(PREFIX);
-        let api_key_pepper: SecretString =
-            prefixed_or_common(PREFIX, "LAB_API_KEY_PEPPER", DEV_API_KEY_PEPPER).into();
-        if env_var(&format!("{PREFIX}_LAB_API_KEY_PEPPER")).is_none()
-            && env_var("LAB_API_KEY_PEPPER").is_none()
-        {
-            need.refuse(format!(
-                "LAB_API_KEY_PEPPER is not set: the HMAC key of API-key and operator verifiers (at least {MIN_SECRET_CHARS} characters)"
-            ));
-        } else {
-            need.secret(
-                "LAB_API_KEY_PEPPER",
-                Some(&api_key_pepper),
-                Some(MIN_SECRET_CHARS),
-            );
-        }
         need.refuse_if(
             env_var(&format!("{PREFIX}_TRUSTED_PROXIES")).is_none() && env_var("TRUSTED_PROXIES").is_none(),
             || {
@@ -272,7 +253,6 @@ impl Settings {
         Ok(Self {
             common,
             http_addr: socket_addr(&format!("{PREFIX}_HTTP_ADDR"), &http_addr)?,
-            api_key_pepper,
             peers: PeerAddrs::from_env(),
             rate_limit: RateLimitSettings {
                 per_second: per_second.max(1),
@@ -287,12 +267,11 @@ impl Settings {
     }
 
     /// Settings for a gateway on loopback with free ports, for tests and labd: development
-    /// secrets and pepper, default per-key limit, [`FrontDoorSettings::local`], the given peers.
+    /// secrets, default per-key limit, [`FrontDoorSettings::local`], the given peers.
     pub fn local(database_url: &str, redis_url: &str, stream_prefix: &str, peers: PeerAddrs) -> Self {
         Self {
             common: CommonSettings::local(database_url, redis_url, stream_prefix),
             http_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            api_key_pepper: DEV_API_KEY_PEPPER.to_owned().into(),
             peers,
             rate_limit: RateLimitSettings::default(),
             front_door: FrontDoorSettings::local(),

@@ -1,25 +1,37 @@
-//! The authenticator's memory of API-key records, bounded both ways:
+//! The authenticator's memory of identity-svc's answers, bounded both ways:
 //!
-//! * known keys (their record, verifier and principal), at most `GATEWAY_KEY_CACHE_CAPACITY`;
-//! * unknown public ids (a negative cache, so a client retrying one bad key costs one lookup),
-//!   at most `GATEWAY_NEGATIVE_KEY_CACHE_CAPACITY`;
+//! * known keys (their record, a digest of the key as presented and its principal), at most
+//!   `GATEWAY_KEY_CACHE_CAPACITY`;
+//! * unknown public ids (no key, or a revoked one: a negative cache, so a client retrying one bad
+//!   key costs one lookup), at most `GATEWAY_NEGATIVE_KEY_CACHE_CAPACITY`;
 //!
 //! each least recently used first out and trusted for at most the key-cache TTL. A revocation
 //! evicts the key at once ([`KeyCache::evict`]); a load that raced with an eviction is not
 //! stored (the epoch changed while it ran), so a revoked key cannot be cached again from a read
 //! that predates the revocation.
 
-use crate::domain::customer::ApiKey;
 use hashlink::LruCache;
 use platform::principal::Principal;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// A valid key as identity-svc described it (`VerifyApiKey`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifiedKey {
+    pub id: uuid::Uuid,
+    pub customer_id: uuid::Uuid,
+    pub public_id: String,
+    pub scopes: Vec<String>,
+    pub spend_limit_cents: Option<i64>,
+}
+
 /// A key as the authenticator needs it.
 pub struct KeyRecord {
-    pub key: ApiKey,
-    pub verifier: Vec<u8>,
+    pub key: VerifiedKey,
+    /// SHA-256 of the whole key identity-svc verified: a later request presenting the same
+    /// public id is compared with it (in constant time) instead of asking identity-svc again.
+    pub digest: [u8; 32],
     /// The principal services receive for this key (shared by every request of the key).
     pub principal: std::sync::Arc<Principal>,
 }
@@ -27,11 +39,12 @@ pub struct KeyRecord {
 /// What the cache knows of a public id.
 pub enum Cached {
     Known(Arc<KeyRecord>),
-    /// No key has this public id (as of a recent lookup).
+    /// No key has this public id, or it is revoked (as of a recent lookup).
     Unknown,
-    /// A known key whose entry is older than the TTL: read the key store again (not charged to
-    /// the client's lookup budget: only a real key's holder can cause it, once per TTL).
-    Stale,
+    /// A known key whose entry is older than the TTL: when the presented key matches its digest,
+    /// ask identity-svc again (not charged to the client's lookup budget: only a real key's
+    /// holder can cause it, once per TTL).
+    Stale(Arc<KeyRecord>),
     /// Not in the cache: read the key store.
     Miss,
 }
@@ -76,7 +89,7 @@ impl KeyCache {
             if now.duration_since(*fetched_at) < self.ttl {
                 return Cached::Known(Arc::clone(record));
             }
-            return Cached::Stale;
+            return Cached::Stale(Arc::clone(record));
         }
         if let Some(fetched_at) = entries.unknown.get(public_id)
             && now.duration_since(*fetched_at) < self.ttl
@@ -146,20 +159,17 @@ mod tests {
     use uuid::Uuid;
 
     fn record() -> Arc<KeyRecord> {
-        let key = ApiKey {
+        let key = VerifiedKey {
             id: Uuid::now_v7(),
             customer_id: Uuid::now_v7(),
             public_id: "p".into(),
-            name: "n".into(),
             scopes: vec![],
             spend_limit_cents: None,
-            created_at: chrono::Utc::now(),
-            revoked_at: None,
         };
         let principal = crate::authenticator::principal_of(&key);
         Arc::new(KeyRecord {
             key,
-            verifier: vec![],
+            digest: [0; 32],
             principal: Arc::new(principal),
         })
     }
@@ -195,7 +205,7 @@ mod tests {
         let cache = KeyCache::new(Duration::ZERO, 10, 10);
         cache.store("k", Some(record()), cache.epoch());
         cache.store("u", None, cache.epoch());
-        assert!(matches!(cache.get("k"), Cached::Stale));
+        assert!(matches!(cache.get("k"), Cached::Stale(_)));
         assert!(matches!(cache.get("u"), Cached::Miss));
     }
 }

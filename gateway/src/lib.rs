@@ -1,8 +1,9 @@
-//! The gateway: a thin axum application that authenticates API keys, enforces scopes and rate
-//! limits, and translates REST (`/api/v1/agent/...`) and MCP tool calls (`POST /api/mcp`,
-//! [`mcp`]) into gRPC calls on the domain services through the same [`operations`];
-//! plus the internal `lab.identity.v1.IdentityService` (customers and API keys, schema
-//! `gateway`) that staff reach through labctl.
+//! The gateway: a stateless axum front door that authenticates API keys (verified by
+//! identity-svc, its answers kept in a bounded [`key_cache`], revocations heard on Redis:
+//! [`revocations`]), enforces scopes and rate limits, and translates REST (`/api/v1/agent/...`)
+//! and MCP tool calls (`POST /api/mcp`, [`mcp`]) into gRPC calls on the domain services through
+//! the same [`operations`]; plus the internal `lab.gateway.v1.OperationsService` (per-peer
+//! health for `labctl health`). It has no database.
 
 #![forbid(unsafe_code)]
 
@@ -11,9 +12,7 @@ pub mod authenticator;
 pub mod caller;
 pub mod client_addr;
 pub mod config;
-pub mod domain;
 pub mod dto;
-pub mod grpc;
 pub mod http;
 pub mod key_cache;
 pub mod limits;
@@ -22,18 +21,15 @@ pub mod operation_table;
 pub mod operations;
 pub mod operations_api;
 pub mod peers;
-pub mod repo;
 pub mod revocations;
 pub mod scopes;
 pub mod server;
-pub mod service;
-pub mod staff;
 
 pub use app::app;
 pub use config::{FrontDoorSettings, PeerAddrs, RateLimitSettings, Settings};
 pub use http::AppState;
 
-use authenticator::{Authenticator, AuthenticatorSettings};
+use authenticator::{Authenticator, AuthenticatorSettings, KeyStore};
 use http::auth::FrontDoor;
 use http::ready::Readiness;
 use limits::Policy;
@@ -43,71 +39,42 @@ use limits::shared::SharedLimiter;
 use peers::Peers;
 use platform::tokens::ProcessTokens;
 use proto::gateway::operations_service_server::OperationsServiceServer;
-use proto::identity::identity_service_server::IdentityServiceServer;
-use revocations::{Revocations, Subscriber};
+use revocations::Subscriber;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-/// Schema owned by the gateway.
-pub const SCHEMA: &str = "gateway";
 /// Service name in logs and traces.
 pub const SERVICE_NAME: &str = platform::mesh::GATEWAY;
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
-
-/// Registers one of the first two admins of a deployment (`gateway bootstrap-operator NAME
-/// [ROLES]`) and returns their credential, which is shown once: connects and migrates the
-/// database with the gateway's settings, refuses once two enabled admins exist (further admins
-/// and QA officers need a second admin's approval) and refuses lab roles.
-pub async fn bootstrap_operator(settings: &Settings, name: &str, roles: &[String]) -> anyhow::Result<String> {
-    let common = &settings.common;
-    let pepper = platform::config::refuse_development_secret(
-        common.dev_mode,
-        "LAB_API_KEY_PEPPER",
-        Some(&settings.api_key_pepper),
-        config::DEV_API_KEY_PEPPER,
-    )?;
-    let pool = platform::db::connect(&common.database_url, 1).await?;
-    platform::db::migrate(&pool, &MIGRATOR).await?;
-    staff::bootstrap_operator(&pool, &pepper, name, roles).await
-}
+/// Lookups at identity-svc in flight at once per replica.
+const MAX_CONCURRENT_LOOKUPS: usize = 64;
 
 /// Client addresses whose per-address budget a replica remembers at most.
 const ADDRESS_CAPACITY: usize = 100_000;
 
-/// A built gateway: migrated database, both listeners bound, revocations subscribed, state ready.
+/// A built gateway: both listeners bound, revocations subscribed, state ready.
 pub struct Application {
     settings: Settings,
     state: AppState,
-    revocations: Revocations,
     subscriber: Subscriber,
     redis: redis::Client,
-    pool: sqlx::PgPool,
     http_listener: TcpListener,
     grpc_listener: TcpListener,
-    staff: staff::StaffService,
-    /// Verifies the staff tokens of the internal APIs (and refuses revoked ones).
+    /// Verifies the staff tokens of the internal API (and refuses revoked ones).
     verifier: platform::tokens::TokenVerifier,
-    /// Keeps this replica's revocation list current from the database and writes it to Redis.
-    revocation_announcer: staff::revocations::Announcer,
+    /// Keeps this replica's staff-token revocation list current from Redis (identity-svc writes it).
+    revocation_watcher: platform::tokens::revocations::Watcher,
 }
 
 impl Application {
-    /// Connects and migrates the database, prepares the peer channels and the Redis connections
-    /// (shared rate limits, revocations), subscribes to revocations and binds the REST and the
-    /// internal gRPC listeners.
+    /// Prepares the peer channels (identity-svc's among them) and the Redis connections (shared
+    /// rate limits, revocations), subscribes to key revocations, reads the staff-token
+    /// revocation list and binds the REST and the internal gRPC listeners.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let mut settings = settings;
         let common = &settings.common;
-        settings.api_key_pepper = platform::config::refuse_development_secret(
-            common.dev_mode,
-            "LAB_API_KEY_PEPPER",
-            Some(&settings.api_key_pepper),
-            config::DEV_API_KEY_PEPPER,
-        )?;
         let tokens = ProcessTokens::load(common, SERVICE_NAME)?;
         let issuer = tokens.issuer()?;
         if common.dev_mode {
@@ -116,50 +83,40 @@ impl Application {
         if let Some(tls) = &common.grpc_tls {
             tls.announce(SERVICE_NAME);
         }
-        let pool = platform::db::connect(&common.database_url, common.database_max_connections).await?;
-        platform::db::migrate(&pool, &MIGRATOR).await?;
         let redis = platform::db::redis_client(&common.redis_url)?;
         let manager_config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_millis(500)))
             .set_response_timeout(Some(Duration::from_millis(500)))
             .set_number_of_retries(1);
         let manager = redis::aio::ConnectionManager::new_lazy_with_config(redis.clone(), manager_config)?;
-        // The gateway owns the revocations: its list comes from its own database.
+        // identity-svc owns the staff-token revocations and writes them to Redis.
         let staff_revocations = platform::tokens::StaffRevocations::new();
         let verifier = tokens.verifier.with_staff_revocations(staff_revocations.clone());
-        let revocation_announcer =
-            staff::revocations::Announcer::new(manager.clone(), &common.stream_prefix, staff_revocations);
-        revocation_announcer.read(&pool).await;
-        let staff = staff::StaffService::new(
-            pool.clone(),
-            settings.api_key_pepper.clone(),
-            issuer.clone(),
-            common.dev_mode,
-            revocation_announcer.clone(),
+        let mut revocation_watcher = platform::tokens::revocations::Watcher::new(
+            redis.clone(),
+            &common.stream_prefix,
+            staff_revocations,
         );
-        if common.dev_mode {
-            staff.ensure_development_operator().await?;
-        }
+        revocation_watcher.refresh().await;
+        let peers = Peers::connect(&settings.peers, common.grpc_tls.as_ref())?;
         let front_door = &settings.front_door;
         let authenticator = Authenticator::new(
-            pool.clone(),
-            settings.api_key_pepper.clone(),
+            KeyStore {
+                client: peers.identity(),
+                tokens: issuer.clone(),
+            },
             AuthenticatorSettings {
                 ttl: settings.key_cache_ttl,
                 known_capacity: front_door.key_cache_capacity,
                 unknown_capacity: front_door.negative_cache_capacity,
                 lookups: Policy::new("key-lookups", front_door.key_lookups_per_address),
-                // Key lookups never take more than half the pool.
-                max_concurrent_lookups: usize::try_from(common.database_max_connections / 2)
-                    .unwrap_or(1)
-                    .max(1),
+                max_concurrent_lookups: MAX_CONCURRENT_LOOKUPS,
             },
         );
-        let revocations = Revocations::new(authenticator.clone(), manager.clone(), &common.stream_prefix);
         let subscriber =
             Subscriber::connect(redis.clone(), &common.stream_prefix, authenticator.clone()).await;
         let state = AppState {
-            peers: Peers::connect(&settings.peers, common.grpc_tls.as_ref())?,
+            peers,
             authenticator,
             tokens: issuer,
             front_door: Arc::new(FrontDoor {
@@ -188,7 +145,7 @@ impl Application {
                     ),
                 ),
             }),
-            readiness: Arc::new(Readiness::new(pool.clone(), redis.clone())),
+            readiness: Arc::new(Readiness::new(redis.clone())),
             request_timeout: front_door.request_timeout,
             max_concurrent_requests: front_door.max_concurrent_requests,
             mcp: Arc::new(settings.mcp.clone()),
@@ -206,15 +163,12 @@ impl Application {
         Ok(Self {
             settings,
             state,
-            revocations,
             subscriber,
             redis,
-            pool,
             http_listener,
             grpc_listener,
-            staff,
             verifier,
-            revocation_announcer,
+            revocation_watcher,
         })
     }
 
@@ -237,7 +191,7 @@ impl Application {
             .expect("a bound listener has an address")
     }
 
-    /// The bound internal gRPC (identity) address.
+    /// The bound internal gRPC (operations) address.
     pub fn grpc_addr(&self) -> SocketAddr {
         self.grpc_listener
             .local_addr()
@@ -249,21 +203,9 @@ impl Application {
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let (http_addr, grpc_addr) = (self.http_addr(), self.grpc_addr());
         let state = self.state;
-        let identity = service::IdentityService::new(
-            self.pool.clone(),
-            self.settings.api_key_pepper.clone(),
-            self.revocations,
-        );
-        let identity = platform::access::guarded(
-            IdentityServiceServer::new(grpc::IdentityGrpc::new(identity, self.staff)),
-            self.verifier.clone(),
-            grpc::ACCESS,
-        )
-        .for_streams(&self.settings.common.stream_prefix);
         let operations = platform::access::guarded(
             OperationsServiceServer::new(operations_api::OperationsAdapter::new(
                 state.peers.clone(),
-                self.pool.clone(),
                 self.redis.clone(),
                 self.settings.peer_health_timeout,
             )),
@@ -273,25 +215,17 @@ impl Application {
         let (reporter, health) = tonic_health::server::health_reporter();
         let probe = platform::health::spawn_health_probe(
             reporter,
-            vec![<IdentityServiceServer<grpc::IdentityGrpc> as tonic::server::NamedService>::NAME],
-            self.pool.clone(),
+            vec![<OperationsServiceServer<operations_api::OperationsAdapter> as tonic::server::NamedService>::NAME],
+            None,
             self.redis.clone(),
             shutdown.clone(),
         );
-        let pool = self.pool.clone();
-        // Reported while the gateway serves (dropped with it).
-        let _metrics = platform::metrics::on_scrape(move || {
-            platform::metrics::record_pool(SERVICE_NAME, &pool);
-            Box::pin(std::future::ready(()))
-        });
         let subscriber = tokio::spawn(self.subscriber.run(shutdown.clone()));
-        let revocation_announcer =
-            tokio::spawn(self.revocation_announcer.run(self.pool.clone(), shutdown.clone()));
-        // The identity and operations APIs over mutual TLS when configured, like every service.
+        let revocation_watcher = tokio::spawn(self.revocation_watcher.run(shutdown.clone()));
+        // The operations API over mutual TLS when configured, like every service.
         let grpc_router = platform::grpc::server_builder()
             .tls(self.settings.common.grpc_tls.clone())
             .add_service(health)
-            .add_service(identity)
             .add_service(operations);
         let grpc = platform::grpc::serve(grpc_router, self.grpc_listener, shutdown.clone());
 
@@ -335,7 +269,7 @@ impl Application {
         platform::shutdown::drain(SERVICE_NAME, async {
             let _ = probe.await;
             let _ = subscriber.await;
-            let _ = revocation_announcer.await;
+            let _ = revocation_watcher.await;
         })
         .await;
         outcome

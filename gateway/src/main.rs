@@ -1,9 +1,6 @@
-//! gateway process: telemetry, settings, build, serve REST and identity gRPC until SIGTERM or
-//! SIGINT. `gateway bootstrap-operator NAME [ROLE,…|all]` instead registers one of a
-//! deployment's first two admins (`identity.admin`, no lab role; `all` is every role but the lab
-//! roles) and prints their credential once.
-
-use gateway::{SERVICE_NAME, Settings};
+//! gateway process: telemetry, settings, build, serve REST and the internal operations gRPC
+//! until SIGTERM or SIGINT. (Registering a deployment's first admins moved to identity-svc:
+//! `identity-svc bootstrap-operator`.)
 
 /// The allocator of the binary (see the `mimalloc` feature).
 #[cfg(feature = "mimalloc")]
@@ -12,28 +9,6 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let arguments: Vec<String> = std::env::args().skip(1).collect();
-    if arguments.first().map(String::as_str) == Some("bootstrap-operator") {
-        return bootstrap(&arguments[1..]).await;
-    }
-    let _telemetry = platform::telemetry::init(SERVICE_NAME);
+    let _telemetry = platform::telemetry::init(gateway::SERVICE_NAME);
     gateway::run_from_env().await
-}
-
-async fn bootstrap(arguments: &[String]) -> anyhow::Result<()> {
-    let (Some(name), roles) = (arguments.first(), arguments.get(1)) else {
-        anyhow::bail!("usage: gateway bootstrap-operator NAME [ROLE,…|all]");
-    };
-    let roles: Vec<String> = roles
-        .map(String::as_str)
-        .unwrap_or("all")
-        .split(',')
-        .map(str::to_owned)
-        .collect();
-    let credential = gateway::bootstrap_operator(&Settings::from_env()?, name, &roles).await?;
-    println!("{credential}");
-    eprintln!(
-        "operator {name} registered; the credential above is shown once (labctl reads it from LABCTL_CREDENTIAL)"
-    );
-    Ok(())
 }

@@ -15,17 +15,16 @@ pub const ACCESS: AccessTable = &[("CheckPeers", access::ANY_OPERATOR)];
 /// The tonic adapter.
 pub struct OperationsAdapter {
     peers: Peers,
-    pool: sqlx::PgPool,
     redis: redis::Client,
     timeout: Duration,
 }
 
 impl OperationsAdapter {
-    /// Probes `peers` and the gateway's own `pool` and `redis`, each within `timeout`.
-    pub fn new(peers: Peers, pool: sqlx::PgPool, redis: redis::Client, timeout: Duration) -> Self {
+    /// Probes `peers` (identity-svc among them) and the gateway's own `redis`, each within
+    /// `timeout`.
+    pub fn new(peers: Peers, redis: redis::Client, timeout: Duration) -> Self {
         Self {
             peers,
-            pool,
             redis,
             timeout,
         }
@@ -68,13 +67,6 @@ impl OperationsService for OperationsAdapter {
         &self,
         _request: Request<pb::CheckPeersRequest>,
     ) -> Result<Response<pb::CheckPeersResponse>, Status> {
-        let database = self.own("gateway-database", async {
-            sqlx::query("SELECT 1")
-                .execute(&self.pool)
-                .await
-                .map(drop)
-                .map_err(|error| error.to_string())
-        });
         let redis = self.own("gateway-redis", async {
             let mut connection = self
                 .redis
@@ -88,8 +80,8 @@ impl OperationsService for OperationsAdapter {
                 .map_err(|error| error.to_string())
         });
         let peers = self.peers.health(self.timeout);
-        let (database, redis, peers) = tokio::join!(database, redis, peers);
-        let mut components = vec![database, redis];
+        let (redis, peers) = tokio::join!(redis, peers);
+        let mut components = vec![redis];
         components.extend(peers.into_iter().map(|peer| {
             let status = match peer.status {
                 PeerStatus::Serving => pb::HealthStatus::Serving,

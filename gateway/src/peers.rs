@@ -5,6 +5,7 @@
 use crate::config::PeerAddrs;
 use platform::grpc::MeshChannel as Channel;
 use proto::catalog::catalog_service_client::CatalogServiceClient;
+use proto::identity::identity_service_client::IdentityServiceClient;
 use proto::orders::orders_service_client::OrdersServiceClient;
 use proto::payments::payments_service_client::PaymentsServiceClient;
 use proto::results::results_service_client::ResultsServiceClient;
@@ -25,6 +26,7 @@ pub struct Peers {
 #[derive(Debug)]
 struct PeerChannels {
     addrs: PeerAddrs,
+    identity: Channel,
     catalog: Channel,
     orders: Channel,
     payments: Channel,
@@ -61,6 +63,7 @@ impl Peers {
         Ok(Self {
             inner: std::sync::Arc::new(PeerChannels {
                 addrs: addrs.clone(),
+                identity: platform::grpc::lazy_channel(&addrs.identity, tls)?,
                 catalog: platform::grpc::lazy_channel(&addrs.catalog, tls)?,
                 orders: platform::grpc::lazy_channel(&addrs.orders, tls)?,
                 payments: platform::grpc::lazy_channel(&addrs.payments, tls)?,
@@ -69,6 +72,11 @@ impl Peers {
                 results: platform::grpc::lazy_channel(&addrs.results, tls)?,
             }),
         })
+    }
+
+    /// identity-svc, which verifies API keys (`crate::authenticator`).
+    pub fn identity(&self) -> IdentityServiceClient<Channel> {
+        IdentityServiceClient::new(self.inner.identity.clone())
     }
 
     pub fn catalog(&self) -> CatalogServiceClient<Channel> {
@@ -98,6 +106,7 @@ impl Peers {
     /// Asks every peer's gRPC health service (overall status) in parallel, each within `timeout`.
     pub async fn health(&self, timeout: Duration) -> Vec<PeerHealth> {
         let probes = [
+            ("identity-svc", &self.inner.addrs.identity, &self.inner.identity),
             ("catalog-svc", &self.inner.addrs.catalog, &self.inner.catalog),
             ("orders-svc", &self.inner.addrs.orders, &self.inner.orders),
             ("payments-svc", &self.inner.addrs.payments, &self.inner.payments),

@@ -1,65 +1,21 @@
 //! Key revocations reach every gateway replica within a second.
 //!
-//! The replica that revokes a key (identity `RevokeApiKey`) evicts it from its own cache and
-//! publishes its public id on the Redis pub/sub channel `<stream prefix>:gateway:key-revocations`;
-//! every replica subscribes and evicts what it hears. Pub/sub delivers only to connected
-//! subscribers, so a replica whose subscription broke forgets every cached key when it
-//! subscribes again; and while Redis is unreachable the key-cache TTL (at most 5 s) still bounds
-//! how long a revoked key keeps working.
+//! identity-svc, which revokes keys (`RevokeApiKey`), publishes the public id of each on the
+//! Redis pub/sub channel `<stream prefix>:gateway:key-revocations`
+//! (`platform::streams::key_revocation_channel`); every replica subscribes and evicts what it
+//! hears. Pub/sub delivers only to connected subscribers, so a replica whose subscription broke
+//! forgets every cached key when it subscribes again; and while Redis is unreachable the
+//! key-cache TTL (at most 5 s) still bounds how long a revoked key keeps working.
 
 use crate::authenticator::Authenticator;
 use futures::StreamExt;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// How long publishing or subscribing may take before it is given up (and logged).
+/// How long subscribing may take before it is given up (and logged).
 const REDIS_TIMEOUT: Duration = Duration::from_secs(2);
 /// Pause between subscription attempts while Redis is unreachable.
 const RETRY_EVERY: Duration = Duration::from_secs(1);
-
-/// The channel of a deployment.
-pub fn channel(stream_prefix: &str) -> String {
-    format!("{stream_prefix}:gateway:key-revocations")
-}
-
-/// Announces revocations: evicts locally, publishes to the other replicas.
-#[derive(Clone)]
-pub struct Revocations {
-    authenticator: Authenticator,
-    redis: redis::aio::ConnectionManager,
-    channel: String,
-}
-
-impl Revocations {
-    pub fn new(
-        authenticator: Authenticator,
-        redis: redis::aio::ConnectionManager,
-        stream_prefix: &str,
-    ) -> Self {
-        Self {
-            authenticator,
-            redis,
-            channel: channel(stream_prefix),
-        }
-    }
-
-    /// Tells every replica that the key with `public_id` was revoked.
-    pub async fn revoked(&self, public_id: &str) {
-        self.authenticator.evict(public_id);
-        let mut redis = self.redis.clone();
-        let mut publish = redis::cmd("PUBLISH");
-        publish.arg(&self.channel).arg(public_id);
-        match tokio::time::timeout(REDIS_TIMEOUT, publish.query_async::<i64>(&mut redis)).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(%error, "could not publish a key revocation; other replicas refuse the key when their cache expires (5 s)")
-            }
-            Err(_) => tracing::warn!(
-                "publishing a key revocation timed out; other replicas refuse the key when their cache expires (5 s)"
-            ),
-        }
-    }
-}
 
 /// A subscription to the revocation channel, opened before the gateway serves.
 pub struct Subscriber {
@@ -73,7 +29,7 @@ impl Subscriber {
     /// Subscribes now (so that no revocation published after the gateway starts serving is
     /// missed); when Redis is unreachable, [`run`](Self::run) keeps trying.
     pub async fn connect(client: redis::Client, stream_prefix: &str, authenticator: Authenticator) -> Self {
-        let channel = channel(stream_prefix);
+        let channel = platform::streams::key_revocation_channel(stream_prefix);
         let first = match subscribe(&client, &channel).await {
             Ok(pubsub) => Some(pubsub),
             Err(error) => {

@@ -122,12 +122,7 @@ pub(crate) async fn identity(
         .channel(&connection.identity_addr)
         .await
         .map(IdentityServiceClient::new)
-        .with_context(|| {
-            format!(
-                "cannot reach the gateway's identity API at {}",
-                connection.identity_addr
-            )
-        })
+        .with_context(|| format!("cannot reach identity-svc at {}", connection.identity_addr))
 }
 
 pub(crate) fn timestamp(value: Option<&prost_types::Timestamp>) -> Value {

@@ -20,15 +20,15 @@ pub async fn execute(cli: Cli) -> anyhow::Result<Value> {
     match cli.command {
         Command::Tokens(command) => Ok(tokens(command)),
         Command::Customers(command) => {
-            let token = staff_token(connection, mesh::GATEWAY, roles::IDENTITY_ADMIN).await?;
+            let token = staff_token(connection, mesh::IDENTITY_SVC, roles::IDENTITY_ADMIN).await?;
             customers(connection, &token, command).await
         }
         Command::Keys(command) => {
-            let token = staff_token(connection, mesh::GATEWAY, roles::IDENTITY_ADMIN).await?;
+            let token = staff_token(connection, mesh::IDENTITY_SVC, roles::IDENTITY_ADMIN).await?;
             keys(connection, &token, command).await
         }
         Command::Operators(command) => {
-            let token = staff_token(connection, mesh::GATEWAY, roles::IDENTITY_ADMIN).await?;
+            let token = staff_token(connection, mesh::IDENTITY_SVC, roles::IDENTITY_ADMIN).await?;
             crate::operators::execute(connection, &token, command).await
         }
         Command::Catalog(command) => {
@@ -96,7 +96,7 @@ async fn customers(connection: &Connection, token: &str, command: CustomersComma
                 .await
                 .map_err(status_error)?
                 .into_inner();
-            let customer = response.customer.context("the gateway returned no customer")?;
+            let customer = response.customer.context("identity-svc returned no customer")?;
             let mut value = customer_json(&customer);
             value["created"] = json!(response.created);
             Ok(value)

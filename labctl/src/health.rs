@@ -12,13 +12,13 @@ use serde_json::{Value, json};
 /// Runs `labctl health`.
 pub async fn health(connection: &Connection, token: &str) -> anyhow::Result<Value> {
     let mut client = connection
-        .channel(&connection.identity_addr)
+        .channel(&connection.gateway_addr)
         .await
         .map(OperationsServiceClient::new)
         .with_context(|| {
             format!(
                 "cannot reach the gateway's internal API at {}",
-                connection.identity_addr
+                connection.gateway_addr
             )
         })?;
     let response = client

@@ -1,7 +1,7 @@
 //! labctl: the lab staff's command line over the internal gRPC APIs.
 //!
 //! Operators act as themselves: labctl exchanges the operator's own credential
-//! (`LABCTL_CREDENTIAL`, `lab_op_…`) at the gateway's identity API for a short-lived staff token
+//! (`LABCTL_CREDENTIAL`, `lab_op_…`) at identity-svc for a short-lived staff token
 //! addressed to the one service a command calls and carrying only the role that command needs,
 //! so every service's audit trail names the operator. Commands return JSON values, printed as
 //! JSON with `--json` (for scripts) or as indented text otherwise. The library form lets tests
@@ -42,14 +42,22 @@ pub struct Cli {
 /// Where the services are and who the operator is.
 #[derive(Clone, Debug, Args)]
 pub struct Connection {
-    /// Gateway internal gRPC address (identity).
+    /// identity-svc gRPC address (staff tokens, customers, keys, operators).
     #[arg(
         long,
         env = "LABCTL_IDENTITY_ADDR",
-        default_value = "http://127.0.0.1:50050",
+        default_value = "http://127.0.0.1:50057",
         global = true
     )]
     pub identity_addr: String,
+    /// Gateway internal gRPC address (`labctl health`).
+    #[arg(
+        long,
+        env = "LABCTL_GATEWAY_ADDR",
+        default_value = "http://127.0.0.1:50050",
+        global = true
+    )]
+    pub gateway_addr: String,
     /// catalog-svc gRPC address.
     #[arg(
         long,
@@ -165,7 +173,8 @@ pub enum Command {
     /// Principal-token signing keys.
     #[command(subcommand)]
     Tokens(TokensCommand),
-    /// The gateway's database and Redis and every peer service's health, as the gateway sees them.
+    /// The gateway's Redis and every peer service's health (identity-svc's among them), as the
+    /// gateway sees them.
     Health,
 }
 

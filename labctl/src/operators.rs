@@ -18,7 +18,7 @@ fn operator_json(operator: &proto::identity::Operator) -> Value {
 }
 
 fn with_credential(operator: Option<proto::identity::Operator>, credential: String) -> anyhow::Result<Value> {
-    let operator = operator.context("the gateway returned no operator")?;
+    let operator = operator.context("identity-svc returned no operator")?;
     let mut value = operator_json(&operator);
     if credential.is_empty() {
         value["credential"] = Value::Null;

@@ -263,7 +263,7 @@ async fn seed(database_url: &str, customer_id: uuid::Uuid, from: i64, to: i64) -
 }
 
 async fn labctl(mesh: &labd::Mesh, args: &[&str]) -> anyhow::Result<serde_json::Value> {
-    let argv = mesh.labctl_argv(gateway::domain::operator::DEV_OPERATOR_CREDENTIAL, args);
+    let argv = mesh.labctl_argv(identity_svc::domain::operator::DEV_OPERATOR_CREDENTIAL, args);
     labctl::execute(<labctl::Cli as clap::Parser>::try_parse_from(argv)?).await
 }
 

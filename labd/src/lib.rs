@@ -1,4 +1,4 @@
-//! labd: the gateway and every domain service in one process — the local default and the test
+//! labd: the gateway, identity-svc and every domain service in one process — the local default and the test
 //! sandbox. Each service keeps its own listener (fixed loopback ports, or free ports in tests) and
 //! the gateway and orders-svc reach their peers over real gRPC, as in a deployment; since their
 //! addresses are loopback listeners of this process, the connections run over in-memory pipes
@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 #[derive(Clone, Debug)]
 pub struct MeshSettings {
     pub gateway: gateway::Settings,
+    pub identity: identity_svc::Settings,
     pub catalog: catalog_svc::Settings,
     pub orders: orders_svc::Settings,
     pub payments: payments_svc::Settings,
@@ -29,7 +30,7 @@ pub struct MeshSettings {
 /// Database pool size per process, chosen so that a whole mesh fits PostgreSQL's default of
 /// 100 connections twice over (two test sandboxes run at once on a 2-core machine).
 const POOL_SIZES: [(&str, u32); 7] = [
-    ("gateway", 6),
+    ("identity", 6),
     ("catalog", 6),
     ("orders", 14),
     ("payments", 8),
@@ -73,6 +74,7 @@ impl MeshSettings {
         };
         let mut settings = Self {
             gateway: gateway::Settings::from_env()?,
+            identity: identity_svc::Settings::from_env()?,
             catalog: catalog_svc::Settings::from_env()?,
             orders: orders_svc::Settings::from_env()?,
             payments: payments_svc::Settings::from_env()?,
@@ -100,6 +102,7 @@ impl MeshSettings {
     pub fn sandbox(database_url: &str, redis_url: &str, stream_prefix: &str) -> Self {
         let base = CommonSettings::local(database_url, redis_url, stream_prefix);
         let peers = gateway::PeerAddrs {
+            identity: String::new(),
             catalog: String::new(),
             orders: String::new(),
             payments: String::new(),
@@ -109,6 +112,7 @@ impl MeshSettings {
         };
         let mut settings = Self {
             gateway: gateway::Settings::local(database_url, redis_url, stream_prefix, peers),
+            identity: identity_svc::Settings::local(database_url, redis_url, stream_prefix),
             catalog: catalog_svc::Settings::local(database_url, redis_url, stream_prefix),
             orders: orders_svc::Settings::local(base.clone(), "", ""),
             payments: payments_svc::Settings::local(base.clone()),
@@ -138,6 +142,7 @@ impl MeshSettings {
         self.shipping.common = common_for("shipping", base, &self.shipping.common, port(4));
         self.results.common = common_for("results", base, &self.results.common, port(5));
         self.webhooks.common = common_for("webhooks", base, &self.webhooks.common, port(6));
+        self.identity.common = common_for("identity", base, &self.identity.common, port(7));
     }
 
     /// orders-svc signs the label URL of an order's shipping block exactly as shipping-svc signs
@@ -155,7 +160,8 @@ impl MeshSettings {
 pub struct Mesh {
     /// REST address of the gateway.
     pub http_addr: SocketAddr,
-    /// gRPC URIs, for labctl and tests.
+    /// gRPC URIs, for labctl and tests: the gateway's internal operations API, identity-svc, …
+    pub gateway_uri: String,
     pub identity_uri: String,
     pub catalog_uri: String,
     pub orders_uri: String,
@@ -189,9 +195,12 @@ pub async fn start(mut settings: MeshSettings) -> anyhow::Result<Mesh> {
         None => None,
     };
 
+    let identity = identity_svc::Application::build(settings.identity).await?;
+    let identity_uri = uri(identity.local_addr());
     let catalog = catalog_svc::Application::build(settings.catalog).await?;
-    // shipping-svc reads quotes at catalog-svc; the identity API (the gateway) comes last.
+    // shipping-svc reads quotes at catalog-svc and customers at identity-svc.
     settings.shipping.catalog_addr = uri(catalog.local_addr());
+    settings.shipping.identity_addr = identity_uri.clone();
     let site_url = settings.payments.site_url.clone();
     let mut payments = payments_svc::Application::build(settings.payments).await?;
     // shipping-svc opens door pickups' hosted payments at payments-svc.
@@ -212,6 +221,7 @@ pub async fn start(mut settings: MeshSettings) -> anyhow::Result<Mesh> {
     let orders_uri = uri(orders.local_addr());
 
     settings.gateway.peers = gateway::PeerAddrs {
+        identity: identity_uri.clone(),
         catalog: catalog_uri.clone(),
         orders: orders_uri.clone(),
         payments: payments_uri.clone(),
@@ -221,12 +231,13 @@ pub async fn start(mut settings: MeshSettings) -> anyhow::Result<Mesh> {
     };
     let gateway = gateway::Application::build(settings.gateway).await?;
     let http_addr = gateway.http_addr();
-    let identity_uri = uri(gateway.grpc_addr());
-    let shipping = shipping.with_identity_addr(&identity_uri)?;
+    let gateway_uri = uri(gateway.grpc_addr());
     if site_url.is_empty() {
         payments.set_site_url(&uri(http_addr));
     }
 
+    let token = shutdown.clone();
+    tasks.spawn(async move { ("identity-svc", identity.run_until_stopped(token).await) });
     let token = shutdown.clone();
     tasks.spawn(async move { ("catalog-svc", catalog.run_until_stopped(token).await) });
     let token = shutdown.clone();
@@ -244,6 +255,7 @@ pub async fn start(mut settings: MeshSettings) -> anyhow::Result<Mesh> {
 
     Ok(Mesh {
         http_addr,
+        gateway_uri,
         identity_uri,
         catalog_uri,
         orders_uri,
@@ -276,6 +288,8 @@ impl Mesh {
         let mut argv: Vec<String> = [
             "labctl",
             "--json",
+            "--gateway-addr",
+            &self.gateway_uri,
             "--identity-addr",
             &self.identity_uri,
             "--catalog-addr",

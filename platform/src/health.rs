@@ -1,4 +1,5 @@
-//! gRPC health that reports serving only while the database and Redis answer.
+//! gRPC health that reports serving only while the database (for a process that has one) and
+//! Redis answer.
 
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -11,9 +12,11 @@ const PROBE_INTERVAL: Duration = Duration::from_secs(2);
 /// Probes the database and Redis once; true when both answer.
 pub async fn dependencies_ready(pool: &sqlx::PgPool, redis: &redis::Client) -> bool {
     let database = tokio::time::timeout(Duration::from_secs(2), sqlx::query("SELECT 1").execute(pool)).await;
-    if !matches!(database, Ok(Ok(_))) {
-        return false;
-    }
+    matches!(database, Ok(Ok(_))) && redis_ready(redis).await
+}
+
+/// Probes Redis once; true when it answers (the gateway, which has no database).
+pub async fn redis_ready(redis: &redis::Client) -> bool {
     let ping = async {
         let mut connection = redis.get_multiplexed_async_connection().await?;
         redis::cmd("PING").query_async::<String>(&mut connection).await
@@ -25,18 +28,22 @@ pub async fn dependencies_ready(pool: &sqlx::PgPool, redis: &redis::Client) -> b
 }
 
 /// Keeps the health status of `services` (and the overall "" entry) in step with the
-/// dependencies until `shutdown` fires, then reports not serving.
+/// dependencies (`pool`, when the process has a database, and Redis) until `shutdown` fires, then
+/// reports not serving.
 pub fn spawn_health_probe(
     reporter: HealthReporter,
     services: Vec<&'static str>,
-    pool: sqlx::PgPool,
+    pool: Option<sqlx::PgPool>,
     redis: redis::Client,
     shutdown: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut last = None;
         loop {
-            let ready = dependencies_ready(&pool, &redis).await;
+            let ready = match &pool {
+                Some(pool) => dependencies_ready(pool, &redis).await,
+                None => redis_ready(&redis).await,
+            };
             if last != Some(ready) {
                 let status = if ready {
                     ServingStatus::Serving

@@ -1,8 +1,10 @@
 //! The processes of the mesh by name: each signs its own tokens under this name, is the audience
 //! of the tokens addressed to it, and stamps it as the `source` of the events it publishes.
 
-/// The gateway (REST, MCP, identity of customers, keys and operators).
+/// The gateway (REST and MCP front door: API keys verified through identity-svc, scopes, limits).
 pub const GATEWAY: &str = "gateway";
+/// Customers, API keys, lab operators and their staff tokens.
+pub const IDENTITY_SVC: &str = "identity-svc";
 /// Catalog revisions and quotes.
 pub const CATALOG_SVC: &str = "catalog-svc";
 /// Orders.
@@ -17,8 +19,9 @@ pub const RESULTS_SVC: &str = "results-svc";
 pub const WEBHOOKS_SVC: &str = "webhooks-svc";
 
 /// Every process of the mesh.
-pub const ALL: [&str; 7] = [
+pub const ALL: [&str; 8] = [
     GATEWAY,
+    IDENTITY_SVC,
     CATALOG_SVC,
     ORDERS_SVC,
     PAYMENTS_SVC,

@@ -29,6 +29,12 @@ pub const MIN_SECRET_CHARS: usize = 32;
 /// `platform/tests/committed_secrets.rs` scans the repository and fails when a committed secret
 /// is missing here (it prints the line to add).
 pub const COMMITTED_SECRET_SHA256: &[&str] = &[
+    "326bd0800ed1e5271cc8494dc955eafc698acf47df952aeffe5b10e271cd3400", // deploy/k8s/overlays/dev/kustomization.yaml identity-svc
+    "44ad9aae17915923f3d563adf3bb8e408a218635781766a78d22a2ddcb00e268", // deploy/k8s/overlays/dev/kustomization.yaml identity-svc
+    "a4f066464611cf971333c7e3f4891b6744847279f008a138e31c254908c9782b", // deploy/k8s/overlays/dev/kustomization.yaml identity-svc
+    "bd852c5890646063841f499d6710d502908db713883e4f0512374a9a615ab458", // deploy/k8s/overlays/dev/kustomization.yaml identity-svc
+    "17d5c931f0d461b244525f59f267f049325bf6737d12a3ad67b1cb094a18287e", // deploy/k8s/overlays/dev/kustomization.yaml identity-svc
+    "c2b2284ffcebbd27d1e0e68fd5fd55d1488e4029f2fb7f035169913af38f4ef6", // deploy/k8s/overlays/dev/kustomization.yaml identity-svc
     "dcf4551498f7f4eea127589b0b220e4ed6e1494fa40021206925ecc4ef3d508c", // deploy/k8s/overlays/dev/kustomization.yaml catalog-svc
     "fbff34e24a3adb0207cd0da043370e3d0449763422ccb3379a0750d909251a00", // deploy/k8s/overlays/dev/kustomization.yaml catalog-svc
     "2dfe01c8eb1ed75a2f8d43f982aae73268437560e1074e16a3ddf1b283042710", // deploy/k8s/overlays/dev/kustomization.yaml payments-svc

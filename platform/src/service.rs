@@ -147,7 +147,7 @@ impl ServiceBase {
         tasks.push(crate::health::spawn_health_probe(
             reporter,
             grpc_services,
-            self.pool.clone(),
+            Some(self.pool.clone()),
             redis,
             shutdown.clone(),
         ));

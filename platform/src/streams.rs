@@ -24,19 +24,23 @@ pub const SHIPPING: &str = "shipping";
 pub const RESULTS: &str = "results";
 /// Domain of webhooks-svc (it emits no lifecycle events of its own today).
 pub const WEBHOOKS: &str = "webhooks";
+/// Domain of identity-svc (it emits no lifecycle events today; its revocations travel on
+/// [`key_revocation_channel`] and `crate::tokens::revocations`).
+pub const IDENTITY: &str = "identity";
 
 /// Every domain that publishes events; webhooks-svc subscribes to all of them.
 pub const EVENT_DOMAINS: [&str; 5] = [CATALOG, ORDERS, PAYMENTS, SHIPPING, RESULTS];
 
 /// The service that owns each domain's stream: the only one that writes it (its relay stamps
 /// envelopes with this name as `source`), and the only `source` its consumers accept.
-pub const STREAM_OWNERS: [(&str, &str); 6] = [
+pub const STREAM_OWNERS: [(&str, &str); 7] = [
     (CATALOG, "catalog-svc"),
     (ORDERS, "orders-svc"),
     (PAYMENTS, "payments-svc"),
     (SHIPPING, "shipping-svc"),
     (RESULTS, "results-svc"),
     (WEBHOOKS, "webhooks-svc"),
+    (IDENTITY, "identity-svc"),
 ];
 
 /// Field of a stream entry that holds the protobuf-encoded `EventEnvelope`.
@@ -52,6 +56,12 @@ const DEAD_SUFFIX: &str = ":dead";
 /// Returns the stream name of a domain.
 pub fn stream_name(prefix: &str, domain: &str) -> String {
     format!("{prefix}{EVENTS_INFIX}{domain}")
+}
+
+/// The Redis pub/sub channel on which identity-svc announces the public id of every API key it
+/// revokes; every gateway replica subscribes and evicts the key from its cache.
+pub fn key_revocation_channel(prefix: &str) -> String {
+    format!("{prefix}:gateway:key-revocations")
 }
 
 /// Returns the dead-letter stream of a stream.

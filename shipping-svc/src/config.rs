@@ -46,7 +46,7 @@ pub struct Settings {
     pub catalog_addr: String,
     /// payments-svc (the hosted payment of a door pickup).
     pub payments_addr: String,
-    /// The gateway's identity API (the customer's name and email).
+    /// identity-svc (the customer's name and email; `IDENTITY_ADDR`).
     pub identity_addr: String,
     /// The lab's receiving address: ship-to of every label.
     pub lab_address: Address,
@@ -89,7 +89,7 @@ impl Settings {
             common,
             catalog_addr: "http://127.0.0.1:50051".to_owned(),
             payments_addr: "http://127.0.0.1:50053".to_owned(),
-            identity_addr: "http://127.0.0.1:50050".to_owned(),
+            identity_addr: "http://127.0.0.1:50057".to_owned(),
             lab_address: default_lab_address(),
             carrier: CarrierSettings::Sandbox,
             public_base_url: "http://127.0.0.1:8080".to_owned(),

@@ -64,7 +64,7 @@ impl Application {
     /// development mode.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let base = ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?;
-        // shipping-svc calls catalog-svc and the identity API: without its key it cannot start.
+        // shipping-svc calls catalog-svc and identity-svc: without its key it cannot start.
         let tokens = base.token_issuer()?;
         let signing_key = platform::config::refuse_development_secret(
             settings.common.dev_mode,
@@ -102,15 +102,6 @@ impl Application {
     /// The database pool (tests inspect the schema through it).
     pub fn pool(&self) -> &PgPool {
         &self.base.pool
-    }
-
-    /// Points the identity client at `address` (labd starts the gateway after this service).
-    pub fn with_identity_addr(mut self, address: &str) -> anyhow::Result<Self> {
-        self.settings.identity_addr = address.to_owned();
-        self.service = self
-            .service
-            .with_identity_addr(address, self.settings.common.grpc_tls.as_ref())?;
-        Ok(self)
     }
 
     /// Serves the API, relays the outbox, consumes the orders and payments streams and (with

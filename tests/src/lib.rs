@@ -72,11 +72,13 @@ impl Sandbox {
     }
 
     /// Starts a mesh as a deployment runs it, outside development mode: a signing key of its own
-    /// for the gateway and orders-svc, a trust set of their public keys, a real pepper and
-    /// sealing key, and a first operator registered with `gateway bootstrap-operator`.
+    /// for the gateway, identity-svc and orders-svc, a trust set of their public keys, a real
+    /// pepper and sealing key, and a first operator registered with
+    /// `identity-svc bootstrap-operator`.
     pub async fn start_outside_development_mode() -> Self {
         use platform::tokens::SigningKey;
         let (gateway_key, gateway_private) = SigningKey::generate("gateway-test-1");
+        let (identity_key, identity_private) = SigningKey::generate("identity-svc-test-1");
         let (orders_key, orders_private) = SigningKey::generate("orders-svc-test-1");
         let (shipping_key, shipping_private) = SigningKey::generate("shipping-svc-test-1");
         // The services that emit events sign them with their own keys.
@@ -86,6 +88,7 @@ impl Sandbox {
         let trusted = serde_json::json!({
             "keys": [
                 gateway_key.public_jwk("gateway"),
+                identity_key.public_jwk("identity-svc"),
                 orders_key.public_jwk("orders-svc"),
                 shipping_key.public_jwk("shipping-svc"),
                 catalog_key.public_jwk("catalog-svc"),
@@ -103,6 +106,7 @@ impl Sandbox {
             |settings| {
                 for common in [
                     &mut settings.gateway.common,
+                    &mut settings.identity.common,
                     &mut settings.catalog.common,
                     &mut settings.orders.common,
                     &mut settings.payments.common,
@@ -114,6 +118,7 @@ impl Sandbox {
                     common.token_trusted_keys = Some(trusted.clone());
                 }
                 settings.gateway.common.token_signing_key = Some(gateway_private);
+                settings.identity.common.token_signing_key = Some(identity_private);
                 settings.orders.common.token_signing_key = Some(orders_private);
                 settings.shipping.common.token_signing_key = Some(shipping_private);
                 settings.catalog.common.token_signing_key = Some(catalog_private);
@@ -123,7 +128,7 @@ impl Sandbox {
                     Some("a-shipping-signing-key-of-this-test-deployment".to_owned().into());
                 let (_, coa_private) = SigningKey::generate("coa-test-1");
                 settings.results.coa_signing_key = Some(coa_private);
-                settings.gateway.api_key_pepper = "a-pepper-of-this-test-deployment".to_owned().into();
+                settings.identity.api_key_pepper = "a-pepper-of-this-test-deployment".to_owned().into();
                 settings.webhooks.secret_keys =
                     webhooks_svc::keyring::Keyring::parse(&keyring).expect("a keyring");
             },
@@ -148,10 +153,10 @@ impl Sandbox {
         let stream_prefix = platform::testing::unique_stream_prefix();
         let mut settings = MeshSettings::sandbox(&database_url, &redis_url, &stream_prefix);
         adjust(&mut settings);
-        let mut credential = gateway::domain::operator::DEV_OPERATOR_CREDENTIAL.to_owned();
+        let mut credential = identity_svc::domain::operator::DEV_OPERATOR_CREDENTIAL.to_owned();
         if bootstrap {
             let all = ["all".to_owned()];
-            credential = gateway::bootstrap_operator(&settings.gateway, "root", &all)
+            credential = identity_svc::bootstrap_operator(&settings.identity, "root", &all)
                 .await
                 .expect("the first operator registers");
         }
@@ -174,7 +179,7 @@ impl Sandbox {
         let redis_url = platform::testing::redis_url();
         let stream_prefix = platform::testing::unique_stream_prefix();
         let mesh = processes::ProcessMesh::start(plan, &database_url, &redis_url, &stream_prefix).await;
-        let credential = gateway::domain::operator::DEV_OPERATOR_CREDENTIAL.to_owned();
+        let credential = identity_svc::domain::operator::DEV_OPERATOR_CREDENTIAL.to_owned();
         Self::ready(
             Running::Processes(mesh),
             database_url,

@@ -1,5 +1,5 @@
-//! The mesh as separate processes, as a deployment runs it: the gateway and each domain service
-//! in a process of its own (the `lab-process` binary of this crate, which runs a service's own
+//! The mesh as separate processes, as a deployment runs it: the gateway, identity-svc and each
+//! domain service in a process of its own (the `lab-process` binary of this crate, which runs a service's own
 //! `run_from_env`), configured only by environment variables, talking gRPC over TCP, with as
 //! many replicas of a service as a test asks for. A service with one replica is reached through
 //! a gRPC `dns:` target (as in Kubernetes), one with several through a comma-separated address
@@ -26,8 +26,9 @@ use std::time::Duration;
 use tokio::process::{Child, Command};
 
 /// The services of the mesh with their environment prefix.
-pub const SERVICES: [(&str, &str); 7] = [
+pub const SERVICES: [(&str, &str); 8] = [
     ("gateway", "GATEWAY"),
+    ("identity-svc", "IDENTITY"),
     ("catalog-svc", "CATALOG"),
     ("orders-svc", "ORDERS"),
     ("payments-svc", "PAYMENTS"),
@@ -202,13 +203,14 @@ impl ProcessMesh {
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned()),
             ),
+            ("IDENTITY_SVC_ADDR", list("identity-svc")),
             ("CATALOG_SVC_ADDR", list("catalog-svc")),
             ("ORDERS_SVC_ADDR", list("orders-svc")),
             ("PAYMENTS_SVC_ADDR", list("payments-svc")),
             ("SHIPPING_SVC_ADDR", list("shipping-svc")),
             ("RESULTS_SVC_ADDR", list("results-svc")),
             ("WEBHOOKS_SVC_ADDR", list("webhooks-svc")),
-            ("SHIPPING_IDENTITY_ADDR", list("gateway")),
+            ("SHIPPING_IDENTITY_ADDR", list("identity-svc")),
             ("SITE_URL", format!("http://{http_addr}")),
             // Load tests come from one address with a few keys.
             ("GATEWAY_RATE_LIMIT_PER_SECOND", "100000".to_owned()),
@@ -422,7 +424,8 @@ impl ProcessMesh {
     pub fn labctl_argv(&self, credential: &str, args: &[&str]) -> Vec<String> {
         let mut argv = vec!["labctl".to_owned(), "--json".to_owned()];
         for (flag, service) in [
-            ("--identity-addr", "gateway"),
+            ("--identity-addr", "identity-svc"),
+            ("--gateway-addr", "gateway"),
             ("--catalog-addr", "catalog-svc"),
             ("--payments-addr", "payments-svc"),
             ("--shipping-addr", "shipping-svc"),

@@ -1,13 +1,12 @@
-//! `GET /api/ready` (no key): 200 `{"status":"ready"}` while the gateway's own dependencies
-//! (its database and Redis) answer, 503 `{"status":"not_ready"}` otherwise or once the gateway
+//! `GET /api/ready` (no key): 200 `{"status":"ready"}` while the gateway's own dependency
+//! (Redis: shared rate limits and revocations; the gateway has no database) answers, 503 `{"status":"not_ready"}` otherwise or once the gateway
 //! is draining. It names nothing internal and never asks a peer service: a peer that is down
 //! fails only the calls that need it (503 `service_unavailable`), not the whole API. Per-peer
 //! health is on the internal gRPC listener (`lab.gateway.v1.OperationsService/CheckPeers`,
 //! `labctl health`).
 //!
 //! The probe result is cached for [`PROBE_CACHE`]; one request refreshes it while the others
-//! answer the last result, so a flood of probes costs at most one database and one Redis round
-//! trip a second.
+//! answer the last result, so a flood of probes costs at most one Redis round trip a second.
 
 use crate::http::AppState;
 use axum::Json;
@@ -24,7 +23,6 @@ pub const PROBE_CACHE: Duration = Duration::from_secs(1);
 
 /// The gateway's readiness: cached dependency probe plus the draining flag.
 pub struct Readiness {
-    pool: sqlx::PgPool,
     redis: redis::Client,
     last: Mutex<Option<(Instant, bool)>>,
     refreshing: AtomicBool,
@@ -32,9 +30,8 @@ pub struct Readiness {
 }
 
 impl Readiness {
-    pub fn new(pool: sqlx::PgPool, redis: redis::Client) -> Self {
+    pub fn new(redis: redis::Client) -> Self {
         Self {
-            pool,
             redis,
             last: Mutex::new(None),
             refreshing: AtomicBool::new(false),
@@ -47,7 +44,7 @@ impl Readiness {
         self.draining.store(true, Ordering::Release);
     }
 
-    /// True while the database and Redis answered the last probe and the gateway is not draining.
+    /// True while Redis answered the last probe and the gateway is not draining.
     pub async fn is_ready(&self) -> bool {
         if self.draining.load(Ordering::Acquire) {
             return false;
@@ -66,10 +63,10 @@ impl Readiness {
         }
         // Released even when the request goes away mid-probe.
         let _refreshing = refresher.then(|| Refreshing(&self.refreshing));
-        let ready = platform::health::dependencies_ready(&self.pool, &self.redis).await;
+        let ready = platform::health::redis_ready(&self.redis).await;
         *self.lock() = Some((Instant::now(), ready));
         if !ready {
-            tracing::warn!("not ready: the gateway's database or Redis does not answer");
+            tracing::warn!("not ready: the gateway's Redis does not answer");
         }
         ready
     }

@@ -173,7 +173,7 @@ async fn key_use_is_recorded_in_the_background() {
     let id: uuid::Uuid = customer.key.id.parse().unwrap();
     platform::testing::wait_for("last_used_at", Duration::from_secs(5), || async {
         let used: Option<chrono::DateTime<chrono::Utc>> =
-            sqlx::query_scalar("SELECT last_used_at FROM gateway.api_keys WHERE id = $1")
+            sqlx::query_scalar("SELECT last_used_at FROM identity.api_keys WHERE id = $1")
                 .bind(id)
                 .fetch_one(&app.pool)
                 .await

@@ -1,5 +1,6 @@
-//! `spawn_app()`: a gateway on free ports with a fresh database, a unique stream prefix and the
-//! fake peers; typed helpers for REST calls and for the identity gRPC API with a staff token.
+//! `spawn_app()`: a gateway on free ports with a real identity-svc (fresh database), a unique
+//! stream prefix and the fake peers; typed helpers for REST calls and for identity-svc's gRPC API
+//! with a staff token.
 
 use crate::fakes::FakeMesh;
 use gateway::{Application, PeerAddrs, Settings};
@@ -14,11 +15,14 @@ use tonic::transport::Channel;
 /// A running gateway and what a test needs around it.
 pub struct TestApp {
     pub base_url: String,
+    /// The gateway's internal operations API.
     pub grpc_url: String,
+    /// identity-svc, which verifies this gateway's keys.
+    pub identity_url: String,
     pub pool: sqlx::PgPool,
     pub http: reqwest::Client,
     pub fakes: FakeMesh,
-    /// Tokens addressed to the gateway's identity API.
+    /// Tokens addressed to identity-svc.
     pub keys: DevTokens,
     pub database_url: String,
     pub stream_prefix: String,
@@ -28,6 +32,8 @@ pub struct TestApp {
     pub shutdown: CancellationToken,
     /// The gateway's serving task.
     pub server: tokio::task::JoinHandle<anyhow::Result<()>>,
+    /// identity-svc's serving task (stopped with the gateway).
+    _identity_server: tokio::task::JoinHandle<anyhow::Result<()>>,
     _shutdown: tokio_util::sync::DropGuard,
 }
 
@@ -64,9 +70,18 @@ async fn spawn_on(
     adjust: impl FnOnce(&mut Settings),
 ) -> TestApp {
     init_tracing();
-    let keys = DevTokens::new("gateway");
+    let keys = DevTokens::new(platform::mesh::IDENTITY_SVC);
     let fakes = FakeMesh::start().await;
+    let identity = identity_svc::Application::build(identity_svc::Settings::local(
+        &database_url,
+        &platform::testing::redis_url(),
+        &stream_prefix,
+    ))
+    .await
+    .expect("identity-svc builds");
+    let identity_url = format!("http://{}", identity.local_addr());
     let peers = PeerAddrs {
+        identity: identity_url.clone(),
         catalog: fakes.url(),
         orders: fakes.url(),
         payments: fakes.url(),
@@ -87,6 +102,7 @@ async fn spawn_on(
     let authenticator = application.authenticator();
     let shutdown = CancellationToken::new();
     let server = tokio::spawn(application.run_until_stopped(shutdown.clone()));
+    let identity_server = tokio::spawn(identity.run_until_stopped(shutdown.clone()));
     let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -95,6 +111,7 @@ async fn spawn_on(
     TestApp {
         base_url,
         grpc_url,
+        identity_url,
         pool,
         http,
         fakes,
@@ -104,6 +121,7 @@ async fn spawn_on(
         authenticator,
         shutdown: shutdown.clone(),
         server,
+        _identity_server: identity_server,
         _shutdown: shutdown.drop_guard(),
     }
 }
@@ -127,7 +145,7 @@ impl TestApp {
     }
 
     pub async fn identity(&self) -> IdentityServiceClient<Channel> {
-        IdentityServiceClient::connect(self.grpc_url.clone())
+        IdentityServiceClient::connect(self.identity_url.clone())
             .await
             .unwrap()
     }

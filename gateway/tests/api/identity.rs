@@ -105,20 +105,20 @@ async fn a_key_is_shown_once_in_its_format_and_the_database_holds_only_its_verif
     assert_eq!(key.scopes.len(), 13);
     assert_eq!(key.spend_limit_cents, Some(100_000));
 
-    let rows: Vec<String> = sqlx::query_scalar("SELECT row_to_json(k)::text FROM gateway.api_keys k")
+    let rows: Vec<String> = sqlx::query_scalar("SELECT row_to_json(k)::text FROM identity.api_keys k")
         .fetch_all(&app.pool)
         .await
         .unwrap();
     assert_eq!(rows.len(), 1);
     assert!(!rows[0].contains(secret) && !rows[0].contains(&plaintext));
-    let verifier: Vec<u8> = sqlx::query_scalar("SELECT verifier FROM gateway.api_keys")
+    let verifier: Vec<u8> = sqlx::query_scalar("SELECT verifier FROM identity.api_keys")
         .fetch_one(&app.pool)
         .await
         .unwrap();
-    let pepper: SecretString = gateway::config::DEV_API_KEY_PEPPER.to_owned().into();
+    let pepper: SecretString = identity_svc::config::DEV_API_KEY_PEPPER.to_owned().into();
     assert_eq!(
         verifier,
-        gateway::domain::api_key::compute_verifier(&pepper, public_id, secret)
+        identity_svc::domain::api_key::compute_verifier(&pepper, public_id, secret)
     );
 
     let listed = app

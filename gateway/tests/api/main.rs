@@ -1,4 +1,5 @@
-//! Integration tests of the gateway: one binary, a fresh database per test, fake peers.
+//! Integration tests of the gateway: one binary, a real identity-svc on a fresh database per test, fake
+//! peers.
 
 mod authentication;
 mod documents;
@@ -9,8 +10,6 @@ mod front_door;
 mod helpers;
 mod identity;
 mod input;
-mod operator_controls;
-mod operators;
 mod orders;
 mod readiness;
 mod reads;

@@ -28,9 +28,11 @@ async fn readiness_stays_200_while_a_peer_is_down_and_labctl_health_names_it() {
     let cli = labctl::Cli::parse_from([
         "labctl",
         "--identity-addr",
+        &app.identity_url,
+        "--gateway-addr",
         &app.grpc_url,
         "--credential",
-        gateway::domain::operator::DEV_OPERATOR_CREDENTIAL,
+        identity_svc::domain::operator::DEV_OPERATOR_CREDENTIAL,
         "health",
     ]);
     let report = labctl::execute(cli).await.unwrap();
@@ -44,7 +46,7 @@ async fn readiness_stays_200_while_a_peer_is_down_and_labctl_health_names_it() {
             .unwrap_or_else(|| panic!("{name} missing from {report}"))["status"]
             .clone()
     };
-    assert_eq!(status("gateway-database"), "serving");
+    assert_eq!(status("identity-svc"), "serving");
     assert_eq!(status("gateway-redis"), "serving");
     assert_eq!(status("webhooks-svc"), "unreachable");
     assert_eq!(status("catalog-svc"), "not_serving");
@@ -52,9 +54,11 @@ async fn readiness_stays_200_while_a_peer_is_down_and_labctl_health_names_it() {
     let cli = labctl::Cli::parse_from([
         "labctl",
         "--identity-addr",
+        &app.identity_url,
+        "--gateway-addr",
         &app.grpc_url,
         "--credential",
-        gateway::domain::operator::DEV_OPERATOR_CREDENTIAL,
+        identity_svc::domain::operator::DEV_OPERATOR_CREDENTIAL,
         "health",
     ]);
     let report = labctl::execute(cli).await.unwrap();

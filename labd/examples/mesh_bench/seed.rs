@@ -136,7 +136,7 @@ impl Bench {
     async fn labctl(&self, args: &[&str]) -> anyhow::Result<Value> {
         let argv = self
             .mesh
-            .labctl_argv(gateway::domain::operator::DEV_OPERATOR_CREDENTIAL, args);
+            .labctl_argv(identity_svc::domain::operator::DEV_OPERATOR_CREDENTIAL, args);
         labctl::execute(labctl::Cli::try_parse_from(argv)?).await
     }
 

@@ -22,7 +22,7 @@ const PKCS8_ED25519_PREFIX: [u8; 16] = [
 const DEV_SEED_LABEL: &str = "lab-mesh development token key v1:";
 
 /// The processes of the mesh that may sign tokens, whose development keys are published.
-pub const MESH_ISSUERS: [&str; 7] = crate::mesh::ALL;
+pub const MESH_ISSUERS: [&str; 8] = crate::mesh::ALL;
 
 /// A process's private signing key.
 #[derive(Clone)]

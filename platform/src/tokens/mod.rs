@@ -4,8 +4,9 @@
 //! Who may sign what (checked by every verifier, [`verify`](TokenVerifier::verify)):
 //!
 //! * the gateway (issuer `gateway`) alone signs **customer** principals (an API key it
-//!   authenticated) and **staff** principals (an operator it authenticated, carrying only the
-//!   roles the operator holds and asked for);
+//!   authenticated through identity-svc);
+//! * identity-svc (issuer `identity-svc`) alone signs **staff** principals (an operator it
+//!   authenticated, carrying only the roles the operator holds and asked for);
 //! * a service signs only **service** principals naming itself (`sub` = its own name), which
 //!   the called service then admits only on the operations its access table grants that caller.
 //!
@@ -35,9 +36,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// The issuer that authenticates API keys and operators: the only signer of customer and staff
+/// The issuer that authenticates API keys (through identity-svc): the only signer of customer
 /// principals.
 pub const GATEWAY_ISSUER: &str = crate::mesh::GATEWAY;
+/// The issuer that authenticates operators: the only signer of staff principals.
+pub const IDENTITY_ISSUER: &str = crate::mesh::IDENTITY_SVC;
 /// Lifetime of customer and service tokens; a minted token is reused for half of it.
 pub const TOKEN_TTL: Duration = Duration::from_secs(120);
 /// Lifetime of a staff token issued to an operator.
@@ -384,7 +387,8 @@ impl TokenVerifier {
             ..
         } = data.claims;
         let may_sign = match principal.kind {
-            PrincipalKind::Customer | PrincipalKind::Staff => iss == GATEWAY_ISSUER,
+            PrincipalKind::Customer => iss == GATEWAY_ISSUER,
+            PrincipalKind::Staff => iss == IDENTITY_ISSUER,
             PrincipalKind::Service => iss == principal.subject,
         };
         if !may_sign {

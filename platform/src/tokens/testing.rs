@@ -1,8 +1,8 @@
 //! Tokens for tests (feature `testing`), signed with the published development keys exactly as
-//! the mesh signs them in development mode: customer and staff principals by the gateway's key,
-//! service principals by the named service's own key.
+//! the mesh signs them in development mode: customer principals by the gateway's key, staff
+//! principals by identity-svc's, service principals by the named service's own key.
 
-use super::{GATEWAY_ISSUER, STAFF_TOKEN_TTL, SigningKey, TOKEN_TTL, TokenIssuer};
+use super::{GATEWAY_ISSUER, IDENTITY_ISSUER, STAFF_TOKEN_TTL, SigningKey, TOKEN_TTL, TokenIssuer};
 use crate::principal::{Principal, PrincipalKind};
 use uuid::Uuid;
 
@@ -20,13 +20,13 @@ impl DevTokens {
         }
     }
 
-    /// A token carrying `principal`, signed by whoever may sign it (the gateway for customers and
-    /// staff, the service itself for a service principal).
+    /// A token carrying `principal`, signed by whoever may sign it (the gateway for customers,
+    /// identity-svc for staff, the service itself for a service principal).
     pub fn mint(&self, principal: &Principal) -> String {
         let (issuer, ttl) = match principal.kind {
             PrincipalKind::Service => (principal.subject.as_str(), TOKEN_TTL),
             PrincipalKind::Customer => (GATEWAY_ISSUER, TOKEN_TTL),
-            PrincipalKind::Staff => (GATEWAY_ISSUER, STAFF_TOKEN_TTL),
+            PrincipalKind::Staff => (IDENTITY_ISSUER, STAFF_TOKEN_TTL),
         };
         TokenIssuer::new(issuer, SigningKey::development(issuer)).mint(principal, &self.audience, ttl)
     }

@@ -41,8 +41,23 @@ fn verifier(audience: &str) -> TokenVerifier {
 fn a_gateway_token_verifies_to_the_same_principal_at_its_audience() {
     let token = issuer("gateway").token(&customer(), "orders-svc");
     assert_eq!(verifier("orders-svc").verify(&token).unwrap(), customer());
-    let staff_token = issuer("gateway").mint(&staff(), "payments-svc", STAFF_TOKEN_TTL);
+    let staff_token = issuer("identity-svc").mint(&staff(), "payments-svc", STAFF_TOKEN_TTL);
     assert_eq!(verifier("payments-svc").verify(&staff_token).unwrap(), staff());
+}
+
+#[test]
+fn only_identity_svc_signs_staff_principals_and_only_the_gateway_customer_principals() {
+    let payments = verifier("payments-svc");
+    assert!(
+        payments
+            .verify(&issuer("gateway").mint(&staff(), "payments-svc", STAFF_TOKEN_TTL))
+            .is_err()
+    );
+    assert!(
+        payments
+            .verify(&issuer("identity-svc").token(&customer(), "payments-svc"))
+            .is_err()
+    );
 }
 
 #[test]
@@ -154,7 +169,7 @@ fn a_verifier_with_the_revocation_list_refuses_a_revoked_operators_token_even_on
     let list = StaffRevocations::new();
     list.merge_read([]);
     let payments = verifier("payments-svc").with_staff_revocations(list.clone());
-    let token = issuer("gateway").mint(&staff(), "payments-svc", STAFF_TOKEN_TTL);
+    let token = issuer("identity-svc").mint(&staff(), "payments-svc", STAFF_TOKEN_TTL);
     assert!(payments.verify(&token).is_ok(), "verified and cached");
     list.insert(Revocation {
         revoked: Revoked::Operator(Uuid::nil()),

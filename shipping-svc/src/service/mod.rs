@@ -82,27 +82,16 @@ impl ShippingService {
         })
     }
 
-    /// The same use cases with the identity client pointed at `address` (over `tls`, the
-    /// process's own).
-    pub fn with_identity_addr(
-        mut self,
-        address: &str,
-        tls: Option<&platform::grpc::tls::MeshTls>,
-    ) -> anyhow::Result<Self> {
-        self.identity = IdentityServiceClient::new(platform::grpc::lazy_channel(address, tls)?);
-        Ok(self)
-    }
-
     /// The pool (tests inspect the schema through it).
     pub fn pool(&self) -> &PgPool {
         &self.pool
     }
 
-    /// The customer's name and email, from the identity API (acting for the customer).
+    /// The customer's name and email, from identity-svc (acting for the customer).
     async fn customer_contact(&self, customer_id: Uuid) -> Result<(String, String), ApiError> {
         let token = self
             .tokens
-            .service_token(platform::mesh::GATEWAY, Some(customer_id));
+            .service_token(platform::mesh::IDENTITY_SVC, Some(customer_id));
         let request = proto::identity::GetCustomerRequest {
             customer_id: customer_id.to_string(),
         };

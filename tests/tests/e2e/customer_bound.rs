@@ -60,7 +60,7 @@ fn signed_event(stream: &str, customer_id: Uuid) -> CustomerContext {
     )
 }
 
-/// Asks the identity API, as shipping-svc acting for `customer_id`, for that customer's contact,
+/// Asks identity-svc, as shipping-svc acting for `customer_id`, for that customer's contact,
 /// within `context` when given.
 async fn get_customer(
     sandbox: &Sandbox,
@@ -70,7 +70,7 @@ async fn get_customer(
     let mut client = IdentityServiceClient::connect(sandbox.in_process().identity_uri.clone())
         .await
         .unwrap();
-    let token = issuer("shipping-svc").service_token(platform::mesh::GATEWAY, Some(customer_id));
+    let token = issuer("shipping-svc").service_token(platform::mesh::IDENTITY_SVC, Some(customer_id));
     let call = async move {
         let request = proto::identity::GetCustomerRequest {
             customer_id: customer_id.to_string(),

@@ -18,15 +18,16 @@ use tonic_health::pb::health_client::HealthClient;
 #[tokio::test]
 async fn the_mesh_places_an_order_over_mutual_tls_and_labctl_reaches_it_only_over_tls() {
     // Starting imports the catalog with labctl (catalog-svc) and waits until `labctl health`
-    // (the gateway's identity API, which checks every peer) reports every process serving:
+    // (the gateway's internal API, which checks every peer) reports every process serving:
     // both over TLS.
     let plan = Plan::new(env!("CARGO_BIN_EXE_lab-process")).tls();
     let sandbox = Sandbox::start_processes(&plan).await;
     let mesh = sandbox.processes();
 
-    // labctl → the identity API (customer and key); REST → gateway → orders-svc → catalog-svc
+    // labctl → identity-svc (customer and key); REST → gateway → identity-svc (the key) and
+    // orders-svc → catalog-svc
     // and payments-svc; then shipping-svc consumes order.created and buys the label, reading
-    // the customer at the gateway's identity API and the quote at catalog-svc.
+    // the customer at identity-svc and the quote at catalog-svc.
     let customer = sandbox.customer("Tls Tessa", "all").await;
     let (order_id, invoice_number, _) = bank_order(&sandbox, &customer, "tls-order-0001").await;
     assert!(invoice_number.starts_with("INV-"), "{invoice_number}");
@@ -50,9 +51,9 @@ async fn the_mesh_places_an_order_over_mutual_tls_and_labctl_reaches_it_only_ove
         "{operators}"
     );
 
-    // Without TLS material labctl speaks plaintext, which the gateway's TLS port never answers.
-    let gateway = mesh.uri("gateway");
-    let plaintext = gateway.replacen("https://", "http://", 1);
+    // Without TLS material labctl speaks plaintext, which identity-svc's TLS port never answers.
+    let identity = mesh.uri("identity-svc");
+    let plaintext = identity.replacen("https://", "http://", 1);
     let cli = labctl::Cli::try_parse_from([
         "labctl",
         "--identity-addr",
@@ -72,7 +73,7 @@ async fn the_mesh_places_an_order_over_mutual_tls_and_labctl_reaches_it_only_ove
     let cli = labctl::Cli::try_parse_from([
         "labctl",
         "--identity-addr",
-        &gateway,
+        &identity,
         "--credential",
         &sandbox.credential,
         "operators",

@@ -387,12 +387,14 @@ async fn every_service_process_serves_metrics_that_parse_and_move_when_an_order_
     assert_eq!(registered.status, 201, "{:?}", registered.body);
     let mesh = sandbox.processes();
     // What must move in each process's own registry when an order flows.
-    let moving: [Moving; 7] = [
+    let moving: [Moving; 8] = [
         (
             "gateway",
             "http_server_requests_total",
             &[("http_route", "/api/v1/agent/orders")],
         ),
+        // shipping-svc reads the customer's contact for the label (GetCustomer).
+        ("identity-svc", "rpc_server_requests_total", &[]),
         ("catalog-svc", "rpc_server_requests_total", &[]),
         (
             "orders-svc",

@@ -359,6 +359,7 @@ async fn secrets_committed_to_the_repository_or_too_short_are_refused_outside_de
     let secrets = Secrets::generate(&table);
     let database_url = platform::testing::fresh_database().await;
     let gateway = production_env(&table, &secrets, "gateway", &database_url);
+    let identity = production_env(&table, &secrets, "identity-svc", &database_url);
     let shipping = production_env(&table, &secrets, "shipping-svc", &database_url);
     let webhooks = production_env(&table, &secrets, "webhooks-svc", &database_url);
     let overlay = std::fs::read_to_string(concat!(
@@ -376,13 +377,13 @@ async fn secrets_committed_to_the_repository_or_too_short_are_refused_outside_de
     let committed_redis_password = "dev-gateway-redis-password";
     let cases = vec![
         (
-            "gateway",
-            with(&gateway, "LAB_API_KEY_PEPPER", &committed("LAB_API_KEY_PEPPER")),
+            "identity-svc",
+            with(&identity, "LAB_API_KEY_PEPPER", &committed("LAB_API_KEY_PEPPER")),
             "LAB_API_KEY_PEPPER",
         ),
         (
-            "gateway",
-            with(&gateway, "LAB_API_KEY_PEPPER", "too-short-a-pepper"),
+            "identity-svc",
+            with(&identity, "LAB_API_KEY_PEPPER", "too-short-a-pepper"),
             "LAB_API_KEY_PEPPER",
         ),
         (

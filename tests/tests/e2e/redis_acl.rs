@@ -11,8 +11,9 @@ use std::time::Duration;
 use tests::Sandbox;
 
 /// Every process of the mesh, by the name of its Redis user.
-const PROCESSES: [&str; 7] = [
+const PROCESSES: [&str; 8] = [
     "gateway",
+    "identity-svc",
     "catalog-svc",
     "orders-svc",
     "payments-svc",
@@ -159,6 +160,7 @@ async fn the_mesh_works_with_each_process_as_its_own_redis_user_and_redis_refuse
     let sandbox = Sandbox::start_with(|settings| {
         for (process, common) in [
             ("gateway", &mut settings.gateway.common),
+            ("identity-svc", &mut settings.identity.common),
             ("catalog-svc", &mut settings.catalog.common),
             ("orders-svc", &mut settings.orders.common),
             ("payments-svc", &mut settings.payments.common),
@@ -268,7 +270,7 @@ async fn the_mesh_works_with_each_process_as_its_own_redis_user_and_redis_refuse
         "orders-svc deleting another stream",
         orders.del::<_, i64>("lab:events:payments").await,
     );
-    // Services read the staff-token revocations the gateway writes, and cannot write them.
+    // Services read the staff-token revocations identity-svc writes, and cannot write them.
     let _: std::collections::HashMap<String, String> =
         orders.hgetall("lab:gateway:staff-revocations").await.unwrap();
     refused(
@@ -295,7 +297,21 @@ async fn the_mesh_works_with_each_process_as_its_own_redis_user_and_redis_refuse
         gateway.set::<_, _, ()>("lab:other", "1").await,
     );
     let (): () = gateway.set("lab:gateway:probe", "1").await.unwrap();
-    let _: i64 = gateway.publish("lab:key-revocations", "key-id").await.unwrap();
+    refused(
+        "the gateway announcing a key revocation",
+        gateway
+            .publish::<_, _, i64>("lab:gateway:key-revocations", "key-id")
+            .await,
+    );
+    let mut identity = acl.connect("identity-svc").await;
+    let _: i64 = identity
+        .publish("lab:gateway:key-revocations", "key-id")
+        .await
+        .unwrap();
+    refused(
+        "identity-svc using a key outside its own",
+        identity.set::<_, _, ()>("lab:gateway:probe", "1").await,
+    );
     let mut webhooks = acl.connect("webhooks-svc").await;
     refused(
         "webhooks-svc writing a domain stream",

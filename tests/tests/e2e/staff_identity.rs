@@ -74,7 +74,7 @@ async fn a_mesh_outside_development_mode_runs_the_order_flow_on_its_own_keys_and
     // The published development operator and development-signed tokens get nowhere here.
     let development = sandbox
         .labctl_as(
-            gateway::domain::operator::DEV_OPERATOR_CREDENTIAL,
+            identity_svc::domain::operator::DEV_OPERATOR_CREDENTIAL,
             &["customers", "list"],
         )
         .await

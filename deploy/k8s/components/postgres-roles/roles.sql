@@ -5,20 +5,21 @@
 -- create it with these roles (platform::db::ensure_database only creates a missing one).
 --
 --   psql "postgres://<admin>@<host>:5432/lab" -v ON_ERROR_STOP=1 \
---     -v gateway_password=… -v catalog_password=… -v orders_password=… \
+--     -v identity_password=… -v catalog_password=… -v orders_password=… \
 --     -v payments_password=… -v shipping_password=… -v results_password=… \
 --     -v webhooks_password=… -f deploy/k8s/components/postgres-roles/roles.sql
 --
 -- Each password is optional: a role whose variable is not given keeps its password (or has none,
 -- so it cannot log in with one). Each process then connects as its own role through its own
--- `<PREFIX>_DATABASE_URL` (GATEWAY_, CATALOG_, ORDERS_, PAYMENTS_, SHIPPING_, RESULTS_,
+-- `<PREFIX>_DATABASE_URL` (IDENTITY_, CATALOG_, ORDERS_, PAYMENTS_, SHIPPING_, RESULTS_,
 -- WEBHOOKS_; Kubernetes: key `<process>` of the Secret lab-database-urls).
 --
 -- Idempotent: safe to run again, also on a database where the services ran as one shared role
 -- (the schemas and every table, view and sequence in them change hands).
 --
 -- | role          | owns schema | process      |
--- | lab_gateway   | gateway     | gateway      |
+-- | lab_identity  | identity    | identity-svc |
+-- | lab_gateway   | gateway     | (none)       |
 -- | lab_catalog   | catalog     | catalog-svc  |
 -- | lab_orders    | orders      | orders-svc   |
 -- | lab_payments  | payments    | payments-svc |
@@ -32,6 +33,12 @@
 -- `create-schemas` in <service>/sqlx.toml), and PostgreSQL checks that privilege before it
 -- notices that the schema exists; it lets a role create new, empty schemas of its own, never
 -- touch another's.
+--
+-- The gateway has no database any more: lab_gateway only keeps what an older release left in
+-- the `gateway` schema, and gets no password here. Where that release left the identity tables
+-- (customers, api_keys, operators, staff_revocations) in `gateway`, they are handed to
+-- lab_identity (with USAGE on `gateway`), so that identity-svc's first migration can move them
+-- into `identity` (identity-svc/migrations/0002_identity.sql; docs/operations.md).
 
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
@@ -44,6 +51,7 @@ BEGIN;
 CREATE TEMPORARY TABLE lab_mesh_roles (role name PRIMARY KEY, schema name NOT NULL UNIQUE) ON COMMIT DROP;
 INSERT INTO lab_mesh_roles VALUES
     ('lab_gateway', 'gateway'),
+    ('lab_identity', 'identity'),
     ('lab_catalog', 'catalog'),
     ('lab_orders', 'orders'),
     ('lab_payments', 'payments'),
@@ -104,6 +112,19 @@ SELECT format('ALTER %s %I.%I OWNER TO %I',
  WHERE c.relkind IN ('S', 'v', 'm') AND c.relowner <> m.role::text::regrole
 \gexec
 
+-- The gateway's identity tables of an older release go to identity-svc, which moves them.
+SELECT format('ALTER TABLE gateway.%I OWNER TO lab_identity', c.relname)
+  FROM pg_class c
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = 'gateway' AND c.relkind = 'r'
+   AND c.relname IN ('customers', 'api_keys', 'operators', 'staff_revocations')
+\gexec
+SELECT 'GRANT USAGE ON SCHEMA gateway TO lab_identity'
+ WHERE EXISTS (SELECT FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = 'gateway'
+                  AND c.relname IN ('customers', 'api_keys', 'operators', 'staff_revocations'))
+\gexec
+
 -- Nothing in a schema is granted to anyone but its owner (PostgreSQL grants nothing on a new
 -- schema or table to PUBLIC; this removes grants an earlier setup may have made).
 SELECT format('REVOKE ALL ON SCHEMA %I FROM PUBLIC', schema) FROM lab_mesh_roles
@@ -118,8 +139,8 @@ COMMIT;
 -- Passwords, each only when its variable is given (:'name' quotes the value as a literal). The
 -- server logs these statements when `log_statement` is `ddl` or `all`: pass a SCRAM verifier
 -- (`SCRAM-SHA-256$4096:…`, which ALTER ROLE stores as it is) rather than the plain password there.
-\if :{?gateway_password}
-ALTER ROLE lab_gateway PASSWORD :'gateway_password';
+\if :{?identity_password}
+ALTER ROLE lab_identity PASSWORD :'identity_password';
 \endif
 \if :{?catalog_password}
 ALTER ROLE lab_catalog PASSWORD :'catalog_password';

@@ -2,10 +2,10 @@
 //! and what every process does with it).
 //!
 //! When an operator is disabled or its credential rotated, the use case records the revocation
-//! in `gateway.staff_revocations` in its transaction, then [`Announcer::announce`] adds it to
+//! in `identity.staff_revocations` in its transaction, then [`Announcer::announce`] adds it to
 //! this replica's own list (refused here at once), writes it to the Redis hash and publishes it.
 //! Every `REFRESH_EVERY`, [`Announcer::run`] reads the revocations that can still matter from
-//! the database into this replica's list (so the gateway learns the other replicas' revocations
+//! the database into this replica's list (so identity-svc learns the other replicas' revocations
 //! from its own database, and needs no Redis to check staff tokens) and writes them to the hash
 //! again, so one that could not be written at the time (Redis down, or restarted empty) reaches
 //! the mesh once Redis answers.

@@ -1,10 +1,11 @@
-//! Internal gRPC adapter of `lab.identity.v1.IdentityService`: `IssueStaffToken` authenticates
-//! the operator's credential itself; every other rpc needs a staff token with `identity.admin`
-//! ([`ACCESS`], enforced by the platform's access layer) and records the operator who called.
+//! gRPC adapter of `lab.identity.v1.IdentityService`: `IssueStaffToken` authenticates the
+//! operator's credential itself; `VerifyApiKey` is the gateway's and `GetCustomer` shipping-svc's
+//! (service tokens); every other rpc needs a staff token with `identity.admin` ([`ACCESS`],
+//! enforced by the platform's access layer) and records the operator who called.
 
 use crate::domain::customer::{self, ApiKey, Customer, KeyRef, NewApiKey, NewCustomer};
 use crate::domain::operator::Operator;
-use crate::service::IdentityService;
+use crate::service::{IdentityService, Verification};
 use crate::staff::StaffService;
 use platform::access::{self, AccessTable};
 use platform::error::{ApiError, ErrorCode};
@@ -28,10 +29,12 @@ pub const ACCESS: AccessTable = &[
     ("CreateCustomer", ADMIN),
     ("ListCustomers", ADMIN),
     // shipping-svc addresses labels and their emails, acting for the customer it names.
-    ("GetCustomer", access::services(&["shipping-svc"])),
+    ("GetCustomer", access::services(&[platform::mesh::SHIPPING_SVC])),
     ("CreateApiKey", ADMIN),
     ("ListApiKeys", ADMIN),
     ("RevokeApiKey", ADMIN),
+    // The gateway's front door, on a miss of its key cache.
+    ("VerifyApiKey", access::services(&[platform::mesh::GATEWAY])),
 ];
 
 /// The tonic adapter over [`IdentityService`] and [`StaffService`].
@@ -209,6 +212,23 @@ impl IdentityRpc for IdentityGrpc {
             .await?;
         Ok(Response::new(pb::RevokeApiKeyResponse {
             key: Some(key_to_proto(key)),
+        }))
+    }
+
+    async fn verify_api_key(
+        &self,
+        request: Request<pb::VerifyApiKeyRequest>,
+    ) -> Result<Response<pb::VerifyApiKeyResponse>, Status> {
+        use pb::verify_api_key_response::Outcome;
+        let (outcome, key) = match self.service.verify_api_key(&request.get_ref().key).await? {
+            Verification::Valid(key) => (Outcome::Valid, Some(key_to_proto(key))),
+            Verification::Unknown => (Outcome::Unknown, None),
+            Verification::WrongSecret => (Outcome::WrongSecret, None),
+            Verification::Revoked => (Outcome::Revoked, None),
+        };
+        Ok(Response::new(pb::VerifyApiKeyResponse {
+            outcome: outcome as i32,
+            key,
         }))
     }
 }

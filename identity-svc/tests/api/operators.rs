@@ -3,7 +3,7 @@
 //! secrets are refused outside development mode.
 
 use crate::helpers::spawn_app;
-use gateway::domain::operator::DEV_OPERATOR_CREDENTIAL;
+use identity_svc::domain::operator::DEV_OPERATOR_CREDENTIAL;
 use platform::principal::{PrincipalKind, roles};
 use platform::tokens::{SigningKey, TokenVerifier, TrustedKeys};
 use proto::identity as pb;
@@ -56,7 +56,7 @@ async fn an_operator_gets_a_token_for_one_service_carrying_only_the_roles_asked_
     assert_eq!(principal.roles, vec![roles::PAYMENTS_ADMIN.to_owned()]);
     // The operator's stable id and the credential the token was issued for.
     let (id, public_id): (uuid::Uuid, String) =
-        sqlx::query_as("SELECT id, public_id FROM gateway.operators WHERE name = 'bob'")
+        sqlx::query_as("SELECT id, public_id FROM identity.operators WHERE name = 'bob'")
             .fetch_one(&app.pool)
             .await
             .unwrap();
@@ -135,7 +135,7 @@ async fn keys_and_customers_record_the_operator_who_created_or_revoked_them() {
     );
     client.revoke_api_key(revoke).await.unwrap();
     let (created_by, revoked_by): (Option<String>, Option<String>) =
-        sqlx::query_as("SELECT created_by, revoked_by FROM gateway.api_keys WHERE id = $1::uuid")
+        sqlx::query_as("SELECT created_by, revoked_by FROM identity.api_keys WHERE id = $1::uuid")
             .bind(&customer.key.id)
             .fetch_one(&app.pool)
             .await
@@ -145,7 +145,7 @@ async fn keys_and_customers_record_the_operator_who_created_or_revoked_them() {
         (Some("alice"), Some("dave"))
     );
     let registered_by: Option<String> =
-        sqlx::query_scalar("SELECT created_by FROM gateway.customers WHERE id = $1::uuid")
+        sqlx::query_scalar("SELECT created_by FROM identity.customers WHERE id = $1::uuid")
             .bind(&customer.customer_id)
             .fetch_one(&app.pool)
             .await
@@ -171,18 +171,27 @@ async fn the_development_operator_works_in_development_mode_only() {
 
     // A deployment outside development mode (real keys and pepper) refuses the published
     // credential before looking it up, even where a development run left its row behind.
-    let (key, private) = SigningKey::generate("gateway-1");
-    let production = crate::helpers::spawn_app_with(|settings| {
-        settings.common.dev_mode = false;
-        settings.api_key_pepper = "a-real-pepper-of-this-deployment".to_owned().into();
-        settings.common.token_signing_key = Some(private);
-        settings.common.token_trusted_keys =
-            Some(serde_json::json!({ "keys": [key.public_jwk("gateway")] }).to_string());
-    })
-    .await;
-    let refused = production
-        .identity()
+    let (key, private) = SigningKey::generate("identity-1");
+    let mut settings = identity_svc::Settings::local(
+        &app.database_url,
+        &platform::testing::redis_url(),
+        &app.stream_prefix,
+    );
+    settings.common.dev_mode = false;
+    settings.api_key_pepper = "a-real-pepper-of-this-deployment".to_owned().into();
+    settings.common.token_signing_key = Some(private);
+    settings.common.token_trusted_keys =
+        Some(serde_json::json!({ "keys": [key.public_jwk(platform::mesh::IDENTITY_SVC)] }).to_string());
+    let production = identity_svc::Application::build(settings)
         .await
+        .expect("identity-svc builds with real secrets");
+    let production_url = format!("http://{}", production.local_addr());
+    let stop = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(production.run_until_stopped(stop.clone()));
+    let _stop = stop.drop_guard();
+    let refused = proto::identity::identity_service_client::IdentityServiceClient::connect(production_url)
+        .await
+        .unwrap()
         .issue_staff_token(issue(
             DEV_OPERATOR_CREDENTIAL,
             "catalog-svc",
@@ -196,29 +205,21 @@ async fn the_development_operator_works_in_development_mode_only() {
 #[tokio::test]
 async fn startup_refuses_development_secrets_outside_development_mode() {
     let database_url = platform::testing::fresh_database().await;
-    let peers = gateway::PeerAddrs {
-        catalog: "http://127.0.0.1:1".into(),
-        orders: "http://127.0.0.1:1".into(),
-        payments: "http://127.0.0.1:1".into(),
-        shipping: "http://127.0.0.1:1".into(),
-        webhooks: "http://127.0.0.1:1".into(),
-        results: "http://127.0.0.1:1".into(),
-    };
     let local = || {
-        let mut settings = gateway::Settings::local(
+        let mut settings = identity_svc::Settings::local(
             &database_url,
             &platform::testing::redis_url(),
             &platform::testing::unique_stream_prefix(),
-            peers.clone(),
         );
         settings.common.dev_mode = false;
         settings
     };
-    let (key, private) = SigningKey::generate("gateway-1");
-    let trusted = serde_json::json!({ "keys": [key.public_jwk("gateway")] }).to_string();
-    let refusal = |settings: gateway::Settings| async move {
-        match gateway::Application::build(settings).await {
-            Ok(_) => panic!("the gateway started"),
+    let issuer = platform::mesh::IDENTITY_SVC;
+    let (key, private) = SigningKey::generate("identity-1");
+    let trusted = serde_json::json!({ "keys": [key.public_jwk(issuer)] }).to_string();
+    let refusal = |settings: identity_svc::Settings| async move {
+        match identity_svc::Application::build(settings).await {
+            Ok(_) => panic!("identity-svc started"),
             Err(error) => error.to_string(),
         }
     };
@@ -234,15 +235,15 @@ async fn startup_refuses_development_secrets_outside_development_mode() {
     settings.api_key_pepper = "a-real-pepper".to_owned().into();
     assert!(refusal(settings).await.contains("LAB_TOKEN_TRUSTED_KEYS"));
 
-    // The published development signing key of the gateway.
-    let development = SigningKey::development("gateway");
+    // The published development signing key of identity-svc.
+    let development = SigningKey::development(issuer);
     let mut settings = local();
     settings.api_key_pepper = "a-real-pepper".to_owned().into();
     settings.common.token_trusted_keys = Some(trusted.clone());
     settings.common.token_signing_key = Some(
         serde_json::json!({
             "kty": "OKP", "crv": "Ed25519", "kid": development.kid, "x": development.public_x,
-            "d": dev_seed("gateway"),
+            "d": dev_seed(issuer),
         })
         .to_string()
         .into(),
@@ -254,7 +255,7 @@ async fn startup_refuses_development_secrets_outside_development_mode() {
     settings.api_key_pepper = "a-real-pepper".to_owned().into();
     settings.common.token_signing_key = Some(private);
     settings.common.token_trusted_keys = Some(trusted);
-    assert!(gateway::Application::build(settings).await.is_ok());
+    assert!(identity_svc::Application::build(settings).await.is_ok());
 }
 
 /// The published development seed (documented in platform::tokens) as a JWK `d`.

@@ -3,8 +3,8 @@
 //! development operator's exemption exists in development mode only, and disabling an operator
 //! or rotating its credential revokes the staff tokens already issued.
 
-use crate::helpers::{TestApp, spawn_app, spawn_app_with};
-use gateway::domain::operator::DEV_OPERATOR_CREDENTIAL;
+use crate::helpers::{TestApp, spawn_app};
+use identity_svc::domain::operator::DEV_OPERATOR_CREDENTIAL;
 use platform::principal::{Principal, roles};
 use platform::tokens::testing::operator_id;
 use platform::tokens::{STAFF_TOKEN_TTL, SigningKey, TokenIssuer};
@@ -25,7 +25,7 @@ fn approve(name: &str) -> pb::ApproveOperatorRequest {
 fn issue(credential: &str, roles: &[&str]) -> pb::IssueStaffTokenRequest {
     pb::IssueStaffTokenRequest {
         credential: credential.into(),
-        audience: "gateway".into(),
+        audience: platform::mesh::IDENTITY_SVC.into(),
         roles: roles.iter().map(|role| (*role).to_owned()).collect(),
     }
 }
@@ -73,7 +73,7 @@ async fn an_admin_cannot_hold_lab_roles_so_no_admin_gives_itself_one() {
 
     // An admin registered with lab roles before the rule gets no token for lab work.
     let legacy = approved_admin(&app, "legacy").await;
-    sqlx::query("UPDATE gateway.operators SET roles = roles || '{lab.analyst}' WHERE name = 'legacy'")
+    sqlx::query("UPDATE identity.operators SET roles = roles || '{lab.analyst}' WHERE name = 'legacy'")
         .execute(&app.pool)
         .await
         .unwrap();
@@ -184,25 +184,38 @@ async fn only_the_development_operator_in_development_mode_registers_a_qa_office
     assert!(created.credential.starts_with("lab_op_"));
 
     // Outside development mode, a token naming the development operator changes nothing.
-    let (key, private) = SigningKey::generate("gateway-1");
-    let production = spawn_app_with(|settings| {
-        settings.common.dev_mode = false;
-        settings.api_key_pepper = "a-real-pepper-of-this-deployment".to_owned().into();
-        settings.common.token_signing_key = Some(private);
-        settings.common.token_trusted_keys =
-            Some(serde_json::json!({ "keys": [key.public_jwk("gateway")] }).to_string());
-    })
-    .await;
+    let (key, private) = SigningKey::generate("identity-1");
+    let mut settings = identity_svc::Settings::local(
+        &platform::testing::fresh_database().await,
+        &platform::testing::redis_url(),
+        &app.stream_prefix,
+    );
+    settings.common.dev_mode = false;
+    settings.api_key_pepper = "a-real-pepper-of-this-deployment".to_owned().into();
+    settings.common.token_signing_key = Some(private);
+    settings.common.token_trusted_keys =
+        Some(serde_json::json!({ "keys": [key.public_jwk(platform::mesh::IDENTITY_SVC)] }).to_string());
+    let production = identity_svc::Application::build(settings)
+        .await
+        .expect("identity-svc builds with real secrets");
+    let production_url = format!("http://{}", production.local_addr());
+    let stop = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(production.run_until_stopped(stop.clone()));
+    let _stop = stop.drop_guard();
     let principal = Principal::staff(
         "dev-operator",
         uuid::Uuid::now_v7(),
         None,
         vec![roles::IDENTITY_ADMIN.into()],
     );
-    let token = TokenIssuer::new("gateway", key).mint(&principal, "gateway", STAFF_TOKEN_TTL);
-    let created = production
-        .identity()
+    let token = TokenIssuer::new(platform::mesh::IDENTITY_SVC, key).mint(
+        &principal,
+        platform::mesh::IDENTITY_SVC,
+        STAFF_TOKEN_TTL,
+    );
+    let created = proto::identity::identity_service_client::IdentityServiceClient::connect(production_url)
         .await
+        .unwrap()
         .create_operator(platform::grpc::outgoing(create("qa-demo", "lab.qa"), &token))
         .await
         .unwrap()
@@ -266,7 +279,7 @@ async fn disabling_an_operator_or_rotating_its_credential_revokes_the_tokens_alr
         "another operator's token"
     );
     let recorded: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM gateway.staff_revocations r JOIN gateway.operators o ON o.id = r.operator_id \
+        "SELECT count(*) FROM identity.staff_revocations r JOIN identity.operators o ON o.id = r.operator_id \
          WHERE o.name = 'dora'",
     )
     .fetch_one(&app.pool)
@@ -278,22 +291,14 @@ async fn disabling_an_operator_or_rotating_its_credential_revokes_the_tokens_alr
 #[tokio::test]
 async fn bootstrap_registers_the_first_two_admins_without_lab_roles() {
     let app = spawn_app().await;
-    let settings = gateway::Settings::local(
+    let settings = identity_svc::Settings::local(
         &app.database_url,
         &platform::testing::redis_url(),
         &app.stream_prefix,
-        gateway::PeerAddrs {
-            catalog: String::new(),
-            orders: String::new(),
-            payments: String::new(),
-            shipping: String::new(),
-            webhooks: String::new(),
-            results: String::new(),
-        },
     );
     let all = ["all".to_owned()];
     let lab = ["identity.admin".to_owned(), "lab.qa".to_owned()];
-    let error = gateway::bootstrap_operator(&settings, "mixed", &lab)
+    let error = identity_svc::bootstrap_operator(&settings, "mixed", &lab)
         .await
         .unwrap_err();
     assert!(
@@ -302,21 +307,23 @@ async fn bootstrap_registers_the_first_two_admins_without_lab_roles() {
     );
     let no_admin = ["payments.admin".to_owned()];
     assert!(
-        gateway::bootstrap_operator(&settings, "clerk", &no_admin)
+        identity_svc::bootstrap_operator(&settings, "clerk", &no_admin)
             .await
             .is_err()
     );
-    // This gateway runs in development mode: its development operator (an enabled admin) is set
+    // This identity-svc runs in development mode: its development operator (an enabled admin) is set
     // aside so that the count starts from none.
-    sqlx::query("UPDATE gateway.operators SET disabled_at = now() WHERE name = 'dev-operator'")
+    sqlx::query("UPDATE identity.operators SET disabled_at = now() WHERE name = 'dev-operator'")
         .execute(&app.pool)
         .await
         .unwrap();
     for name in ["root", "second"] {
-        let credential = gateway::bootstrap_operator(&settings, name, &all).await.unwrap();
+        let credential = identity_svc::bootstrap_operator(&settings, name, &all)
+            .await
+            .unwrap();
         assert!(credential.starts_with("lab_op_"));
     }
-    let third = gateway::bootstrap_operator(&settings, "third", &all)
+    let third = identity_svc::bootstrap_operator(&settings, "third", &all)
         .await
         .unwrap_err();
     assert!(third.to_string().contains("identity.admin"), "{third}");

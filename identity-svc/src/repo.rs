@@ -1,4 +1,4 @@
-//! SQL of the identity schema `gateway`: customers and API keys.
+//! SQL of the `identity` schema: customers and API keys.
 //!
 //! Identity queries are staff operations (every customer) or the authentication lookup by
 //! public id, which is what establishes the customer in the first place.
@@ -68,7 +68,7 @@ pub async fn insert_customer(
     created_by: &str,
 ) -> Result<Option<Customer>, sqlx::Error> {
     let row: Option<CustomerRow> = sqlx::query_as(
-        "INSERT INTO gateway.customers (id, name, email, created_by) VALUES ($1, $2, $3, $4) \
+        "INSERT INTO identity.customers (id, name, email, created_by) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (email) DO NOTHING RETURNING id, name, email, created_at",
     )
     .bind(id)
@@ -83,7 +83,7 @@ pub async fn insert_customer(
 /// Reads the customer with a (normalized) email.
 pub async fn customer_by_email(pool: &PgPool, email: &str) -> Result<Option<Customer>, sqlx::Error> {
     let row: Option<CustomerRow> =
-        sqlx::query_as("SELECT id, name, email, created_at FROM gateway.customers WHERE email = $1")
+        sqlx::query_as("SELECT id, name, email, created_at FROM identity.customers WHERE email = $1")
             .bind(email)
             .fetch_optional(pool)
             .await?;
@@ -93,7 +93,7 @@ pub async fn customer_by_email(pool: &PgPool, email: &str) -> Result<Option<Cust
 /// The customer with this id.
 pub async fn customer_by_id(pool: &PgPool, id: Uuid) -> Result<Option<Customer>, sqlx::Error> {
     let row: Option<CustomerRow> =
-        sqlx::query_as("SELECT id, name, email, created_at FROM gateway.customers WHERE id = $1")
+        sqlx::query_as("SELECT id, name, email, created_at FROM identity.customers WHERE id = $1")
             .bind(id)
             .fetch_optional(pool)
             .await?;
@@ -102,7 +102,7 @@ pub async fn customer_by_id(pool: &PgPool, id: Uuid) -> Result<Option<Customer>,
 
 /// True when the customer exists.
 pub async fn customer_exists(pool: &PgPool, id: Uuid) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM gateway.customers WHERE id = $1)")
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM identity.customers WHERE id = $1)")
         .bind(id)
         .fetch_one(pool)
         .await
@@ -111,7 +111,7 @@ pub async fn customer_exists(pool: &PgPool, id: Uuid) -> Result<bool, sqlx::Erro
 /// Lists every customer, oldest first.
 pub async fn list_customers(pool: &PgPool) -> Result<Vec<Customer>, sqlx::Error> {
     let rows: Vec<CustomerRow> =
-        sqlx::query_as("SELECT id, name, email, created_at FROM gateway.customers ORDER BY created_at, id")
+        sqlx::query_as("SELECT id, name, email, created_at FROM identity.customers ORDER BY created_at, id")
             .fetch_all(pool)
             .await?;
     Ok(rows.into_iter().map(Customer::from).collect())
@@ -127,7 +127,7 @@ pub async fn insert_api_key(
     created_by: &str,
 ) -> Result<ApiKey, sqlx::Error> {
     let statement = format!(
-        "INSERT INTO gateway.api_keys \
+        "INSERT INTO identity.api_keys \
            (id, customer_id, public_id, verifier, name, scopes, spend_limit_cents, created_by) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {KEY_COLUMNS}"
     );
@@ -148,7 +148,7 @@ pub async fn insert_api_key(
 /// Lists a customer's keys, oldest first.
 pub async fn list_api_keys(pool: &PgPool, customer_id: Uuid) -> Result<Vec<ApiKey>, sqlx::Error> {
     let statement =
-        format!("SELECT {KEY_COLUMNS} FROM gateway.api_keys WHERE customer_id = $1 ORDER BY created_at, id");
+        format!("SELECT {KEY_COLUMNS} FROM identity.api_keys WHERE customer_id = $1 ORDER BY created_at, id");
     let rows: Vec<ApiKeyRow> = sqlx::query_as(sqlx::AssertSqlSafe(statement))
         .bind(customer_id)
         .fetch_all(pool)
@@ -163,7 +163,7 @@ pub async fn revoke_api_key(
     revoked_by: &str,
 ) -> Result<Option<ApiKey>, sqlx::Error> {
     let returning = format!("RETURNING {KEY_COLUMNS}");
-    let update = "UPDATE gateway.api_keys SET revoked_at = COALESCE(revoked_at, now()), \
+    let update = "UPDATE identity.api_keys SET revoked_at = COALESCE(revoked_at, now()), \
                   revoked_by = COALESCE(revoked_by, $2)";
     let query = match key {
         KeyRef::Id(id) => {
@@ -186,7 +186,7 @@ pub struct KeyCredentials {
 
 /// Loads the key with `public_id` and its verifier (revoked keys too: the caller refuses them).
 pub async fn key_credentials(pool: &PgPool, public_id: &str) -> Result<Option<KeyCredentials>, sqlx::Error> {
-    let statement = format!("SELECT {KEY_COLUMNS}, verifier FROM gateway.api_keys WHERE public_id = $1");
+    let statement = format!("SELECT {KEY_COLUMNS}, verifier FROM identity.api_keys WHERE public_id = $1");
     let row: Option<(Vec<u8>, ApiKeyRow)> = sqlx::query(sqlx::AssertSqlSafe(statement))
         .bind(public_id)
         .try_map(|row: sqlx::postgres::PgRow| {
@@ -203,7 +203,7 @@ pub async fn key_credentials(pool: &PgPool, public_id: &str) -> Result<Option<Ke
 
 /// Records that a key was used now.
 pub async fn touch_last_used(pool: &PgPool, key_id: Uuid) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE gateway.api_keys SET last_used_at = now() WHERE id = $1")
+    sqlx::query("UPDATE identity.api_keys SET last_used_at = now() WHERE id = $1")
         .bind(key_id)
         .execute(pool)
         .await?;

@@ -107,7 +107,7 @@ impl NewApiKey {
                 "spend limit must not be negative",
             ));
         }
-        let scopes = crate::scopes::expand(scopes)?;
+        let scopes = super::scopes::expand(scopes)?;
         Ok(Self {
             customer_id,
             name: name.to_owned(),

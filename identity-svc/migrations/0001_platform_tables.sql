@@ -1,6 +1,6 @@
 -- Platform tables every service schema carries: the transactional outbox, the record of
 -- processed events (idempotent consumers) and the idempotency keys of mutating requests.
-CREATE TABLE gateway.outbox (
+CREATE TABLE identity.outbox (
     id BIGSERIAL PRIMARY KEY,
     event_id UUID NOT NULL UNIQUE,
     event_type TEXT NOT NULL,
@@ -8,16 +8,16 @@ CREATE TABLE gateway.outbox (
     created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     published_at TIMESTAMPTZ
 );
-CREATE INDEX outbox_unpublished ON gateway.outbox (id) WHERE published_at IS NULL;
+CREATE INDEX outbox_unpublished ON identity.outbox (id) WHERE published_at IS NULL;
 
-CREATE TABLE gateway.processed_events (
+CREATE TABLE identity.processed_events (
     consumer TEXT NOT NULL,
     event_id UUID NOT NULL,
     processed_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     PRIMARY KEY (consumer, event_id)
 );
 
-CREATE TABLE gateway.idempotency_keys (
+CREATE TABLE identity.idempotency_keys (
     customer_id UUID NOT NULL,
     operation TEXT NOT NULL,
     idempotency_key TEXT NOT NULL,

@@ -35,7 +35,7 @@ pub struct OperatorCredential {
     pub credential: SecretString,
 }
 
-/// Operator use cases over the gateway's database.
+/// Operator use cases over identity-svc's database.
 #[derive(Clone)]
 pub struct StaffService {
     pool: PgPool,
@@ -178,7 +178,7 @@ impl StaffService {
 /// second admin's approval.
 pub const BOOTSTRAP_ADMINS: i64 = 2;
 
-/// Registers an admin from the command line (`gateway bootstrap-operator`), printing the
+/// Registers an admin from the command line (`identity-svc bootstrap-operator`), printing the
 /// credential once: the deployment's first two admins, so that a second admin can approve the
 /// next ones. Refuses once [`BOOTSTRAP_ADMINS`] enabled admins exist, roles without
 /// `identity.admin`, and lab roles (`all` means every role but the lab roles).

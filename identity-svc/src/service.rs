@@ -1,22 +1,47 @@
-//! Identity use cases (staff only): create and list customers, create, list and revoke API keys
-//! (a revocation is announced to every gateway replica, see [`crate::revocations`]); the operator
-//! who acts is recorded with each change.
+//! Identity use cases: create and list customers, create, list and revoke API keys (staff only;
+//! a revocation is announced to every gateway replica, see [`crate::revocations`]; the operator
+//! who acts is recorded with each change), and verify a presented API key (the gateway, on a
+//! miss of its key cache; the key's `last_used_at` is written at most once a minute per key).
 
 use crate::domain::api_key;
+use crate::domain::api_key::PresentedKey;
 use crate::domain::customer::{ApiKey, Customer, KeyRef, NewApiKey, NewCustomer};
 use crate::repo;
-use crate::revocations::Revocations;
+use crate::revocations::KeyRevocations;
 use platform::error::{ApiError, ErrorCode, unique_violation};
 use secrecy::SecretString;
 use sqlx::PgPool;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
-/// Identity use cases over the gateway's database.
+/// How often `last_used_at` is written per key at most.
+const LAST_USED_INTERVAL: Duration = Duration::from_secs(60);
+/// Size beyond which old `last_used` marks are swept.
+const SWEEP_ABOVE: usize = 10_000;
+
+/// What a presented API key turned out to be.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verification {
+    /// The secret matches a key that is not revoked.
+    Valid(ApiKey),
+    /// Malformed, or no key has this public id.
+    Unknown,
+    /// A key has this public id, but the secret does not match.
+    WrongSecret,
+    /// The secret matches a revoked key.
+    Revoked,
+}
+
+/// Identity use cases over identity-svc's database.
 #[derive(Clone)]
 pub struct IdentityService {
     pool: PgPool,
     pepper: SecretString,
-    revocations: Revocations,
+    revocations: KeyRevocations,
+    /// When each key's use was last written.
+    last_used: Arc<Mutex<HashMap<Uuid, Instant>>>,
 }
 
 /// A created key with its plaintext, which is returned once and never stored.
@@ -28,12 +53,59 @@ pub struct CreatedKey {
 impl IdentityService {
     /// Builds the service over `pool`, deriving verifiers with `pepper` and announcing
     /// revocations through `revocations`.
-    pub fn new(pool: PgPool, pepper: SecretString, revocations: Revocations) -> Self {
+    pub fn new(pool: PgPool, pepper: SecretString, revocations: KeyRevocations) -> Self {
         Self {
             pool,
             pepper,
             revocations,
+            last_used: Arc::default(),
         }
+    }
+
+    /// Verifies a presented key (`svc_live_<public-id>_<secret>`) against its stored verifier in
+    /// constant time; a valid key's use is recorded.
+    pub async fn verify_api_key(&self, presented: &str) -> Result<Verification, ApiError> {
+        let Some(presented) = PresentedKey::parse(presented.trim()) else {
+            return Ok(Verification::Unknown);
+        };
+        let Some(stored) = repo::key_credentials(&self.pool, &presented.public_id).await? else {
+            return Ok(Verification::Unknown);
+        };
+        if !presented.matches(&self.pepper, &stored.verifier) {
+            return Ok(Verification::WrongSecret);
+        }
+        if stored.key.revoked_at.is_some() {
+            return Ok(Verification::Revoked);
+        }
+        self.note_use(stored.key.id);
+        Ok(Verification::Valid(stored.key))
+    }
+
+    /// Writes `last_used_at` in the background when the last write is a minute old.
+    fn note_use(&self, key_id: Uuid) {
+        let now = Instant::now();
+        {
+            let mut last_used = self
+                .last_used
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if last_used
+                .get(&key_id)
+                .is_some_and(|at| now.duration_since(*at) < LAST_USED_INTERVAL)
+            {
+                return;
+            }
+            if last_used.len() > SWEEP_ABOVE {
+                last_used.retain(|_, at| now.duration_since(*at) < LAST_USED_INTERVAL);
+            }
+            last_used.insert(key_id, now);
+        }
+        let pool = self.pool.clone();
+        tokio::spawn(async move {
+            if let Err(error) = repo::touch_last_used(&pool, key_id).await {
+                tracing::warn!(%key_id, %error, "could not record key use");
+            }
+        });
     }
 
     /// Creates a customer, or returns the existing one with the same email (`false`).

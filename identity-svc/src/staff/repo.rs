@@ -1,5 +1,5 @@
-//! SQL of lab operators (`gateway.operators`) and of the revocations of their staff tokens
-//! (`gateway.staff_revocations`). Statements that change an operator take the use case's
+//! SQL of lab operators (`identity.operators`) and of the revocations of their staff tokens
+//! (`identity.staff_revocations`). Statements that change an operator take the use case's
 //! transaction; reads take the pool.
 
 use crate::domain::operator::{Operator, OperatorStatus};
@@ -76,7 +76,7 @@ pub struct NewOperatorRow<'a> {
 /// public id is a unique violation for the caller to map.
 pub async fn insert(pool: &PgPool, row: &NewOperatorRow<'_>) -> Result<Operator, sqlx::Error> {
     let statement = format!(
-        "INSERT INTO gateway.operators (id, name, public_id, verifier, roles, status, created_by, created_by_id) \
+        "INSERT INTO identity.operators (id, name, public_id, verifier, roles, status, created_by, created_by_id) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"
     );
     let status = match row.credential {
@@ -99,7 +99,7 @@ pub async fn insert(pool: &PgPool, row: &NewOperatorRow<'_>) -> Result<Operator,
 
 /// Every operator, oldest first.
 pub async fn list(pool: &PgPool) -> Result<Vec<Operator>, sqlx::Error> {
-    let statement = format!("SELECT {COLUMNS} FROM gateway.operators ORDER BY created_at, id");
+    let statement = format!("SELECT {COLUMNS} FROM identity.operators ORDER BY created_at, id");
     let rows: Vec<OperatorRow> = sqlx::query_as(sqlx::AssertSqlSafe(statement))
         .fetch_all(pool)
         .await?;
@@ -109,7 +109,7 @@ pub async fn list(pool: &PgPool) -> Result<Vec<Operator>, sqlx::Error> {
 /// How many enabled, active operators hold `identity.admin`.
 pub async fn enabled_admins(pool: &PgPool) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar(
-        "SELECT count(*) FROM gateway.operators \
+        "SELECT count(*) FROM identity.operators \
          WHERE $1 = ANY(roles) AND status = 'active' AND disabled_at IS NULL",
     )
     .bind(roles::IDENTITY_ADMIN)
@@ -123,7 +123,7 @@ pub async fn by_public_id(
     public_id: &str,
 ) -> Result<Option<(Operator, Vec<u8>)>, sqlx::Error> {
     let statement = format!(
-        "SELECT {COLUMNS}, verifier FROM gateway.operators WHERE public_id = $1 AND verifier IS NOT NULL"
+        "SELECT {COLUMNS}, verifier FROM identity.operators WHERE public_id = $1 AND verifier IS NOT NULL"
     );
     sqlx::query(sqlx::AssertSqlSafe(statement))
         .bind(public_id)
@@ -140,7 +140,7 @@ pub async fn by_public_id(
 
 /// Locks the operator named `name` for a change.
 pub async fn lock_by_name(conn: &mut PgConnection, name: &str) -> Result<Option<Operator>, sqlx::Error> {
-    let statement = format!("SELECT {COLUMNS} FROM gateway.operators WHERE name = $1 FOR UPDATE");
+    let statement = format!("SELECT {COLUMNS} FROM identity.operators WHERE name = $1 FOR UPDATE");
     let row: Option<OperatorRow> = sqlx::query_as(sqlx::AssertSqlSafe(statement))
         .bind(name)
         .fetch_optional(conn)
@@ -155,7 +155,7 @@ pub async fn set_credential(
     credential: &StoredCredential<'_>,
 ) -> Result<Operator, sqlx::Error> {
     let statement = format!(
-        "UPDATE gateway.operators SET public_id = $2, verifier = $3, status = 'active' WHERE id = $1 \
+        "UPDATE identity.operators SET public_id = $2, verifier = $3, status = 'active' WHERE id = $1 \
          RETURNING {COLUMNS}"
     );
     let row: OperatorRow = sqlx::query_as(sqlx::AssertSqlSafe(statement))
@@ -175,7 +175,7 @@ pub async fn record_approval(
     approved_by_id: Uuid,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "UPDATE gateway.operators SET approved_by = $2, approved_by_id = $3, approved_at = now() WHERE id = $1",
+        "UPDATE identity.operators SET approved_by = $2, approved_by_id = $3, approved_at = now() WHERE id = $1",
     )
     .bind(id)
     .bind(approved_by)
@@ -188,7 +188,7 @@ pub async fn record_approval(
 /// Disables an operator.
 pub async fn disable(conn: &mut PgConnection, id: Uuid, disabled_by: &str) -> Result<Operator, sqlx::Error> {
     let statement = format!(
-        "UPDATE gateway.operators SET disabled_at = COALESCE(disabled_at, now()), \
+        "UPDATE identity.operators SET disabled_at = COALESCE(disabled_at, now()), \
            disabled_by = COALESCE(disabled_by, $2) WHERE id = $1 RETURNING {COLUMNS}"
     );
     let row: OperatorRow = sqlx::query_as(sqlx::AssertSqlSafe(statement))
@@ -214,7 +214,7 @@ pub async fn insert_revocation(
     revoked_by: &str,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO gateway.staff_revocations (operator_id, credential_public_id, revoked_at, revoked_by) \
+        "INSERT INTO identity.staff_revocations (operator_id, credential_public_id, revoked_at, revoked_by) \
          VALUES ($1, $2, $3, $4)",
     )
     .bind(revocation.operator_id)
@@ -232,7 +232,7 @@ pub async fn revocations_since(
     since: DateTime<Utc>,
 ) -> Result<Vec<RevocationRow>, sqlx::Error> {
     let rows: Vec<(Uuid, Option<String>, DateTime<Utc>)> = sqlx::query_as(
-        "SELECT operator_id, credential_public_id, revoked_at FROM gateway.staff_revocations \
+        "SELECT operator_id, credential_public_id, revoked_at FROM identity.staff_revocations \
          WHERE revoked_at >= $1 ORDER BY revoked_at",
     )
     .bind(since)
@@ -258,7 +258,7 @@ pub async fn ensure_development_operator(
     roles: &[String],
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO gateway.operators (id, name, public_id, verifier, roles, status, created_by) \
+        "INSERT INTO identity.operators (id, name, public_id, verifier, roles, status, created_by) \
          VALUES ($1, $2, $3, $4, $5, 'active', 'development') \
          ON CONFLICT (name) DO UPDATE SET public_id = $3, verifier = $4, roles = $5, status = 'active', \
            disabled_at = NULL, disabled_by = NULL",
