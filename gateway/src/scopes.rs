@@ -1,4 +1,4 @@
-//! The scopes of API keys and the scope table: what every REST operation of the spec needs, its
+//! The scope table: what every REST operation of the spec needs, its
 //! scopes (or that it is public) and whether it takes `Idempotency-Key`.
 //!
 //! The table covers every operation of the spec's REST table and our additions: the built ones
@@ -11,50 +11,11 @@
 //! `proto::event_data`'s, checked through `platform::access::require_subscription`.
 
 use http::Method;
-use platform::error::{ApiError, ErrorCode};
 
 pub use proto::scopes::{
     ALL_SCOPES, CATALOG_READ, INSTRUMENTS_READ, INVOICES_READ, ORDERS_READ, ORDERS_WRITE, PAYMENTS_READ,
     PAYMENTS_WRITE, QUOTES_WRITE, RAW_DATA_READ, RESULTS_READ, SHIPMENTS_READ, WEBHOOKS_READ, WEBHOOKS_WRITE,
 };
-
-/// The value that stands for every scope when a key is created.
-pub const ALL: &str = "all";
-
-/// Expands and validates requested scopes: `all` means every scope; an unknown name is
-/// `invalid_request` on field `scopes`; the result is deduplicated in canonical order.
-pub fn expand(requested: &[String]) -> Result<Vec<String>, ApiError> {
-    if requested.is_empty() {
-        return Err(ApiError::field(
-            ErrorCode::InvalidRequest,
-            "scopes",
-            "at least one scope is required",
-        ));
-    }
-    let mut wanted = [false; ALL_SCOPES.len()];
-    for name in requested {
-        let name = name.trim();
-        if name == ALL {
-            wanted = [true; ALL_SCOPES.len()];
-            continue;
-        }
-        let Some(index) = ALL_SCOPES.iter().position(|scope| *scope == name) else {
-            return Err(ApiError::field(
-                ErrorCode::InvalidRequest,
-                "scopes",
-                format!("unknown scope {name:?}"),
-            )
-            .with_details(serde_json::json!({ "allowed": ALL_SCOPES })));
-        };
-        wanted[index] = true;
-    }
-    Ok(ALL_SCOPES
-        .iter()
-        .zip(wanted)
-        .filter(|(_, on)| *on)
-        .map(|(scope, _)| (*scope).to_owned())
-        .collect())
-}
 
 /// Who may call an operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,22 +157,7 @@ pub use platform::access::require_scopes as check;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn all_expands_to_every_scope_and_unknown_scopes_are_refused() {
-        assert_eq!(expand(&["all".into()]).unwrap().len(), 13);
-        let expanded = expand(&[
-            "orders:write".into(),
-            "catalog:read".into(),
-            "orders:write".into(),
-        ])
-        .unwrap();
-        assert_eq!(expanded, vec!["catalog:read", "orders:write"]);
-        let error = expand(&["orders:delete".into()]).unwrap_err();
-        assert_eq!(error.code, ErrorCode::InvalidRequest);
-        assert_eq!(error.details.unwrap()["field"], "scopes");
-        assert!(expand(&[]).is_err());
-    }
+    use platform::error::ErrorCode;
 
     #[test]
     fn the_table_lists_each_operation_once_with_known_scopes() {
