@@ -93,29 +93,31 @@ pub fn check_body(bytes: &Bytes) -> Result<(), ApiError> {
     }
 }
 
-/// Strict percent-decoding: `%` must be followed by two hex digits; `+` is a space in queries.
+/// Strict percent-decoding: `%` must be followed by two hex digits (the `percent-encoding`
+/// crate decodes, and would pass a stray `%` through, so the form is checked first); `+` is a
+/// space in queries.
 pub fn percent_decode(raw: &str, plus_is_space: bool) -> Result<Vec<u8>, Flaw> {
-    let mut decoded = Vec::with_capacity(raw.len());
-    let mut bytes = raw.bytes();
-    while let Some(byte) = bytes.next() {
-        match byte {
-            b'%' => {
-                let high = bytes.next().and_then(hex_value);
-                let low = bytes.next().and_then(hex_value);
-                let (Some(high), Some(low)) = (high, low) else {
-                    return Err(Flaw::InvalidEncoding);
-                };
-                decoded.push(high << 4 | low);
-            }
-            b'+' if plus_is_space => decoded.push(b' '),
-            other => decoded.push(other),
-        }
+    let bytes = raw.as_bytes();
+    let well_formed = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, byte)| **byte == b'%')
+        .all(|(at, _)| {
+            bytes
+                .get(at + 1..at + 3)
+                .is_some_and(|digits| digits.iter().all(u8::is_ascii_hexdigit))
+        });
+    if !well_formed {
+        return Err(Flaw::InvalidEncoding);
     }
-    Ok(decoded)
-}
-
-fn hex_value(digit: u8) -> Option<u8> {
-    char::from(digit).to_digit(16).map(|value| value as u8)
+    let spaced;
+    let raw = if plus_is_space && raw.contains('+') {
+        spaced = raw.replace('+', " ");
+        spaced.as_str()
+    } else {
+        raw
+    };
+    Ok(percent_encoding::percent_decode_str(raw).collect())
 }
 
 fn too_large() -> ApiError {

@@ -60,3 +60,12 @@ fn percent_decoding_turns_plus_into_space_only_in_queries() {
     assert_eq!(percent_decode("a+b", false).unwrap(), b"a+b");
     assert_eq!(percent_decode("%e2%82%AC", false).unwrap(), "€".as_bytes());
 }
+
+#[test]
+fn a_percent_sign_without_two_hex_digits_is_refused_wherever_it_stands() {
+    for raw in ["%", "a%", "%4", "%4g", "%%41", "a%2", "%41%"] {
+        assert_eq!(percent_decode(raw, true), Err(Flaw::InvalidEncoding), "{raw}");
+    }
+    assert_eq!(percent_decode("%25%41", false).unwrap(), b"%A");
+    assert_eq!(percent_decode("%2b+", true).unwrap(), b"+ ");
+}

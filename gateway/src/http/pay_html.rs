@@ -1,7 +1,9 @@
 //! HTML of the hosted checkout page: the order, its lines, the locked total and, by the
 //! session's state, the card form (sandbox), the saved cards, the authentication step, the PSP
-//! link, or the paid / expired notice. Every value is escaped; no script is used.
+//! link, or the paid / expired notice. The markup is a `maud` template: every value spliced in
+//! is escaped by the template, never by hand; no script is used.
 
+use maud::{DOCTYPE, Markup, PreEscaped, html};
 use proto::payments as pb;
 
 /// A notice above the page: what the last action came to.
@@ -33,22 +35,6 @@ impl Banner {
     }
 }
 
-/// Escapes text for HTML element content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for character in text.chars() {
-        match character {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            other => escaped.push(other),
-        }
-    }
-    escaped
-}
-
 /// Formats cents as `$1,234.56`.
 pub fn dollars(cents: i64) -> String {
     let sign = if cents < 0 { "-" } else { "" };
@@ -71,24 +57,34 @@ td.amount,th.amount{text-align:right}.banner{padding:.8rem;border-radius:.3rem;m
 label{display:block;margin:.5rem 0}input[type=text]{width:100%;padding:.4rem}\
 button{padding:.6rem 1.2rem;margin-top:.8rem}fieldset{margin-top:1rem}";
 
-fn document(title: &str, body: &str) -> String {
-    format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-         <meta name=\"robots\" content=\"noindex\"><title>{}</title><style>{STYLE}</style></head>\
-         <body>{body}</body></html>",
-        escape(title)
-    )
+fn document(title: &str, body: Markup) -> String {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width,initial-scale=1";
+                meta name="robots" content="noindex";
+                title { (title) }
+                // A constant of ours, and raw text in HTML: not escaped.
+                style { (PreEscaped(STYLE)) }
+            }
+            body { (body) }
+        }
+    }
+    .into_string()
 }
 
 /// A page with only a message (unknown link, unavailable).
 pub fn message_page(message: &str) -> String {
     document(
         "Checkout",
-        &format!(
-            "<main data-status=\"none\"><h1>Checkout</h1><p id=\"message\">{}</p></main>",
-            escape(message)
-        ),
+        html! {
+            main data-status="none" {
+                h1 { "Checkout" }
+                p id="message" { (message) }
+            }
+        },
     )
 }
 
@@ -97,86 +93,55 @@ pub fn render(page: &pb::CheckoutPage, banner: Option<Banner>) -> String {
     let Some(session) = page.session.as_ref() else {
         return message_page("This checkout link does not exist.");
     };
-    let path = format!("/pay/{}", escape(&session.id));
+    let path = format!("/pay/{}", session.id);
     let pickup = is_pickup(page);
-    let mut body = format!(
-        "<main data-status=\"{}\" data-outcome=\"{}\" data-purpose=\"{}\">{}",
-        escape(&session.status),
-        escape(banner.as_ref().map_or("", |banner| banner.outcome.as_str())),
-        if pickup { "pickup" } else { "invoice" },
-        heading(page),
-    );
-    if let Some(banner) = &banner {
-        body.push_str(&format!(
-            "<div class=\"banner {}\" id=\"banner\" role=\"status\">{}</div>",
-            banner.kind,
-            escape(&banner.message)
-        ));
-    }
-    body.push_str("<table><thead><tr><th>Item</th><th class=\"amount\">Amount</th></tr></thead><tbody>");
-    for line in &page.lines {
-        let quantity = if line.quantity > 1 {
-            format!(" × {}", line.quantity)
-        } else {
-            String::new()
-        };
-        body.push_str(&format!(
-            "<tr><td>{}{}</td><td class=\"amount\">{}</td></tr>",
-            escape(&line.description),
-            quantity,
-            dollars(line.amount_cents)
-        ));
-    }
-    body.push_str(&format!(
-        "</tbody><tfoot><tr><th>Total ({})</th><th class=\"amount\" id=\"total\">{}</th></tr></tfoot></table>",
-        escape(&session.currency),
-        dollars(session.amount_cents)
-    ));
-    match session.status.as_str() {
-        "completed" | "expired" if pickup => body.push_str(pickup_state(&session.status)),
-        "completed" => body.push_str("<p id=\"state\">This order is paid. Thank you.</p>"),
-        "expired" => body.push_str(
-            "<p id=\"state\">This checkout link has expired and can no longer be paid. \
-             Ask for a fresh link (POST /payments/prepare).</p>",
-        ),
-        _ if page.awaiting_confirmation => body.push_str(&format!(
-            "<p id=\"state\">Your bank asks you to confirm this payment.</p>\
-             <form method=\"post\" action=\"{path}/confirm\">\
-             <button id=\"confirm-button\" name=\"action\" value=\"approve\">Confirm payment</button> \
-             <button id=\"cancel-button\" name=\"action\" value=\"cancel\">Cancel</button></form>"
-        )),
-        _ if session.processor == "stripe" => match &session.processor_url {
-            Some(url) => body.push_str(&format!(
-                "<p id=\"state\">You will pay on our payment provider's secure page.</p>\
-                 <p><a id=\"processor-link\" href=\"{}\" rel=\"noreferrer\">Continue to payment</a></p>",
-                escape(url)
-            )),
-            None => {
-                body.push_str("<p id=\"state\">The payment provider is unavailable; try again shortly.</p>")
-            }
-        },
-        _ => body.push_str(&card_forms(&path, page)),
-    }
-    if session.status == "open" && !page.awaiting_confirmation {
-        body.push_str(&stablecoin_section(&path, page));
-    }
-    if let Some(expires) = session
+    let expires = session
         .expires_at
         .as_ref()
-        .and_then(platform::time::from_timestamp)
-    {
-        body.push_str(&format!(
-            "<p><small>Link valid until {} UTC.</small></p>",
-            expires.format("%Y-%m-%d %H:%M")
-        ));
-    }
-    body.push_str("</main>");
+        .and_then(platform::time::from_timestamp);
+    let body = html! {
+        main data-status=(session.status)
+            data-outcome=(banner.as_ref().map_or("", |banner| banner.outcome.as_str()))
+            data-purpose=(if pickup { "pickup" } else { "invoice" }) {
+            (heading(page))
+            @if let Some(banner) = &banner {
+                div class={ "banner " (banner.kind) } id="banner" role="status" { (banner.message) }
+            }
+            table {
+                thead { tr { th { "Item" } th class="amount" { "Amount" } } }
+                tbody {
+                    @for line in &page.lines {
+                        tr {
+                            td {
+                                (line.description)
+                                @if line.quantity > 1 { " × " (line.quantity) }
+                            }
+                            td class="amount" { (dollars(line.amount_cents)) }
+                        }
+                    }
+                }
+                tfoot {
+                    tr {
+                        th { "Total (" (session.currency) ")" }
+                        th class="amount" id="total" { (dollars(session.amount_cents)) }
+                    }
+                }
+            }
+            (state(&path, page, session, pickup))
+            @if session.status == "open" && !page.awaiting_confirmation {
+                (stablecoin_section(&path, page))
+            }
+            @if let Some(expires) = expires {
+                p { small { "Link valid until " (expires.format("%Y-%m-%d %H:%M")) " UTC." } }
+            }
+        }
+    };
     let title = if pickup {
         format!("Pay the door pickup of order {}", page.order_number)
     } else {
         format!("Pay order {}", page.order_number)
     };
-    document(&title, &body)
+    document(&title, body)
 }
 
 /// True when the page pays a door pickup (a session bound to the pickup, not to an invoice).
@@ -185,123 +150,174 @@ fn is_pickup(page: &pb::CheckoutPage) -> bool {
 }
 
 /// The page's heading: the order and its invoice, or the order whose door pickup is paid.
-fn heading(page: &pb::CheckoutPage) -> String {
-    if is_pickup(page) {
-        format!(
-            "<h1>Pay the door pickup of order {}</h1><p>A separate charge; the order's invoice is not affected.</p>",
-            escape(&page.order_number)
-        )
-    } else {
-        format!(
-            "<h1>Pay order {}</h1><p>Invoice {}</p>",
-            escape(&page.order_number),
-            escape(&page.invoice_number)
-        )
+fn heading(page: &pb::CheckoutPage) -> Markup {
+    html! {
+        @if is_pickup(page) {
+            h1 { "Pay the door pickup of order " (page.order_number) }
+            p { "A separate charge; the order's invoice is not affected." }
+        } @else {
+            h1 { "Pay order " (page.order_number) }
+            p { "Invoice " (page.invoice_number) }
+        }
+    }
+}
+
+/// What the session's state lets the payer do: the paid or expired notice, the authentication
+/// step, the PSP link, or the card forms.
+fn state(path: &str, page: &pb::CheckoutPage, session: &pb::CheckoutSession, pickup: bool) -> Markup {
+    match session.status.as_str() {
+        "completed" | "expired" if pickup => pickup_state(&session.status),
+        "completed" => html! { p id="state" { "This order is paid. Thank you." } },
+        "expired" => html! {
+            p id="state" {
+                "This checkout link has expired and can no longer be paid. \
+                 Ask for a fresh link (POST /payments/prepare)."
+            }
+        },
+        _ if page.awaiting_confirmation => html! {
+            p id="state" { "Your bank asks you to confirm this payment." }
+            form method="post" action={ (path) "/confirm" } {
+                button id="confirm-button" name="action" value="approve" { "Confirm payment" }
+                " "
+                button id="cancel-button" name="action" value="cancel" { "Cancel" }
+            }
+        },
+        _ if session.processor == "stripe" => match &session.processor_url {
+            Some(url) => html! {
+                p id="state" { "You will pay on our payment provider's secure page." }
+                p { a id="processor-link" href=(url) rel="noreferrer" { "Continue to payment" } }
+            },
+            None => html! {
+                p id="state" { "The payment provider is unavailable; try again shortly." }
+            },
+        },
+        _ => card_forms(path, page),
     }
 }
 
 /// What a paid or expired door-pickup payment says.
-fn pickup_state(status: &str) -> &'static str {
-    if status == "completed" {
-        "<p id=\"state\">This door pickup is paid. Thank you. The carrier booking and its \
-         confirmation number follow (GET /shipments/{reference}, webhook shipment.updated).</p>"
-    } else {
-        "<p id=\"state\">This pickup payment link has expired and can no longer be paid. \
-         Request a new pickup (GET then POST /orders/{reference}/pickup).</p>"
-    }
-}
-
-fn card_forms(path: &str, page: &pb::CheckoutPage) -> String {
-    let mut forms = String::new();
-    if let Some(error) = &page.last_error {
-        forms.push_str(&format!(
-            "<p class=\"banner error\" id=\"last-error\">{}</p>",
-            escape(error)
-        ));
-    }
-    if !page.saved_cards.is_empty() {
-        forms.push_str("<fieldset><legend>Saved cards</legend>");
-        for card in &page.saved_cards {
-            forms.push_str(&format!(
-                "<form method=\"post\" action=\"{path}\"><input type=\"hidden\" name=\"saved_card\" value=\"{}\">\
-                 <button class=\"saved-card\">Pay with {} ending {} ({:02}/{})</button></form>",
-                escape(&card.token),
-                escape(&card.brand),
-                escape(&card.last4),
-                card.exp_month,
-                card.exp_year
-            ));
-        }
-        forms.push_str("</fieldset>");
-    }
-    forms.push_str(&format!(
-        "<form method=\"post\" action=\"{path}\" autocomplete=\"off\"><fieldset><legend>Card</legend>\
-         <label>Card number <input type=\"text\" id=\"card-number\" name=\"card_number\" inputmode=\"numeric\" \
-         autocomplete=\"cc-number\" required></label>\
-         <label>Expiry month <input type=\"text\" id=\"exp-month\" name=\"exp_month\" inputmode=\"numeric\" \
-         placeholder=\"MM\" required></label>\
-         <label>Expiry year <input type=\"text\" id=\"exp-year\" name=\"exp_year\" inputmode=\"numeric\" \
-         placeholder=\"YYYY\" required></label>\
-         <label>Security code <input type=\"text\" id=\"cvc\" name=\"cvc\" inputmode=\"numeric\" required></label>\
-         <label><input type=\"checkbox\" id=\"save-card\" name=\"save_card\" value=\"on\"> Save this card for later</label>\
-         <button id=\"pay-button\">Pay {}</button></fieldset></form>\
-         <p><small>Sandbox: use 4242 4242 4242 4242 with any future expiry and any CVC.</small></p>",
-        page.session.as_ref().map_or_else(String::new, |session| dollars(session.amount_cents))
-    ));
-    forms
-}
-
-/// The option's section of an open checkout page (empty when the rail is not offered).
-pub fn stablecoin_section(path: &str, page: &pb::CheckoutPage) -> String {
-    if !page.stablecoin_offered {
-        return String::new();
-    }
-    let action = format!("{path}/stablecoin");
-    let mut html = String::from("<fieldset id=\"stablecoin\"><legend>Settled stablecoin</legend>");
-    match &page.stablecoin {
-        None => html.push_str(&format!(
-            "<p>Pay with a stablecoin sent from your own self-custodied wallet (not an exchange \
-             withdrawal). We never ask for a key: you send the transfer yourself.</p>\
-             <form method=\"post\" action=\"{action}\" autocomplete=\"off\">\
-             <label>Your wallet address (checksummed) <input type=\"text\" id=\"payer-address\" \
-             name=\"payer_address\" placeholder=\"0x…\" required></label>\
-             <button id=\"stablecoin-request-button\">Pay with stablecoin</button></form>"
-        )),
-        Some(request) => {
-            let expires = request
-                .expires_at
-                .as_ref()
-                .and_then(platform::time::from_timestamp)
-                .map(|at| at.format("%Y-%m-%d %H:%M UTC").to_string())
-                .unwrap_or_default();
-            html.push_str(&format!(
-                "<dl><dt>Status</dt><dd id=\"stablecoin-status\">{}</dd>\
-                 <dt>Token contract</dt><dd id=\"stablecoin-token\">{}</dd>\
-                 <dt>Send to</dt><dd id=\"stablecoin-target\">{}</dd>\
-                 <dt>Exact amount</dt><dd id=\"stablecoin-amount\">{}</dd>\
-                 <dt>From your wallet</dt><dd id=\"stablecoin-payer\">{}</dd>\
-                 <dt>Pay before</dt><dd id=\"stablecoin-expires\">{}</dd></dl>\
-                 <p id=\"stablecoin-notice\"><strong>{}</strong></p>",
-                escape(&request.status),
-                escape(&request.token_address),
-                escape(&request.target_address),
-                escape(&request.amount_decimal),
-                escape(&request.payer_address),
-                escape(&expires),
-                escape(&request.notice),
-            ));
-            if request.status == "awaiting_transfer" {
-                html.push_str(&format!(
-                    "<form method=\"post\" action=\"{action}\" autocomplete=\"off\">\
-                     <label>Transaction hash <input type=\"text\" id=\"transaction-hash\" \
-                     name=\"transaction_hash\" placeholder=\"0x…\" required></label>\
-                     <button id=\"stablecoin-submit-button\">I sent it: verify</button></form>"
-                ));
+fn pickup_state(status: &str) -> Markup {
+    html! {
+        p id="state" {
+            @if status == "completed" {
+                "This door pickup is paid. Thank you. The carrier booking and its \
+                 confirmation number follow (GET /shipments/{reference}, webhook shipment.updated)."
+            } @else {
+                "This pickup payment link has expired and can no longer be paid. \
+                 Request a new pickup (GET then POST /orders/{reference}/pickup)."
             }
         }
     }
-    html.push_str("</fieldset>");
-    html
+}
+
+fn card_forms(path: &str, page: &pb::CheckoutPage) -> Markup {
+    let total = page
+        .session
+        .as_ref()
+        .map_or_else(String::new, |session| dollars(session.amount_cents));
+    html! {
+        @if let Some(error) = &page.last_error {
+            p class="banner error" id="last-error" { (error) }
+        }
+        @if !page.saved_cards.is_empty() {
+            fieldset {
+                legend { "Saved cards" }
+                @for card in &page.saved_cards {
+                    form method="post" action=(path) {
+                        input type="hidden" name="saved_card" value=(card.token);
+                        button class="saved-card" {
+                            "Pay with " (card.brand) " ending " (card.last4)
+                            " (" (format!("{:02}", card.exp_month)) "/" (card.exp_year) ")"
+                        }
+                    }
+                }
+            }
+        }
+        form method="post" action=(path) autocomplete="off" {
+            fieldset {
+                legend { "Card" }
+                label {
+                    "Card number "
+                    input type="text" id="card-number" name="card_number" inputmode="numeric"
+                        autocomplete="cc-number" required;
+                }
+                label {
+                    "Expiry month "
+                    input type="text" id="exp-month" name="exp_month" inputmode="numeric"
+                        placeholder="MM" required;
+                }
+                label {
+                    "Expiry year "
+                    input type="text" id="exp-year" name="exp_year" inputmode="numeric"
+                        placeholder="YYYY" required;
+                }
+                label {
+                    "Security code "
+                    input type="text" id="cvc" name="cvc" inputmode="numeric" required;
+                }
+                label {
+                    input type="checkbox" id="save-card" name="save_card" value="on";
+                    " Save this card for later"
+                }
+                button id="pay-button" { "Pay " (total) }
+            }
+        }
+        p { small { "Sandbox: use 4242 4242 4242 4242 with any future expiry and any CVC." } }
+    }
+}
+
+/// The option's section of an open checkout page (empty when the rail is not offered).
+pub fn stablecoin_section(path: &str, page: &pb::CheckoutPage) -> Markup {
+    if !page.stablecoin_offered {
+        return html! {};
+    }
+    let action = format!("{path}/stablecoin");
+    html! {
+        fieldset id="stablecoin" {
+            legend { "Settled stablecoin" }
+            @match &page.stablecoin {
+                None => {
+                    p {
+                        "Pay with a stablecoin sent from your own self-custodied wallet (not an exchange \
+                         withdrawal). We never ask for a key: you send the transfer yourself."
+                    }
+                    form method="post" action=(action) autocomplete="off" {
+                        label {
+                            "Your wallet address (checksummed) "
+                            input type="text" id="payer-address" name="payer_address" placeholder="0x…" required;
+                        }
+                        button id="stablecoin-request-button" { "Pay with stablecoin" }
+                    }
+                }
+                Some(request) => {
+                    dl {
+                        dt { "Status" } dd id="stablecoin-status" { (request.status) }
+                        dt { "Token contract" } dd id="stablecoin-token" { (request.token_address) }
+                        dt { "Send to" } dd id="stablecoin-target" { (request.target_address) }
+                        dt { "Exact amount" } dd id="stablecoin-amount" { (request.amount_decimal) }
+                        dt { "From your wallet" } dd id="stablecoin-payer" { (request.payer_address) }
+                        dt { "Pay before" }
+                        dd id="stablecoin-expires" {
+                            @if let Some(at) = request.expires_at.as_ref().and_then(platform::time::from_timestamp) {
+                                (at.format("%Y-%m-%d %H:%M UTC"))
+                            }
+                        }
+                    }
+                    p id="stablecoin-notice" { strong { (request.notice) } }
+                    @if request.status == "awaiting_transfer" {
+                        form method="post" action=(action) autocomplete="off" {
+                            label {
+                                "Transaction hash "
+                                input type="text" id="transaction-hash" name="transaction_hash"
+                                    placeholder="0x…" required;
+                            }
+                            button id="stablecoin-submit-button" { "I sent it: verify" }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -309,11 +325,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn text_is_escaped_and_money_is_formatted_from_cents() {
-        assert_eq!(
-            escape("<a href=\"x\">'&'</a>"),
-            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+    fn values_are_escaped_in_text_and_in_attributes() {
+        let page = pb::CheckoutPage {
+            session: Some(pb::CheckoutSession {
+                id: "cs_\"><script>".into(),
+                status: "open".into(),
+                processor: "stripe".into(),
+                processor_url: Some("https://psp.example/?a=1&b=\"2\"".into()),
+                ..Default::default()
+            }),
+            order_number: "<b>ORD</b> & 'co'".into(),
+            ..Default::default()
+        };
+        let html = render(&page, Some(Banner::error("x\"y", "<i>no</i>")));
+        assert!(
+            html.contains("Pay order &lt;b&gt;ORD&lt;/b&gt; &amp; 'co'"),
+            "{html}"
         );
+        assert!(html.contains("href=\"https://psp.example/?a=1&amp;b=&quot;2&quot;\""));
+        assert!(html.contains("data-outcome=\"x&quot;y\""));
+        assert!(html.contains("&lt;i&gt;no&lt;/i&gt;"));
+        let mut sandbox = page.clone();
+        sandbox.session.as_mut().unwrap().processor = "sandbox".into();
+        assert!(render(&sandbox, None).contains("action=\"/pay/cs_&quot;&gt;&lt;script&gt;\""));
+        assert!(!html.contains("<script>") && !html.contains("<i>"));
+        assert!(message_page("<b>").contains("<p id=\"message\">&lt;b&gt;</p>"));
+    }
+
+    #[test]
+    fn money_is_formatted_from_cents() {
         assert_eq!(dollars(0), "$0.00");
         assert_eq!(dollars(5), "$0.05");
         assert_eq!(dollars(123_456_789), "$1,234,567.89");

@@ -87,7 +87,7 @@ mod tests {
             stablecoin_offered: true,
             ..Default::default()
         };
-        let first = pay_html::stablecoin_section("/pay/cs_x", &page);
+        let first = pay_html::stablecoin_section("/pay/cs_x", &page).into_string();
         assert!(first.contains("id=\"payer-address\""));
         assert!(first.contains("action=\"/pay/cs_x/stablecoin\""));
         page.stablecoin = Some(pb::StablecoinPayment {
@@ -98,7 +98,7 @@ mod tests {
             notice: "Send exactly this amount.".into(),
             ..Default::default()
         });
-        let second = pay_html::stablecoin_section("/pay/cs_x", &page);
+        let second = pay_html::stablecoin_section("/pay/cs_x", &page).into_string();
         assert!(second.contains("123.450042"));
         assert!(second.contains("0x&lt;t&gt;"));
         assert!(second.contains("id=\"transaction-hash\""));
@@ -107,6 +107,10 @@ mod tests {
             assert!(!lower.contains("private") && !lower.contains("seed") && !lower.contains("mnemonic"));
         }
         page.stablecoin_offered = false;
-        assert!(pay_html::stablecoin_section("/pay/cs_x", &page).is_empty());
+        assert!(
+            pay_html::stablecoin_section("/pay/cs_x", &page)
+                .into_string()
+                .is_empty()
+        );
     }
 }
