@@ -55,8 +55,6 @@
 //! expand.
 
 use crate::caller::Caller;
-use crate::client_addr::ClientAddr;
-use crate::http::AppState;
 use crate::http::extract::{
     ApiJson, ApiQuery, EndpointId, IdempotencyKey, OptionalApiJson, OptionalIdempotencyKey, Reference,
     from_value, query_from_value,
@@ -110,18 +108,6 @@ pub struct Context<'a> {
     pub verify_lookups: &'a LookupCeiling,
     /// The client's address (the verification's lookups are charged to it).
     pub client: IpAddr,
-}
-
-impl<'a> Context<'a> {
-    /// The context of a REST request.
-    pub fn rest(state: &'a AppState, client: Option<axum::Extension<ClientAddr>>) -> Self {
-        Self {
-            peers: &state.peers,
-            site: &state.site_url,
-            verify_lookups: &state.front_door.verify_lookups,
-            client: ClientAddr::of(client),
-        }
-    }
 }
 
 /// An input of an operation: a REST extractor that also reads its MCP argument, so that both

@@ -12,13 +12,7 @@
 use secrecy::{ExposeSecret, SecretString};
 use std::net::SocketAddr;
 
-/// Environment variable that turns development mode on.
-pub const DEV_MODE_VAR: &str = "LAB_DEV_MODE";
-
-/// Returns the environment variable `name` when set and not empty.
-pub fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|value| !value.trim().is_empty())
-}
+pub use crate::env::{DEV_MODE_VAR, env_var};
 
 /// Returns `PREFIX_NAME` or, when absent, the common `NAME`, or the default.
 pub fn prefixed_or_common(prefix: &str, name: &str, default: &str) -> String {

@@ -35,10 +35,7 @@ use uuid::Uuid;
 pub const DELEGATION_HEADER: &str = "x-lab-delegation";
 /// Binary gRPC metadata carrying a signed event (`lab.events.v1.SignedEntry`).
 pub const EVENT_HEADER: &str = "x-lab-event-bin";
-/// Audience of every delegation: any service of the mesh (it is forwarded hop to hop).
-pub const DELEGATION_AUDIENCE: &str = "lab-mesh-delegation";
-/// Lifetime of a delegation: a request's work, retries included, fits well inside it.
-pub const DELEGATION_TTL: Duration = Duration::from_secs(60);
+pub use crate::tokens::{DELEGATION_AUDIENCE, DELEGATION_TTL};
 /// Oldest event whose customer a service may act for (the streams keep events 7 days).
 pub const EVENT_CONTEXT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 

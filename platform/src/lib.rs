@@ -14,6 +14,7 @@ pub mod config;
 pub mod consumer;
 pub mod db;
 pub mod delegation;
+pub mod env;
 pub mod error;
 pub mod event_signing;
 pub mod grpc;

@@ -9,7 +9,7 @@
 //! explicitly configured public HTTPS site URL ([`Requirements::site_url`]). The process then
 //! refuses to start with one error that names every variable at fault.
 
-use crate::config::{DEV_MODE_VAR, env_var};
+use crate::env::{DEV_MODE_VAR, env_var};
 use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 

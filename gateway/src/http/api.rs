@@ -41,7 +41,7 @@ macro_rules! handlers {
             client: Option<Extension<ClientAddr>>,
             $($arg: $ty),*
         ) -> Result<Response, ErrorResponse> {
-            let $cx = Context::rest(&state, client);
+            let $cx = rest_context(&state, client);
             $(let $arg = <$ty as Input>::rest($arg);)*
             let answer = $run.await?;
             Ok(handlers!(@answer $answer $(($status))?, answer))
@@ -69,4 +69,14 @@ fn no_store(mut response: Response) -> Response {
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
+}
+
+/// The context of a REST request.
+pub fn rest_context(state: &AppState, client: Option<Extension<ClientAddr>>) -> Context<'_> {
+    Context {
+        peers: &state.peers,
+        site: &state.site_url,
+        verify_lookups: &state.front_door.verify_lookups,
+        client: ClientAddr::of(client),
+    }
 }

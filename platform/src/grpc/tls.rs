@@ -19,7 +19,7 @@
 //! Without the settings the mesh speaks plaintext gRPC, which only development mode accepts
 //! (`crate::config::CommonSettings::from_env`).
 
-use crate::config::env_var;
+use crate::env::env_var;
 use chrono::{DateTime, Utc};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};

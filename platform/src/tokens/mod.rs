@@ -45,6 +45,11 @@ pub const IDENTITY_ISSUER: &str = crate::mesh::IDENTITY_SVC;
 pub const TOKEN_TTL: Duration = Duration::from_secs(120);
 /// Lifetime of a staff token issued to an operator.
 pub const STAFF_TOKEN_TTL: Duration = Duration::from_secs(600);
+/// Audience of every delegation (`crate::delegation`): any service of the mesh (it is forwarded
+/// hop to hop).
+pub const DELEGATION_AUDIENCE: &str = "lab-mesh-delegation";
+/// Lifetime of a delegation: a request's work, retries included, fits well inside it.
+pub const DELEGATION_TTL: Duration = Duration::from_secs(60);
 /// Clock skew tolerated between processes.
 pub const LEEWAY_SECONDS: u64 = 5;
 /// Entries beyond which the caches drop what expired (and, if still full, everything).
@@ -214,7 +219,7 @@ pub struct Delegation {
 impl TokenIssuer {
     /// A delegation for the customer request of `principal` (a customer principal) with id
     /// `request_id`: signed by this issuer (only the gateway's are believed), for every service
-    /// of the mesh, lasting [`crate::delegation::DELEGATION_TTL`]. Not cached: one per request.
+    /// of the mesh, lasting [`DELEGATION_TTL`]. Not cached: one per request.
     pub fn delegation(&self, principal: &Principal, request_id: &str) -> Option<String> {
         let customer = principal
             .customer_id
@@ -222,9 +227,9 @@ impl TokenIssuer {
         let now = unix_now();
         let claims = DelegationClaims {
             iss: self.inner.issuer.clone(),
-            aud: crate::delegation::DELEGATION_AUDIENCE.to_owned(),
+            aud: DELEGATION_AUDIENCE.to_owned(),
             iat: now,
-            exp: now + crate::delegation::DELEGATION_TTL.as_secs(),
+            exp: now + DELEGATION_TTL.as_secs(),
             sub: principal.subject.clone(),
             cid: customer,
             scp: principal.scopes.clone(),
@@ -351,7 +356,7 @@ impl TokenVerifier {
         }
         let mut validation = Validation::new(Algorithm::EdDSA);
         validation.set_issuer(&[GATEWAY_ISSUER]);
-        validation.set_audience(&[crate::delegation::DELEGATION_AUDIENCE]);
+        validation.set_audience(&[DELEGATION_AUDIENCE]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.leeway = LEEWAY_SECONDS;
         let claims = jsonwebtoken::decode::<DelegationClaims>(token, &trusted.decoding, &validation)
