@@ -34,18 +34,31 @@ fn anvil_binary() -> PathBuf {
     }
     let local = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../.local/node/node_modules/.bin/anvil"
+        "/../.local/node/node_modules"
     ));
-    if local.exists() {
-        return local;
-    }
-    let state =
-        std::env::var_os("LAB_STATE_DIR").map(|dir| PathBuf::from(dir).join("node/node_modules/.bin/anvil"));
-    if let Some(path) = state.filter(|path| path.exists()) {
-        return path;
+    let state = std::env::var_os("LAB_STATE_DIR").map(|dir| PathBuf::from(dir).join("node/node_modules"));
+    for modules in std::iter::once(local).chain(state) {
+        if let Some(path) = native_anvil(&modules) {
+            return path;
+        }
+        let wrapper = modules.join(".bin/anvil");
+        if wrapper.exists() {
+            return wrapper;
+        }
     }
     // On PATH (deploy/local/test.sh puts the npm-installed anvil there).
     PathBuf::from("anvil")
+}
+
+/// The platform's anvil binary that npm's `@foundry-rs/anvil` wrapper (a Node script) would
+/// start as its child: run directly, so that killing it on drop leaves no orphaned anvil behind.
+fn native_anvil(modules: &std::path::Path) -> Option<PathBuf> {
+    std::fs::read_dir(modules.join("@foundry-rs"))
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("anvil-"))
+        .map(|entry| entry.path().join("bin/anvil"))
+        .find(|path| path.is_file())
 }
 
 impl Anvil {
