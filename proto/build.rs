@@ -2,8 +2,9 @@
 //!
 //! Messages declared in an `events.proto` file are the `data` payloads that customers receive in
 //! webhooks, so they also derive `serde::Serialize` with the proto field names (the spec's
-//! snake_case names). They deliberately use only scalar and string fields, except the few fields
-//! that only the mesh reads, which serde skips (listed below).
+//! snake_case names). They use only scalar, string and shared-enum fields (`lab.common.v1`, shown by
+//! name: `crate::enums::serialize_name`), except the few fields that only the mesh reads and the
+//! `legacy_*` text twins of enum fields, which serde skips.
 //!
 //! The compiled descriptors are also written to `OUT_DIR` for `proto::FILE_DESCRIPTOR_SET`.
 
@@ -31,29 +32,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut builder = tonic_prost_build::configure()
         .build_server(true)
         .build_client(true);
+    // Fields of event payloads that only the mesh reads (not part of the webhook `data`).
+    let mesh_only = [
+        ".lab.shipping.v1.ShipmentLabelCreated.label",
+        ".lab.shipping.v1.ShipmentLabelCreated.status",
+    ];
     for file in &descriptors.file {
         if !file.name().ends_with("events.proto") {
             continue;
         }
         for message in &file.message_type {
             let path = format!(".{}.{}", file.package(), message.name());
-            builder = builder.message_attribute(path, "#[derive(serde::Serialize)]");
+            builder = builder.message_attribute(&path, "#[derive(serde::Serialize)]");
+            for field in &message.field {
+                let field_path = format!("{path}.{}", field.name());
+                if field.name().starts_with("legacy_") || mesh_only.contains(&field_path.as_str()) {
+                    // Mesh-only, or the text twin of an enum field kept for one release.
+                    builder = builder.field_attribute(field_path, "#[serde(skip)]");
+                } else if field.type_name().starts_with(".lab.common.v1.") {
+                    // An enum field: its name in the webhook `data` (`paid`), not its number.
+                    let rust_type = field.type_name().trim_start_matches(".lab.common.v1.");
+                    builder = builder.field_attribute(
+                        field_path,
+                        format!("#[serde(serialize_with = \"crate::enums::serialize_name::<crate::common::{rust_type}, _>\")]"),
+                    );
+                }
+            }
         }
     }
-    // The shared enums travel as their snake_case names in SQL and JSON (`crate::common`).
-    for shared in [".lab.common.v1.PaymentMethod", ".lab.common.v1.InvoiceStatus"] {
-        builder = builder.enum_attribute(
-            shared,
-            "#[derive(serde::Serialize, serde::Deserialize)] #[serde(rename_all = \"snake_case\")]",
-        );
-    }
-    // Fields of event payloads that only the mesh reads (not part of the webhook `data`).
-    for field in [
-        ".lab.shipping.v1.ShipmentLabelCreated.label",
-        ".lab.shipping.v1.ShipmentLabelCreated.status",
-    ] {
-        builder = builder.field_attribute(field, "#[serde(skip)]");
-    }
+    // The shared enums travel as their snake_case names in SQL and JSON (`crate::enums`).
+    builder = builder.enum_attribute(
+        ".lab.common.v1",
+        "#[derive(serde::Serialize, serde::Deserialize)] #[serde(rename_all = \"snake_case\")]",
+    );
     // The label is large next to the other event payloads: boxed, it keeps `Data` small.
     builder = builder.boxed(".lab.shipping.v1.ShipmentLabelCreated.label");
     builder.compile_fds(descriptors)?;

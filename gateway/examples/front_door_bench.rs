@@ -589,7 +589,7 @@ impl OrdersService for FakeOrders {
         let order = orders::Order {
             id: "0190f0c6-0000-7000-8000-000000000001".into(),
             order_number: request.into_inner().reference,
-            status: "invoice_sent".into(),
+            status: proto::common::OrderStatus::InvoiceSent as i32,
             currency: "USD".into(),
             created_at: time,
             updated_at: time,

@@ -10,6 +10,8 @@ use anyhow::Context;
 use platform::mesh;
 use platform::principal::roles;
 use proto::catalog::catalog_service_client::CatalogServiceClient;
+use proto::common::InvoiceStatus;
+use proto::enums::shown;
 use proto::payments::payments_service_client::PaymentsServiceClient;
 use proto::webhooks::webhooks_service_client::WebhooksServiceClient;
 use serde_json::{Value, json};
@@ -257,7 +259,8 @@ async fn payments(connection: &Connection, token: &str, command: PaymentsCommand
     Ok(json!({
         "paymentId": payment.id, "amountCents": payment.amount_cents, "alreadyRecorded": response.already_recorded,
         "recordedBy": payment.recorded_by,
-        "invoice": { "id": invoice.id, "invoiceNumber": invoice.invoice_number, "status": invoice.status,
+        "invoice": { "id": invoice.id, "invoiceNumber": invoice.invoice_number,
+                     "status": shown::<InvoiceStatus>(invoice.status, invoice.legacy_status),
                      "amountPaidCents": invoice.amount_paid_cents, "amountDueCents": invoice.amount_due_cents },
     }))
 }

@@ -7,6 +7,8 @@ use crate::client::{request, status_error, timestamp};
 use crate::{Connection, ResultsCommand, SamplesCommand};
 use anyhow::Context;
 use platform::principal::roles;
+use proto::common::OrderStatus;
+use proto::enums::shown;
 use proto::orders::orders_service_client::OrdersServiceClient;
 use proto::results::results_service_client::ResultsServiceClient;
 use serde_json::{Value, json};
@@ -121,7 +123,7 @@ pub(crate) async fn samples(
                 .into_inner();
             let order = response.order.unwrap_or_default();
             Ok(json!({
-                "orderNumber": order.order_number, "status": order.status, "paymentState": order.payment_state,
+                "orderNumber": order.order_number, "status": shown::<OrderStatus>(order.status, order.legacy_status), "paymentState": order.payment_state,
                 "alreadyReceived": response.already_received,
                 "samples": response.samples.iter().map(sample_json).collect::<Vec<_>>(),
             }))
@@ -137,7 +139,7 @@ pub(crate) async fn samples(
                 .into_inner();
             let order = response.order.unwrap_or_default();
             Ok(json!({
-                "orderNumber": order.order_number, "status": order.status,
+                "orderNumber": order.order_number, "status": shown::<OrderStatus>(order.status, order.legacy_status),
                 "alreadyStarted": response.already_started,
             }))
         }

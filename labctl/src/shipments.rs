@@ -6,6 +6,8 @@ use crate::{Connection, ShipmentsCommand};
 use anyhow::Context;
 use platform::mesh;
 use platform::principal::roles;
+use proto::common::ShipmentStatus;
+use proto::enums::shown;
 use proto::shipping::shipping_service_client::ShippingServiceClient;
 use serde_json::{Value, json};
 
@@ -31,9 +33,12 @@ pub async fn execute(connection: &Connection, command: ShipmentsCommand) -> anyh
             occurred_at,
             event_id,
         } => {
+            // An unknown name goes as text only: shipping-svc answers it with the allowed values.
+            let known = proto::common::ShipmentStatus::parse(status.trim());
             let message = proto::shipping::RecordScanRequest {
                 tracking_number,
-                status,
+                status: known.map_or(0, |known| known as i32),
+                legacy_status: status,
                 status_code,
                 description,
                 location,
@@ -93,9 +98,9 @@ pub async fn execute(connection: &Connection, command: ShipmentsCommand) -> anyh
 fn shipment(shipment: proto::shipping::Shipment) -> Value {
     json!({
         "id": shipment.id, "orderId": shipment.order_id, "orderNumber": shipment.order_number,
-        "trackingNumber": shipment.tracking_number, "status": shipment.status,
+        "trackingNumber": shipment.tracking_number, "status": shown::<ShipmentStatus>(shipment.status, shipment.legacy_status),
         "events": shipment.events.iter().map(|event| json!({
-            "status": event.status, "statusCode": event.status_code, "description": event.description,
+            "status": shown::<ShipmentStatus>(event.status, event.legacy_status.clone()), "statusCode": event.status_code, "description": event.description,
             "occurredAt": timestamp(event.occurred_at.as_ref()), "location": event.location,
         })).collect::<Vec<_>>(),
     })

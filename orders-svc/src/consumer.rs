@@ -8,6 +8,8 @@
 use crate::convert;
 use crate::service::{EventTarget, OrdersService, PublishedCoa, RetractedCoa, ShipmentNews};
 use platform::consumer::{EventHandler, HandlerError, event_customer, event_uuid};
+use proto::common::ShipmentStatus;
+use proto::enums::or_legacy;
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use std::sync::Arc;
@@ -50,10 +52,9 @@ fn shipment_news(event: &EventEnvelope) -> Option<(&str, ShipmentNews<'_>)> {
             &created.order_id,
             ShipmentNews::LabelCreated {
                 label: created.label.as_deref(),
-                status: if created.status.is_empty() {
-                    "pre_transit"
-                } else {
-                    &created.status
+                status: match or_legacy(created.status, &created.legacy_status) {
+                    ShipmentStatus::Unspecified => ShipmentStatus::PreTransit,
+                    status => status,
                 },
             },
         )),
@@ -61,7 +62,8 @@ fn shipment_news(event: &EventEnvelope) -> Option<(&str, ShipmentNews<'_>)> {
             let occurred_at = chrono::DateTime::parse_from_rfc3339(&updated.occurred_at)
                 .ok()
                 .map(|at| at.to_utc());
-            ShipmentNews::of_scan(&updated.status, occurred_at).map(|news| (updated.order_id.as_str(), news))
+            ShipmentNews::of_scan(or_legacy(updated.status, &updated.legacy_status), occurred_at)
+                .map(|news| (updated.order_id.as_str(), news))
         }
         _ => None,
     }

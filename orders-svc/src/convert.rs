@@ -12,6 +12,7 @@ use crate::repo::samples::CustodyRow;
 use platform::error::ApiError;
 use platform::money::Cents;
 use platform::time::{from_timestamp, to_timestamp, to_timestamp_opt};
+use proto::enums::or_legacy;
 use proto::events::event_envelope::Data;
 use proto::{catalog, orders, payments};
 use uuid::Uuid;
@@ -115,7 +116,7 @@ impl From<&payments::Invoice> for PaymentSummary {
         PaymentSummary {
             invoice_id: invoice.id.clone(),
             invoice_number: invoice.invoice_number.clone(),
-            status: invoice.status.clone(),
+            status: or_legacy(invoice.status, &invoice.legacy_status),
             amount_due: Cents(invoice.amount_due_cents),
             due_at: invoice.due_at.as_ref().and_then(from_timestamp),
             bank_instructions: invoice.bank_instructions.as_ref().map(|bank| BankInstructions {
@@ -144,7 +145,8 @@ pub fn create_invoice_request(order: &Order) -> payments::CreateInvoiceRequest {
     payments::CreateInvoiceRequest {
         order_id: order.id.to_string(),
         order_number: order.order_number.clone(),
-        payment_method: order.payment_method.as_str().to_owned(),
+        payment_method: order.payment_method as i32,
+        legacy_payment_method: order.payment_method.as_str().to_owned(),
         currency: order.currency.clone(),
         lines: order
             .invoice_lines()
@@ -174,8 +176,10 @@ impl From<&Order> for orders::Order {
             order_number: order.order_number.clone(),
             customer_id: order.customer_id.to_string(),
             quote_id: order.quote_id.to_string(),
-            status: order.status.as_str().to_owned(),
-            payment_method: order.payment_method.as_str().to_owned(),
+            status: order.status as i32,
+            legacy_status: order.status.as_str().to_owned(),
+            payment_method: order.payment_method as i32,
+            legacy_payment_method: order.payment_method.as_str().to_owned(),
             catalog_revision: order.catalog_revision.clone(),
             category_id: order.category_id.clone(),
             turnaround: order.turnaround.clone(),
@@ -326,11 +330,10 @@ impl From<&Charge> for orders::OrderCharge {
 impl From<&StatusChange> for orders::StatusChange {
     fn from(change: &StatusChange) -> Self {
         orders::StatusChange {
-            from_status: change
-                .from
-                .map(|status| status.as_str().to_owned())
-                .unwrap_or_default(),
-            to_status: change.to.as_str().to_owned(),
+            from_status: change.from.unwrap_or_default() as i32,
+            legacy_from_status: change.from.unwrap_or_default().as_str().to_owned(),
+            to_status: change.to as i32,
+            legacy_to_status: change.to.as_str().to_owned(),
             changed_at: Some(to_timestamp(change.changed_at)),
             reason: change.reason.clone(),
         }
@@ -342,7 +345,8 @@ impl From<&PaymentSummary> for orders::OrderPayment {
         orders::OrderPayment {
             invoice_id: payment.invoice_id.clone(),
             invoice_number: payment.invoice_number.clone(),
-            status: payment.status.clone(),
+            status: payment.status as i32,
+            legacy_status: payment.status.as_str().to_owned(),
             amount_due_cents: payment.amount_due.0,
             due_at: to_timestamp_opt(payment.due_at),
             bank_instructions: payment
@@ -377,7 +381,7 @@ pub fn invoice_news(data: &Data) -> Option<(&str, InvoiceNews)> {
             InvoiceNews::InvoiceCreated(PaymentSummary {
                 invoice_id: created.invoice_id.clone(),
                 invoice_number: created.invoice_number.clone(),
-                status: created.status.clone(),
+                status: or_legacy(created.status, &created.legacy_status),
                 amount_due: Cents(created.amount_due_cents),
                 due_at: chrono::DateTime::parse_from_rfc3339(&created.due_at)
                     .ok()
@@ -392,7 +396,7 @@ pub fn invoice_news(data: &Data) -> Option<(&str, InvoiceNews)> {
             InvoiceNews::InvoiceUpdated {
                 invoice_id: updated.invoice_id.clone(),
                 invoice_number: updated.invoice_number.clone(),
-                status: updated.status.clone(),
+                status: or_legacy(updated.status, &updated.legacy_status),
                 amount_due: Cents(updated.amount_due_cents),
             },
         )),

@@ -26,8 +26,10 @@ pub fn order_created(order: &Order) -> NewEvent {
     let data = OrderCreated {
         order_id: order.id.to_string(),
         order_number: order.order_number.clone(),
-        status: order.status.as_str().to_owned(),
-        payment_method: order.payment_method.as_str().to_owned(),
+        status: order.status as i32,
+        legacy_status: order.status.as_str().to_owned(),
+        payment_method: order.payment_method as i32,
+        legacy_payment_method: order.payment_method.as_str().to_owned(),
         quote_id: order.quote_id.to_string(),
         catalog_revision: order.catalog_revision.clone(),
         category_id: order.category_id.clone(),
@@ -67,11 +69,10 @@ pub fn order_status_changed(
     let data = OrderStatusChanged {
         order_id: order_id.to_string(),
         order_number: order_number.to_owned(),
-        from_status: change
-            .from
-            .map(|status| status.as_str().to_owned())
-            .unwrap_or_default(),
-        to_status: change.to.as_str().to_owned(),
+        from_status: change.from.unwrap_or_default() as i32,
+        legacy_from_status: change.from.unwrap_or_default().as_str().to_owned(),
+        to_status: change.to as i32,
+        legacy_to_status: change.to.as_str().to_owned(),
         changed_at: platform::time::rfc3339(change.changed_at),
         reason: change.reason.clone(),
     };

@@ -3,7 +3,7 @@
 //! convert back. No business rule lives here.
 
 use crate::domain::request::UncheckedOrderRequest;
-use crate::domain::status::OrderStatus;
+use crate::domain::status::{Lifecycle, OrderStatus};
 use crate::service::OrdersService;
 use platform::access::{self, AccessTable};
 use platform::grpc::principal;

@@ -323,7 +323,7 @@ impl<'a> PaymentDocument<'a> {
         Self {
             invoice_id: &payment.invoice_id,
             invoice_number: &payment.invoice_number,
-            status: &payment.status,
+            status: payment.status.as_str(),
             amount_due_cents: payment.amount_due.0,
             due_at: payment.due_at,
             bank_instructions: payment.bank_instructions.as_ref(),

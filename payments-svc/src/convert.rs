@@ -11,6 +11,8 @@ use crate::repo::invoices::InvoiceFilter;
 use platform::error::{ApiError, ErrorCode};
 use platform::money::Cents;
 use platform::time::{to_timestamp, to_timestamp_opt};
+use proto::common::PaymentMethod;
+use proto::enums::or_legacy;
 use proto::payments as pb;
 use uuid::Uuid;
 
@@ -31,7 +33,13 @@ impl TryFrom<pb::CreateInvoiceRequest> for NewInvoice {
         NewInvoice::parse(RawInvoice {
             order_id: request.order_id,
             order_number: request.order_number,
-            payment_method: request.payment_method,
+            // The enum, or the text an orders-svc of the release before sends.
+            payment_method: or_legacy::<PaymentMethod>(
+                request.payment_method,
+                &request.legacy_payment_method,
+            )
+            .as_str()
+            .to_owned(),
             currency: request.currency,
             lines,
             total_cents: request.total_cents,
@@ -58,7 +66,9 @@ pub fn backstop_invoice(order: &proto::orders::OrderCreated) -> Result<NewInvoic
     NewInvoice::parse(RawInvoice {
         order_id: order.order_id.clone(),
         order_number: order.order_number.clone(),
-        payment_method: order.payment_method.clone(),
+        payment_method: or_legacy::<PaymentMethod>(order.payment_method, &order.legacy_payment_method)
+            .as_str()
+            .to_owned(),
         currency: order.currency.clone(),
         lines: backstop_lines(&order.order_number, Cents(order.total_cents), &order_lines),
         total_cents: order.total_cents,
@@ -130,12 +140,12 @@ impl From<Invoice> for pb::Invoice {
             customer_id: invoice.customer_id.to_string(),
             order_id: invoice.order_id.to_string(),
             order_number: invoice.order_number,
-            status: invoice.status.as_str().to_owned(),
-            previous_status: invoice
-                .previous_status
-                .map(|status| status.as_str().to_owned())
-                .unwrap_or_default(),
-            payment_method: invoice.payment_method.as_str().to_owned(),
+            status: invoice.status as i32,
+            legacy_status: invoice.status.as_str().to_owned(),
+            previous_status: invoice.previous_status.unwrap_or_default() as i32,
+            legacy_previous_status: invoice.previous_status.unwrap_or_default().as_str().to_owned(),
+            payment_method: invoice.payment_method as i32,
+            legacy_payment_method: invoice.payment_method.as_str().to_owned(),
             currency: invoice.currency,
             lines: invoice
                 .lines
@@ -263,7 +273,8 @@ impl From<Payment> for pb::Payment {
             invoice_number: payment.invoice_number,
             order_id: payment.order_id.to_string(),
             order_number: payment.order_number,
-            rail: payment.rail.as_str().to_owned(),
+            rail: payment.rail as i32,
+            legacy_rail: payment.rail.as_str().to_owned(),
             status: payment.status,
             amount_cents: payment.amount.0,
             currency: payment.currency,

@@ -7,6 +7,7 @@ use crate::service::{ResultsService, SampleNews};
 use chrono::{DateTime, Utc};
 use platform::consumer::{EventHandler, HandlerError, event_customer, event_uuid};
 use proto::common::InvoiceStatus;
+use proto::enums::or_legacy;
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use std::sync::Arc;
@@ -66,7 +67,7 @@ fn news(event: &EventEnvelope, customer_id: Uuid) -> Result<Option<SampleNews>, 
             at: time(&confirmed.confirmed_at),
         }),
         Some(Data::InvoiceUpdated(updated))
-            if InvoiceStatus::parse(&updated.status) == Some(InvoiceStatus::Paid) =>
+            if or_legacy::<InvoiceStatus>(updated.status, &updated.legacy_status) == InvoiceStatus::Paid =>
         {
             Some(SampleNews::Paid {
                 order_id: order(&updated.order_id)?,

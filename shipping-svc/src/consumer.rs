@@ -19,16 +19,17 @@ use crate::service::ShippingService;
 use platform::consumer::{EventHandler, HandlerError, event_customer, event_uuid};
 use platform::error::ApiError;
 use proto::common::{InvoiceStatus, PaymentMethod};
+use proto::enums::or_legacy;
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use uuid::Uuid;
 
 /// Rails whose orders are ship-first.
 const SHIP_FIRST_RAILS: [PaymentMethod; 2] = [PaymentMethod::BankInvoice, PaymentMethod::CardCheckout];
-/// `status` of `pickup_payment.paid`.
-const PICKUP_PAID: &str = "paid";
-/// `status` of `pickup_payment.expired`.
-const PICKUP_EXPIRED: &str = "expired";
+/// Event type of a settled pickup payment (payments-svc).
+const PICKUP_PAYMENT_PAID: &str = "pickup_payment.paid";
+/// Event type of a pickup payment that expired unpaid (payments-svc).
+const PICKUP_PAYMENT_EXPIRED: &str = "pickup_payment.expired";
 
 /// Applies order and payment events to shipments.
 pub struct ShippingEventsHandler {
@@ -49,14 +50,12 @@ impl EventHandler for ShippingEventsHandler {
                     customer_id: event_customer(event)?,
                     order_id: event_uuid(event, "order id", &order.order_id)?,
                     order_number: order.order_number.clone(),
-                    payment_method: order.payment_method.clone(),
+                    payment_method: or_legacy(order.payment_method, &order.legacy_payment_method),
                     quote_id: event_uuid(event, "quote id", &order.quote_id)?,
                     shipping_address_id: order.shipping_address_id.clone(),
                 };
                 self.service.remember_order(&label_order).await?;
-                if PaymentMethod::parse(&order.payment_method)
-                    .is_some_and(|rail| SHIP_FIRST_RAILS.contains(&rail))
-                {
+                if SHIP_FIRST_RAILS.contains(&label_order.payment_method) {
                     self.service.ensure_label(&label_order).await?;
                 }
                 Ok(())
@@ -64,11 +63,11 @@ impl EventHandler for ShippingEventsHandler {
             Some(Data::PaymentConfirmed(payment)) => {
                 let customer_id = event_customer(event)?;
                 let order_id = event_uuid(event, "order id", &payment.order_id)?;
+                let rail: PaymentMethod = or_legacy(payment.rail, &payment.legacy_rail);
                 self.service
-                    .record_paid(customer_id, order_id, &payment.rail)
+                    .record_paid(customer_id, order_id, rail.as_str())
                     .await?;
-                let rail = PaymentMethod::parse(&payment.rail);
-                if rail == Some(PaymentMethod::ChainStablecoin) {
+                if rail == PaymentMethod::ChainStablecoin {
                     // order.created travels on another stream: until it is here, retry.
                     let label_order = self
                         .service
@@ -79,7 +78,7 @@ impl EventHandler for ShippingEventsHandler {
                         })?;
                     self.service.ensure_label(&label_order).await?;
                 }
-                if rail == Some(PaymentMethod::BankInvoice) {
+                if rail == PaymentMethod::BankInvoice {
                     self.service.email_label(customer_id, order_id).await?;
                 }
                 Ok(())
@@ -87,8 +86,8 @@ impl EventHandler for ShippingEventsHandler {
             Some(Data::PickupPaymentUpdated(update)) => {
                 let customer_id = event_customer(event)?;
                 let pickup_id = event_uuid(event, "pickup id", &update.pickup_id)?;
-                match update.status.as_str() {
-                    PICKUP_PAID => self
+                match event.r#type.as_str() {
+                    PICKUP_PAYMENT_PAID => self
                         .service
                         .confirm_pickup_payment(
                             Some(customer_id),
@@ -106,7 +105,7 @@ impl EventHandler for ShippingEventsHandler {
                             );
                             HandlerError::from(error)
                         }),
-                    PICKUP_EXPIRED => self
+                    PICKUP_PAYMENT_EXPIRED => self
                         .service
                         .expire_pickup_payment(customer_id, pickup_id)
                         .await
@@ -116,7 +115,8 @@ impl EventHandler for ShippingEventsHandler {
                 }
             }
             Some(Data::InvoiceUpdated(invoice))
-                if InvoiceStatus::parse(&invoice.status) == Some(InvoiceStatus::Paid) =>
+                if or_legacy::<InvoiceStatus>(invoice.status, &invoice.legacy_status)
+                    == InvoiceStatus::Paid =>
             {
                 let customer_id = event_customer(event)?;
                 let order_id = event_uuid(event, "order id", &invoice.order_id)?;

@@ -2,10 +2,11 @@
 
 use crate::domain::packing::PackingStep;
 use crate::domain::pickup::Pickup;
-use crate::domain::{Address, CarrierEvent, Scan, Shipment, ShipmentStatus, TrackedShipment};
+use crate::domain::{Address, CarrierEvent, Normalize, Scan, Shipment, ShipmentStatus, TrackedShipment};
 use crate::service::read::LabelView;
 use platform::error::{ApiError, ErrorCode};
 use platform::time::{to_timestamp, to_timestamp_opt};
+use proto::enums::or_legacy;
 use proto::shipping as pb;
 
 pub fn address(address: &Address) -> pb::Address {
@@ -25,7 +26,8 @@ pub fn address(address: &Address) -> pb::Address {
 
 fn carrier_event(event: &CarrierEvent) -> pb::CarrierEvent {
     pb::CarrierEvent {
-        status: event.status.as_str().to_owned(),
+        status: event.status as i32,
+        legacy_status: event.status.as_str().to_owned(),
         status_code: event.status_code.clone(),
         description: event.description.clone(),
         occurred_at: Some(to_timestamp(event.occurred_at)),
@@ -36,7 +38,7 @@ fn carrier_event(event: &CarrierEvent) -> pb::CarrierEvent {
 pub fn pickup(pickup: &Pickup) -> pb::Pickup {
     pb::Pickup {
         id: pickup.id.to_string(),
-        status: pickup.status.clone(),
+        status: pickup.status.as_str().to_owned(),
         date: pickup.date.format("%Y-%m-%d").to_string(),
         window: pickup.window.clone(),
         price_cents: pickup.price_cents,
@@ -59,7 +61,8 @@ pub fn shipment(tracked: &TrackedShipment) -> pb::Shipment {
         service_code: shipment.service_code.clone(),
         tracking_number: shipment.tracking_number.clone(),
         tracking_url: shipment.tracking_url.clone(),
-        status: shipment.status.as_str().to_owned(),
+        status: shipment.status as i32,
+        legacy_status: shipment.status.as_str().to_owned(),
         ship_from: Some(address(&shipment.ship_from)),
         ship_to: Some(address(&shipment.ship_to)),
         events: tracked.events.iter().map(carrier_event).collect(),
@@ -109,7 +112,8 @@ pub fn unsigned_label(shipment: &Shipment) -> pb::Label {
 
 /// A staff scan from its request.
 pub fn scan(request: pb::RecordScanRequest) -> Result<Scan, ApiError> {
-    let status = ShipmentStatus::parse_field(request.status.trim(), "status")?;
+    let sent: ShipmentStatus = or_legacy(request.status, request.legacy_status.trim());
+    let status = ShipmentStatus::parse_field(sent.as_str(), "status")?;
     let occurred_at = match request.occurred_at.as_deref() {
         Some(text) => chrono::DateTime::parse_from_rfc3339(text.trim())
             .map_err(|_| {

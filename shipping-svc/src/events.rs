@@ -5,6 +5,7 @@ use crate::domain::pickup::Pickup;
 use crate::domain::{CarrierEvent, Shipment};
 use platform::outbox::NewEvent;
 use platform::time::rfc3339;
+use proto::common::ShipmentStatus;
 use proto::events::event_envelope::Data;
 use proto::shipping::{ShipmentLabelCreated, ShipmentUpdated};
 
@@ -12,8 +13,6 @@ use proto::shipping::{ShipmentLabelCreated, ShipmentUpdated};
 pub const LABEL_CREATED: &str = "shipment.label_created";
 /// Event type of a carrier tracking event or a booked pickup.
 pub const UPDATED: &str = "shipment.updated";
-/// `status` of the `shipment.updated` that reports a booked door pickup.
-pub const PICKUP_BOOKED: &str = "pickup_booked";
 
 /// `shipment.label_created` for a freshly bought label, with the label itself (no signed URL)
 /// and the shipment's status for orders-svc's read model (neither is in the webhook `data`).
@@ -31,7 +30,8 @@ pub fn label_created(shipment: &Shipment) -> NewEvent {
             service_code: shipment.service_code.clone(),
             created_at: rfc3339(shipment.updated_at),
             label: Some(Box::new(crate::convert::unsigned_label(shipment))),
-            status: shipment.status.as_str().to_owned(),
+            status: shipment.status as i32,
+            legacy_status: shipment.status.as_str().to_owned(),
         }),
     }
 }
@@ -51,7 +51,8 @@ pub fn scanned(shipment: &Shipment, event: &CarrierEvent) -> NewEvent {
             description: event.description.clone(),
             occurred_at: rfc3339(event.occurred_at),
             location: event.location.clone(),
-            status: event.status.as_str().to_owned(),
+            status: event.status as i32,
+            legacy_status: event.status.as_str().to_owned(),
             pickup_confirmation_number: None,
         }),
     }
@@ -76,7 +77,8 @@ pub fn pickup_booked(shipment: &Shipment, pickup: &Pickup, confirmation_number: 
             ),
             occurred_at: rfc3339(platform::time::now()),
             location: shipment.ship_from.lines().join(", "),
-            status: PICKUP_BOOKED.to_owned(),
+            status: ShipmentStatus::PickupBooked as i32,
+            legacy_status: ShipmentStatus::PickupBooked.as_str().to_owned(),
             pickup_confirmation_number: Some(confirmation_number.to_owned()),
         }),
     }

@@ -110,7 +110,8 @@ impl ShippingApi for ShippingGrpc {
         Ok(Response::new(match view {
             Some(view) => pb::GetOrderShippingResponse {
                 order_id: Some(view.shipment.order_id.to_string()),
-                status: Some(view.shipment.status.as_str().to_owned()),
+                status: Some(view.shipment.status as i32),
+                legacy_status: Some(view.shipment.status.as_str().to_owned()),
                 label: Some(convert::label(&view)),
             },
             None => pb::GetOrderShippingResponse::default(),

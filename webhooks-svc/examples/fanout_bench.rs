@@ -236,7 +236,7 @@ fn order_created(customer: Uuid) -> EventEnvelope {
         data: Some(Data::OrderCreated(proto::orders::OrderCreated {
             order_id: id.to_string(),
             order_number: "ORD-BENCH".into(),
-            status: "invoice_sent".into(),
+            status: proto::common::OrderStatus::InvoiceSent as i32,
             total_cents: 12_500,
             ..Default::default()
         })),

@@ -21,7 +21,7 @@ fn order_created(event_id: Uuid, customer_id: Uuid, quote_id: &str, order_id: Uu
         data: Some(Data::OrderCreated(OrderCreated {
             order_id: order_id.to_string(),
             order_number: "LAB-000001".into(),
-            status: "invoice_sent".into(),
+            status: proto::common::OrderStatus::InvoiceSent as i32,
             quote_id: quote_id.to_owned(),
             created_at: "2026-07-17T10:00:00.000000Z".into(),
             ..Default::default()

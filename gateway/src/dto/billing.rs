@@ -6,6 +6,8 @@ use super::common::{
 use super::orders::BankInstructions;
 use chrono::{DateTime, Utc};
 use platform::error::ApiError;
+use proto::common::{InvoiceStatus, PaymentMethod};
+use proto::enums::shown;
 use proto::payments as pb;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -111,9 +113,12 @@ impl TryFrom<pb::Invoice> for Invoice {
             invoice_number: invoice.invoice_number,
             order_id: invoice.order_id,
             order_number: invoice.order_number,
-            status: invoice.status,
-            previous_status: non_empty(invoice.previous_status),
-            payment_method: invoice.payment_method,
+            status: shown::<InvoiceStatus>(invoice.status, invoice.legacy_status),
+            previous_status: non_empty(shown::<InvoiceStatus>(
+                invoice.previous_status,
+                invoice.legacy_previous_status,
+            )),
+            payment_method: shown::<PaymentMethod>(invoice.payment_method, invoice.legacy_payment_method),
             currency: invoice.currency,
             lines: invoice.lines.into_iter().map(InvoiceLine::from).collect(),
             total_cents: invoice.total_cents,
@@ -319,7 +324,7 @@ impl TryFrom<pb::Payment> for Payment {
             invoice_number: payment.invoice_number,
             order_id: payment.order_id,
             order_number: payment.order_number,
-            rail: payment.rail,
+            rail: shown::<PaymentMethod>(payment.rail, payment.legacy_rail),
             status: payment.status,
             amount_cents: payment.amount_cents,
             currency: payment.currency,

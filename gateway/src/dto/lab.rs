@@ -4,6 +4,8 @@ use super::common::{optional_time, required_time, rfc3339, rfc3339_opt, single_e
 use super::orders::{Order, StatusChange};
 use chrono::{DateTime, Utc};
 use platform::error::ApiError;
+use proto::common::OrderStatus;
+use proto::enums::shown;
 use proto::orders as pb;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -217,7 +219,7 @@ impl From<pb::GetEtaResponse> for Eta {
         Self {
             order_id: order.id,
             order_number: order.order_number,
-            status: order.status,
+            status: shown::<OrderStatus>(order.status, order.legacy_status),
             payment_state: order.payment_state,
             stages: response
                 .stages

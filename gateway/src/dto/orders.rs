@@ -7,6 +7,8 @@ use super::common::{
 use super::quotes::{Charge, LineItem};
 use chrono::{DateTime, Utc};
 use platform::error::ApiError;
+use proto::common::{InvoiceStatus, OrderStatus};
+use proto::enums::shown;
 use proto::orders as pb;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -209,8 +211,11 @@ impl TryFrom<pb::Order> for Order {
             id: order.id,
             order_number: order.order_number,
             quote_id: order.quote_id,
-            status: order.status,
-            payment_method: order.payment_method,
+            status: shown::<OrderStatus>(order.status, order.legacy_status),
+            payment_method: shown::<proto::common::PaymentMethod>(
+                order.payment_method,
+                order.legacy_payment_method,
+            ),
             catalog_revision: order.catalog_revision,
             category_id: order.category_id,
             turnaround: order.turnaround,
@@ -292,8 +297,11 @@ impl TryFrom<pb::StatusChange> for StatusChange {
     fn try_from(change: pb::StatusChange) -> Result<Self, ApiError> {
         Ok(Self {
             changed_at: required_time(change.changed_at.as_ref(), "status change time")?,
-            from_status: non_empty(change.from_status),
-            to_status: change.to_status,
+            from_status: non_empty(shown::<OrderStatus>(
+                change.from_status,
+                change.legacy_from_status,
+            )),
+            to_status: shown::<OrderStatus>(change.to_status, change.legacy_to_status),
             reason: non_empty(change.reason),
         })
     }
@@ -372,7 +380,7 @@ impl From<pb::OrderPayment> for OrderPayment {
             hosted_url: payment.hosted_url,
             invoice_id: payment.invoice_id,
             invoice_number: payment.invoice_number,
-            status: payment.status,
+            status: shown::<InvoiceStatus>(payment.status, payment.legacy_status),
             amount_due_cents: payment.amount_due_cents,
             bank_instructions: payment.bank_instructions.map(|bank| BankInstructions {
                 beneficiary: bank.beneficiary,

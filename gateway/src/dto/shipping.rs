@@ -4,6 +4,8 @@
 use super::common::{list_envelope, optional_time, required_time, rfc3339, rfc3339_opt, single_envelope};
 use chrono::{DateTime, Utc};
 use platform::error::ApiError;
+use proto::common::ShipmentStatus;
+use proto::enums::shown;
 use proto::shipping as pb;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -164,7 +166,7 @@ impl TryFrom<pb::Shipment> for Shipment {
             service_code: shipment.service_code,
             tracking_number: shipment.tracking_number,
             tracking_url: shipment.tracking_url,
-            status: shipment.status,
+            status: shown::<ShipmentStatus>(shipment.status, shipment.legacy_status),
             ship_from: address(shipment.ship_from),
             ship_to: address(shipment.ship_to),
             events: shipment
@@ -172,7 +174,7 @@ impl TryFrom<pb::Shipment> for Shipment {
                 .into_iter()
                 .map(|event| CarrierEvent {
                     occurred_at: optional_time(event.occurred_at.as_ref()),
-                    status: event.status,
+                    status: shown::<ShipmentStatus>(event.status, event.legacy_status),
                     status_code: event.status_code,
                     description: event.description,
                     location: event.location,

@@ -12,6 +12,8 @@ use crate::peers::Peers;
 use platform::error::{ApiError, ErrorCode};
 use platform::grpc::{outgoing, outgoing_idempotent};
 use platform::mesh::SHIPPING_SVC;
+use proto::common::ShipmentStatus;
+use proto::enums::shown;
 use proto::shipping as pb;
 
 /// `GET /shipments`: one page of the customer's shipments.
@@ -83,7 +85,8 @@ pub async fn get_label(peers: &Peers, caller: &Caller, reference: String) -> Res
         .into_inner()
         .shipment
         .ok_or_else(|| missing("shipment"))?;
-    Ok(Label::from_proto(label, shipment.status).into())
+    let status = shown::<ShipmentStatus>(shipment.status, shipment.legacy_status);
+    Ok(Label::from_proto(label, status).into())
 }
 
 /// The `shipping` block of an order (`None` while it has no label). A shipping-svc that cannot
@@ -103,9 +106,11 @@ pub async fn order_shipping(
     {
         Ok(response) => {
             let answer = response.into_inner();
-            Ok(answer
-                .label
-                .map(|label| Label::from_proto(label, answer.status.unwrap_or_default())))
+            let status = shown::<ShipmentStatus>(
+                answer.status.unwrap_or_default(),
+                answer.legacy_status.unwrap_or_default(),
+            );
+            Ok(answer.label.map(|label| Label::from_proto(label, status)))
         }
         // A shipping-svc that is down (or not deployed) leaves the block out.
         Err(status)

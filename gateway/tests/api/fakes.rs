@@ -379,7 +379,7 @@ impl PaymentsService for Fake {
         let invoice = payments::Invoice {
             id: "inv-1".into(),
             invoice_number: request.get_ref().reference.clone(),
-            status: "open".into(),
+            status: proto::common::InvoiceStatus::Open as i32,
             total_cents: 12_500,
             amount_due_cents: 12_500,
             lines: vec![payments::InvoiceLine {
@@ -417,7 +417,7 @@ impl PaymentsService for Fake {
         }
         let payment = payments::Payment {
             id: request.get_ref().reference.clone(),
-            rail: "bank_invoice".into(),
+            rail: proto::common::PaymentMethod::BankInvoice as i32,
             status: "succeeded".into(),
             amount_cents: 12_500,
             currency: "USD".into(),

@@ -3,6 +3,7 @@
 //! Retry-After, `plain-unavailable` → a bare gRPC UNAVAILABLE).
 
 use platform::error::{ApiError, ErrorCode};
+use proto::common::{InvoiceStatus, OrderStatus, PaymentMethod};
 use proto::orders;
 use tonic::Status;
 
@@ -42,8 +43,10 @@ pub fn sample_order(id: &str, customer_id: &str) -> orders::Order {
         order_number: "ORD-000001".into(),
         customer_id: customer_id.to_owned(),
         quote_id: "5f0c6f3e-0000-4000-8000-000000000001".into(),
-        status: "invoice_sent".into(),
-        payment_method: "bank_invoice".into(),
+        status: OrderStatus::InvoiceSent as i32,
+        legacy_status: String::new(),
+        payment_method: PaymentMethod::BankInvoice as i32,
+        legacy_payment_method: String::new(),
         catalog_revision: "rev-1".into(),
         category_id: "peptides".into(),
         turnaround: "standard".into(),
@@ -71,16 +74,20 @@ pub fn sample_order(id: &str, customer_id: &str) -> orders::Order {
         charges: vec![],
         total_cents: 12_500,
         currency: "USD".into(),
+        // As an orders-svc of the release before writes it (text only): the gateway reads either.
         status_history: vec![orders::StatusChange {
-            from_status: String::new(),
-            to_status: "invoice_sent".into(),
+            from_status: 0,
+            legacy_from_status: String::new(),
+            to_status: 0,
+            legacy_to_status: "invoice_sent".into(),
             changed_at: ts(1_784_000_000),
             reason: String::new(),
         }],
         payment: Some(orders::OrderPayment {
             invoice_id: "inv-1".into(),
             invoice_number: "INV-000001".into(),
-            status: "open".into(),
+            status: InvoiceStatus::Open as i32,
+            legacy_status: "open".into(),
             amount_due_cents: 12_500,
             due_at: ts(1_785_000_000),
             bank_instructions: None,

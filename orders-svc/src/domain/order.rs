@@ -83,8 +83,8 @@ pub struct BankInstructions {
 pub struct PaymentSummary {
     pub invoice_id: String,
     pub invoice_number: String,
-    /// Invoice status as payments-svc names it (open, paid, void).
-    pub status: String,
+    /// Invoice status as payments-svc last announced it.
+    pub status: InvoiceStatus,
     pub amount_due: Cents,
     pub due_at: Option<DateTime<Utc>>,
     pub bank_instructions: Option<BankInstructions>,
@@ -175,7 +175,7 @@ pub enum InvoiceNews {
     InvoiceUpdated {
         invoice_id: String,
         invoice_number: String,
-        status: String,
+        status: InvoiceStatus,
         amount_due: Cents,
     },
 }
@@ -200,7 +200,7 @@ impl Order {
         let invoice_paid = self
             .payment
             .as_ref()
-            .is_some_and(|payment| InvoiceStatus::parse(&payment.status) == Some(InvoiceStatus::Paid));
+            .is_some_and(|payment| payment.status == InvoiceStatus::Paid);
         if invoice_paid || self.status == OrderStatus::Paid {
             PAYMENT_PAID
         } else {

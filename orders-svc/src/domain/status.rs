@@ -27,7 +27,6 @@
 //! any pre-lab status, also when carrier scans (`label_generated`, `in_transit`) never arrived.
 
 use platform::error::{ApiError, ErrorCode};
-use std::fmt;
 
 /// Every allowed move: from one status to any of the listed ones. Extend it here (and in
 /// `docs/order-states.md`); nothing else decides whether a move is allowed.
@@ -50,62 +49,25 @@ pub const TRANSITIONS: &[(OrderStatus, &[OrderStatus])] = {
     ]
 };
 
-/// Where an order stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OrderStatus {
-    InvoiceSent,
-    Overdue,
-    Paid,
-    LabelGenerated,
-    InTransit,
-    SampleReceived,
-    InLab,
-    Reporting,
-    Completed,
-    Cancelled,
+/// Where an order stands: the mesh's one type (`lab.common.v1.OrderStatus`, named in
+/// `proto::enums`); its rules here.
+pub use proto::common::OrderStatus;
+
+/// The state machine's questions about a status.
+pub trait Lifecycle: Copy {
+    /// Parses the `status` filter of a listing; `invalid_request` (field `status`) when unknown.
+    fn parse_filter(name: &str) -> Result<Self, ApiError>;
+    /// True when the machine allows moving from `self` to `next` ([`TRANSITIONS`]).
+    fn can_transition_to(self, next: Self) -> bool;
+    /// True while the samples have not reached the lab (they may be received from here).
+    fn is_before_lab(self) -> bool;
+    /// True for statuses that never change again (`completed` may go back to `reporting` when
+    /// a COA is retracted).
+    fn is_terminal(self) -> bool;
 }
 
-impl OrderStatus {
-    /// Every status, in lifecycle order.
-    pub const ALL: [OrderStatus; 10] = [
-        OrderStatus::InvoiceSent,
-        OrderStatus::Overdue,
-        OrderStatus::Paid,
-        OrderStatus::LabelGenerated,
-        OrderStatus::InTransit,
-        OrderStatus::SampleReceived,
-        OrderStatus::InLab,
-        OrderStatus::Reporting,
-        OrderStatus::Completed,
-        OrderStatus::Cancelled,
-    ];
-
-    /// The wire name (`invoice_sent`, …).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OrderStatus::InvoiceSent => "invoice_sent",
-            OrderStatus::Overdue => "overdue",
-            OrderStatus::Paid => "paid",
-            OrderStatus::LabelGenerated => "label_generated",
-            OrderStatus::InTransit => "in_transit",
-            OrderStatus::SampleReceived => "sample_received",
-            OrderStatus::InLab => "in_lab",
-            OrderStatus::Reporting => "reporting",
-            OrderStatus::Completed => "completed",
-            OrderStatus::Cancelled => "cancelled",
-        }
-    }
-
-    /// Looks a status up by its wire name.
-    pub fn parse(name: &str) -> Option<OrderStatus> {
-        OrderStatus::ALL
-            .into_iter()
-            .find(|status| status.as_str() == name)
-    }
-
-    /// Parses the `status` filter of a listing; `invalid_request` (field `status`) when unknown.
-    pub fn parse_filter(name: &str) -> Result<OrderStatus, ApiError> {
+impl Lifecycle for OrderStatus {
+    fn parse_filter(name: &str) -> Result<OrderStatus, ApiError> {
         OrderStatus::parse(name).ok_or_else(|| {
             let allowed: Vec<&str> = OrderStatus::ALL.iter().map(|status| status.as_str()).collect();
             ApiError::field(
@@ -117,28 +79,18 @@ impl OrderStatus {
         })
     }
 
-    /// True when the machine allows moving from `self` to `next` ([`TRANSITIONS`]).
-    pub fn can_transition_to(self, next: OrderStatus) -> bool {
+    fn can_transition_to(self, next: OrderStatus) -> bool {
         TRANSITIONS
             .iter()
             .any(|(from, to)| *from == self && to.contains(&next))
     }
 
-    /// True while the samples have not reached the lab (they may be received from here).
-    pub fn is_before_lab(self) -> bool {
+    fn is_before_lab(self) -> bool {
         self.can_transition_to(OrderStatus::SampleReceived)
     }
 
-    /// True for statuses that never change again (`completed` may go back to `reporting` when
-    /// a COA is retracted).
-    pub fn is_terminal(self) -> bool {
+    fn is_terminal(self) -> bool {
         matches!(self, OrderStatus::Cancelled)
-    }
-}
-
-impl fmt::Display for OrderStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -149,7 +101,7 @@ mod tests {
 
     #[test]
     fn every_status_round_trips_through_its_wire_name() {
-        for status in OrderStatus::ALL {
+        for &status in OrderStatus::ALL {
             assert_eq!(OrderStatus::parse(status.as_str()), Some(status));
         }
         assert_eq!(OrderStatus::parse("Paid"), None);
@@ -208,11 +160,11 @@ mod tests {
     #[test]
     fn the_documented_table_matches_the_code_table() {
         let doc = include_str!("../../../docs/order-states.md");
-        for status in OrderStatus::ALL {
+        for &status in OrderStatus::ALL {
             let allowed: Vec<&str> = OrderStatus::ALL
-                .into_iter()
-                .filter(|next| status.can_transition_to(*next))
-                .map(OrderStatus::as_str)
+                .iter()
+                .filter(|next| status.can_transition_to(**next))
+                .map(|next| next.as_str())
                 .collect();
             let row = if allowed.is_empty() {
                 format!("| {} | (terminal) |", status.as_str())
@@ -236,7 +188,7 @@ mod tests {
         assert!(Overdue.can_transition_to(Cancelled));
         assert!(Paid.can_transition_to(Cancelled));
         assert!(!LabelGenerated.can_transition_to(Cancelled));
-        for next in OrderStatus::ALL {
+        for &next in OrderStatus::ALL {
             assert!(!Cancelled.can_transition_to(next));
             assert!(!next.can_transition_to(next), "{next} -> itself");
         }
@@ -246,7 +198,8 @@ mod tests {
     #[test]
     fn a_completed_order_can_only_go_back_to_reporting() {
         let allowed: Vec<OrderStatus> = OrderStatus::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|next| Completed.can_transition_to(*next))
             .collect();
         assert_eq!(allowed, vec![Reporting]);

@@ -12,6 +12,7 @@ use crate::domain::reference::OrderReference;
 use crate::domain::status::OrderStatus;
 use chrono::{DateTime, Utc};
 use platform::money::Cents;
+use proto::common::InvoiceStatus;
 use serde::Deserialize;
 use sqlx::PgConnection;
 use sqlx::types::Json;
@@ -198,7 +199,12 @@ impl OrderRow {
             (Some(invoice_id), Some(invoice_number)) => Some(PaymentSummary {
                 invoice_id,
                 invoice_number,
-                status: self.invoice_status.unwrap_or_default(),
+                status: match self.invoice_status {
+                    Some(status) => {
+                        InvoiceStatus::parse(&status).ok_or_else(|| corrupt("invoice status", &status))?
+                    }
+                    None => InvoiceStatus::Unspecified,
+                },
                 amount_due: Cents(self.amount_due_cents.unwrap_or_default()),
                 due_at: self.invoice_due_at,
                 bank_instructions: self.bank_instructions.map(|json| json.0),

@@ -5,6 +5,7 @@ use super::corrupt;
 use crate::domain::order::{Order, PaymentSummary, StatusChange};
 use crate::domain::status::OrderStatus;
 use chrono::{DateTime, Utc};
+use proto::common::InvoiceStatus;
 use sqlx::PgConnection;
 use sqlx::types::Json;
 use uuid::Uuid;
@@ -210,8 +211,8 @@ pub async fn store_invoice_summary(
 ) -> Result<bool, sqlx::Error> {
     let result = sqlx::query(
         "UPDATE orders.orders SET invoice_id = $3, invoice_number = $4, \
-           invoice_status = CASE WHEN invoice_status = 'paid' THEN invoice_status ELSE $5 END, \
-           amount_due_cents = CASE WHEN invoice_status = 'paid' THEN amount_due_cents ELSE $6 END, \
+           invoice_status = CASE WHEN invoice_status = $12 THEN invoice_status ELSE $5 END, \
+           amount_due_cents = CASE WHEN invoice_status = $12 THEN amount_due_cents ELSE $6 END, \
            invoice_due_at = $7, bank_instructions = $8, updated_at = now(), \
            hosted_url = COALESCE($10, hosted_url), checkout_expires_at = COALESCE($11, checkout_expires_at) \
          WHERE customer_id = $1 AND id = $2 AND (NOT $9 OR invoice_id IS NULL)",
@@ -220,13 +221,14 @@ pub async fn store_invoice_summary(
     .bind(order_id)
     .bind(&summary.invoice_id)
     .bind(&summary.invoice_number)
-    .bind(&summary.status)
+    .bind(summary.status.as_str())
     .bind(summary.amount_due.0)
     .bind(summary.due_at)
     .bind(summary.bank_instructions.as_ref().map(Json))
     .bind(merge == InvoiceMerge::OnlyIfAbsent)
     .bind(&summary.hosted_url)
     .bind(summary.checkout_expires_at)
+    .bind(InvoiceStatus::Paid.as_str())
     .execute(conn)
     .await?;
     Ok(result.rows_affected() == 1)
@@ -259,7 +261,7 @@ pub async fn set_invoice_status(
     customer_id: Uuid,
     order_id: Uuid,
     invoice: (&str, &str),
-    status: &str,
+    status: InvoiceStatus,
     amount_due_cents: i64,
 ) -> Result<bool, sqlx::Error> {
     let (invoice_id, invoice_number) = invoice;
@@ -272,7 +274,7 @@ pub async fn set_invoice_status(
     .bind(order_id)
     .bind(invoice_id)
     .bind(invoice_number)
-    .bind(status)
+    .bind(status.as_str())
     .bind(amount_due_cents)
     .execute(conn)
     .await?;

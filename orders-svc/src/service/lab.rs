@@ -19,7 +19,7 @@ use super::transition::transition;
 use crate::domain::order::Order;
 use crate::domain::reference::OrderReference;
 use crate::domain::sample::{self, CustodyFacts, Sample, UncheckedReceipt};
-use crate::domain::status::OrderStatus;
+use crate::domain::status::{Lifecycle, OrderStatus};
 use crate::repo::{self, samples as sample_repo};
 use crate::{OUTBOX, SCHEMA, events};
 use chrono::{DateTime, Utc};

@@ -23,6 +23,7 @@ use crate::domain::status::OrderStatus;
 use crate::repo::{self, InvoiceMerge};
 use platform::consumer::first_delivery;
 use platform::streams::GROUP_ORDERS;
+use proto::common::InvoiceStatus;
 use uuid::Uuid;
 
 /// Reason recorded when a confirmed payment moves an order to `paid`.
@@ -60,7 +61,7 @@ impl OrdersService {
                 status,
                 amount_due,
             } => {
-                self.apply_invoice_updated(target, (invoice_id, invoice_number), status, amount_due.0)
+                self.apply_invoice_updated(target, (invoice_id, invoice_number), *status, amount_due.0)
                     .await
             }
         }
@@ -82,7 +83,15 @@ impl OrdersService {
             tracing::warn!(order.id = %target.order_id, "payment.confirmed for an unknown order, ignored");
             return tx.commit().await;
         };
-        repo::set_invoice_status(&mut tx, target.customer_id, target.order_id, invoice, "paid", 0).await?;
+        repo::set_invoice_status(
+            &mut tx,
+            target.customer_id,
+            target.order_id,
+            invoice,
+            InvoiceStatus::Paid,
+            0,
+        )
+        .await?;
         if matches!(status, OrderStatus::InvoiceSent | OrderStatus::Overdue) {
             transition(
                 &mut tx,
@@ -127,11 +136,15 @@ impl OrdersService {
         &self,
         target: EventTarget<'_>,
         invoice: (&str, &str),
-        status: &str,
+        status: InvoiceStatus,
         amount_due_cents: i64,
     ) -> Result<(), sqlx::Error> {
         let mut tx = self.pool.begin().await?;
         if !first_delivery(&mut tx, SCHEMA, GROUP_ORDERS, target.event_id).await? {
+            return tx.commit().await;
+        }
+        if status == InvoiceStatus::Unspecified {
+            tracing::warn!(order.id = %target.order_id, "invoice.updated without a status, ignored");
             return tx.commit().await;
         }
         let Some((order_status, order_number)) =
@@ -151,9 +164,9 @@ impl OrdersService {
         .await?;
         let next = match (status, order_status) {
             // A settled card checkout (and a bank payment, whose payment.confirmed follows).
-            ("paid", OrderStatus::InvoiceSent | OrderStatus::Overdue) => Some(OrderStatus::Paid),
+            (InvoiceStatus::Paid, OrderStatus::InvoiceSent | OrderStatus::Overdue) => Some(OrderStatus::Paid),
             // The overdue job: an unpaid bank invoice passed its due date.
-            ("overdue", OrderStatus::InvoiceSent) => Some(OrderStatus::Overdue),
+            (InvoiceStatus::Overdue, OrderStatus::InvoiceSent) => Some(OrderStatus::Overdue),
             _ => None,
         };
         if let Some(next) = next {

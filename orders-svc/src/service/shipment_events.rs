@@ -18,29 +18,17 @@ use super::OrdersService;
 use super::payment_events::EventTarget;
 use super::transition::transition;
 use crate::SCHEMA;
-use crate::domain::status::OrderStatus;
+use crate::domain::status::{Lifecycle, OrderStatus};
 use crate::repo;
 use chrono::{DateTime, Utc};
 use platform::consumer::first_delivery;
 use platform::streams::GROUP_ORDERS;
+use proto::common::ShipmentStatus;
 
 /// Reason recorded when a bought label moves an order to `label_generated`.
 pub const REASON_LABEL_CREATED: &str = "shipment.label_created";
 /// Reason recorded when the carrier's first acceptance scan moves an order to `in_transit`.
 pub const REASON_SHIPMENT_UPDATED: &str = "shipment.updated";
-
-/// Shipment statuses that mean the carrier has the parcel.
-const CARRIER_HAS_PARCEL: [&str; 6] = [
-    "in_transit",
-    "out_for_delivery",
-    "delivered",
-    "exception",
-    "returned",
-    "lost",
-];
-
-/// The shipment status of a label not yet scanned.
-const PRE_TRANSIT: &str = "pre_transit";
 
 /// What a shipping event asks of an order.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -48,33 +36,29 @@ pub enum ShipmentNews<'a> {
     /// The label exists: the label (when the event carries it) and the shipment's status.
     LabelCreated {
         label: Option<&'a proto::shipping::Label>,
-        status: &'a str,
+        status: ShipmentStatus,
     },
     /// A carrier scan with this normalized status, when it occurred.
     Scanned {
-        status: &'static str,
+        status: ShipmentStatus,
         occurred_at: Option<DateTime<Utc>>,
     },
 }
 
 impl ShipmentNews<'_> {
     /// The news of a `shipment.updated` status; `None` for one that is no shipment status
-    /// (`pickup_booked`).
-    pub fn of_scan(status: &str, occurred_at: Option<DateTime<Utc>>) -> Option<Self> {
-        std::iter::once(&PRE_TRANSIT)
-            .chain(CARRIER_HAS_PARCEL.iter())
-            .find(|known| **known == status)
-            .map(|known| ShipmentNews::Scanned {
-                status: known,
-                occurred_at,
-            })
+    /// (`pickup_booked`, or none at all).
+    pub fn of_scan(status: ShipmentStatus, occurred_at: Option<DateTime<Utc>>) -> Option<Self> {
+        status
+            .is_shipment_status()
+            .then_some(ShipmentNews::Scanned { status, occurred_at })
     }
 
     /// Whether this news moves the order (a scan of a parcel the carrier has, or the label).
     fn moves_order(&self) -> bool {
         match self {
             ShipmentNews::LabelCreated { .. } => true,
-            ShipmentNews::Scanned { status, .. } => CARRIER_HAS_PARCEL.contains(status),
+            ShipmentNews::Scanned { status, .. } => status.carrier_has_parcel(),
         }
     }
 }
@@ -100,13 +84,28 @@ impl OrdersService {
             ShipmentNews::LabelCreated {
                 label: Some(label),
                 status,
-            } => repo::view::store_label(&mut tx, target.customer_id, target.order_id, status, label).await?,
+            } => {
+                repo::view::store_label(
+                    &mut tx,
+                    target.customer_id,
+                    target.order_id,
+                    status.as_str(),
+                    label,
+                )
+                .await?
+            }
             // An event of a shipping-svc that does not send the label yet.
             ShipmentNews::LabelCreated { label: None, .. } => false,
             ShipmentNews::Scanned { status, occurred_at } => {
                 let at = occurred_at.unwrap_or_else(platform::time::now);
-                repo::view::set_shipping_status(&mut tx, target.customer_id, target.order_id, status, at)
-                    .await?
+                repo::view::set_shipping_status(
+                    &mut tx,
+                    target.customer_id,
+                    target.order_id,
+                    status.as_str(),
+                    at,
+                )
+                .await?
             }
         };
         let to = match news {
@@ -144,17 +143,20 @@ mod tests {
 
     #[test]
     fn only_scans_of_a_parcel_the_carrier_has_move_an_order() {
+        use ShipmentStatus::*;
         let news = |status| ShipmentNews::of_scan(status, None);
         assert_eq!(
-            news("in_transit"),
+            news(InTransit),
             Some(ShipmentNews::Scanned {
-                status: "in_transit",
+                status: InTransit,
                 occurred_at: None
             })
         );
-        assert!(news("in_transit").is_some_and(|news| news.moves_order()));
-        assert!(news("delivered").is_some_and(|news| news.moves_order()));
-        assert!(news("pre_transit").is_some_and(|news| !news.moves_order()));
-        assert_eq!(news("pickup_booked"), None);
+        for status in [InTransit, Exception, OutForDelivery, Delivered, Returned, Lost] {
+            assert!(news(status).is_some_and(|news| news.moves_order()), "{status}");
+        }
+        assert!(news(PreTransit).is_some_and(|news| !news.moves_order()));
+        assert_eq!(news(PickupBooked), None);
+        assert_eq!(news(Unspecified), None);
     }
 }

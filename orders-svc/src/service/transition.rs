@@ -3,7 +3,7 @@
 //! `order.status_changed`, all in the caller's transaction (which holds the order's lock).
 
 use crate::domain::order::StatusChange;
-use crate::domain::status::OrderStatus;
+use crate::domain::status::{Lifecycle, OrderStatus};
 use crate::{OUTBOX, events, repo};
 use sqlx::PgConnection;
 use uuid::Uuid;

@@ -29,12 +29,13 @@ fn envelope(customer_id: &str, data: Data, event_type: &str) -> EventEnvelope {
 fn payment_confirmed(order: &Order, customer_id: &str) -> EventEnvelope {
     let payment = order.payment.clone().unwrap_or_default();
     let data = PaymentConfirmed {
+        legacy_rail: String::new(),
         payment_id: Uuid::now_v7().to_string(),
         invoice_id: payment.invoice_id,
         invoice_number: payment.invoice_number,
         order_id: order.id.clone(),
         order_number: order.order_number.clone(),
-        rail: "bank_invoice".into(),
+        rail: proto::common::PaymentMethod::BankInvoice as i32,
         amount_cents: order.total_cents,
         currency: "USD".into(),
         confirmed_at: platform::time::rfc3339(platform::time::now()),
@@ -97,24 +98,24 @@ async fn a_payment_confirmed_event_delivered_twice_moves_the_order_to_paid_once(
     let second = app.publish_payment_event(&event).await;
     wait_until_consumed(&app, &second).await;
     assert_eq!(
-        app.get_order(&order.id).await.unwrap().status,
+        app.get_order(&order.id).await.unwrap().status().as_str(),
         "overdue",
         "the redelivery changed nothing"
     );
 
-    assert_eq!(paid.status, "paid");
+    assert_eq!(paid.status().as_str(), "paid");
     assert_eq!(paid.status_history.len(), 2);
     let change = &paid.status_history[1];
     assert_eq!(
         (
-            change.from_status.as_str(),
-            change.to_status.as_str(),
+            change.from_status().as_str(),
+            change.to_status().as_str(),
             change.reason.as_str()
         ),
         ("invoice_sent", "paid", "payment.confirmed")
     );
     let payment = paid.payment.unwrap();
-    assert_eq!((payment.status.as_str(), payment.amount_due_cents), ("paid", 0));
+    assert_eq!((payment.status().as_str(), payment.amount_due_cents), ("paid", 0));
 
     let changes = app.outbox_events_of("order.status_changed").await;
     assert_eq!(changes.len(), 1);
@@ -123,8 +124,8 @@ async fn a_payment_confirmed_event_delivered_twice_moves_the_order_to_paid_once(
     };
     assert_eq!(
         (
-            data.from_status.as_str(),
-            data.to_status.as_str(),
+            data.from_status().as_str(),
+            data.to_status().as_str(),
             data.reason.as_str()
         ),
         ("invoice_sent", "paid", "payment.confirmed")
@@ -170,8 +171,8 @@ async fn a_payment_confirmed_for_an_order_past_payment_updates_only_the_payment_
         .await;
     wait_until_consumed(&app, &entry).await;
     let after = app.get_order(&order.id).await.unwrap();
-    assert_eq!(after.status, "label_generated");
-    assert_eq!(after.payment.unwrap().status, "paid");
+    assert_eq!(after.status().as_str(), "label_generated");
+    assert_eq!(after.payment.unwrap().status().as_str(), "paid");
     assert_eq!(history_reasons(&app, &order.id).await.len(), 1);
     assert!(app.outbox_events_of("order.status_changed").await.is_empty());
 }
@@ -194,12 +195,14 @@ async fn invoice_events_fill_a_missing_payment_block_and_update_its_status() {
     assert_eq!(order.payment, None);
 
     let created = InvoiceCreated {
+        legacy_payment_method: String::new(),
+        legacy_status: String::new(),
         invoice_id: Uuid::now_v7().to_string(),
         invoice_number: "INV-2026-424242".into(),
         order_id: order.id.clone(),
         order_number: order.order_number.clone(),
-        status: "open".into(),
-        payment_method: "bank_invoice".into(),
+        status: proto::common::InvoiceStatus::Open as i32,
+        payment_method: proto::common::PaymentMethod::BankInvoice as i32,
         currency: "USD".into(),
         total_cents: order.total_cents,
         amount_due_cents: order.total_cents,
@@ -222,7 +225,7 @@ async fn invoice_events_fill_a_missing_payment_block_and_update_its_status() {
     assert_eq!(
         (
             payment.invoice_id.as_str(),
-            payment.status.as_str(),
+            payment.status().as_str(),
             payment.amount_due_cents
         ),
         (created.invoice_id.as_str(), "open", 65_000)
@@ -230,12 +233,14 @@ async fn invoice_events_fill_a_missing_payment_block_and_update_its_status() {
     assert_eq!(payment.due_at.unwrap().seconds, 1_786_838_400);
 
     let updated = InvoiceUpdated {
+        legacy_previous_status: String::new(),
+        legacy_status: String::new(),
         invoice_id: created.invoice_id.clone(),
         invoice_number: created.invoice_number.clone(),
         order_id: order.id.clone(),
         order_number: order.order_number.clone(),
-        status: "void".into(),
-        previous_status: "open".into(),
+        status: proto::common::InvoiceStatus::Void as i32,
+        previous_status: proto::common::InvoiceStatus::Open as i32,
         amount_paid_cents: 0,
         amount_due_cents: 0,
         updated_at: platform::time::rfc3339(platform::time::now()),
@@ -249,9 +254,9 @@ async fn invoice_events_fill_a_missing_payment_block_and_update_its_status() {
         .await;
     wait_until_consumed(&app, &entry).await;
     let payment = app.get_order(&order.id).await.unwrap().payment.unwrap();
-    assert_eq!((payment.status.as_str(), payment.amount_due_cents), ("void", 0));
+    assert_eq!((payment.status().as_str(), payment.amount_due_cents), ("void", 0));
     assert_eq!(
-        app.get_order(&order.id).await.unwrap().status,
+        app.get_order(&order.id).await.unwrap().status().as_str(),
         "invoice_sent",
         "invoice events never move the status"
     );
@@ -272,8 +277,8 @@ async fn an_entry_left_unacknowledged_by_a_dead_consumer_is_reclaimed_without_be
         "the first consumer to apply the payment",
         Duration::from_secs(15),
         || async {
-            let status = first.get_order(&order.id).await.ok()?.status;
-            (status == "paid").then_some(())
+            let order = first.get_order(&order.id).await.ok()?;
+            (order.status().as_str() == "paid").then_some(())
         },
     )
     .await;
@@ -290,7 +295,10 @@ async fn an_entry_left_unacknowledged_by_a_dead_consumer_is_reclaimed_without_be
     let second = first.sibling(live).await;
     wait_until_consumed(&second, &entry).await;
 
-    assert_eq!(second.get_order(&order.id).await.unwrap().status, "paid");
+    assert_eq!(
+        second.get_order(&order.id).await.unwrap().status().as_str(),
+        "paid"
+    );
     let reasons = history_reasons(&second, &order.id).await;
     assert_eq!(reasons.len(), 2, "one transition: {reasons:?}");
     assert_eq!(second.outbox_events_of("order.status_changed").await.len(), 1);

@@ -36,8 +36,8 @@ async fn a_confirmed_bank_invoice_order_is_placed_from_its_quote() {
     );
     assert_eq!(order.customer_id, app.customer_id.to_string());
     assert_eq!(order.quote_id, quote.id);
-    assert_eq!(order.status, "invoice_sent");
-    assert_eq!(order.payment_method, "bank_invoice");
+    assert_eq!(order.status().as_str(), "invoice_sent");
+    assert_eq!(order.payment_method().as_str(), "bank_invoice");
     assert_eq!(
         (order.catalog_revision.as_str(), order.category_id.as_str()),
         ("rev-2026-07-01", "peptides")
@@ -87,8 +87,8 @@ async fn a_confirmed_bank_invoice_order_is_placed_from_its_quote() {
     let created = &order.status_history[0];
     assert_eq!(
         (
-            created.from_status.as_str(),
-            created.to_status.as_str(),
+            created.from_status().as_str(),
+            created.to_status().as_str(),
             created.reason.as_str()
         ),
         ("", "invoice_sent", "order.created")
@@ -99,7 +99,7 @@ async fn a_confirmed_bank_invoice_order_is_placed_from_its_quote() {
     let payment = order.payment.clone().expect("a payment block");
     assert!(payment.invoice_number.starts_with("INV-"));
     assert_eq!(
-        (payment.status.as_str(), payment.amount_due_cents),
+        (payment.status().as_str(), payment.amount_due_cents),
         ("open", 65_000)
     );
     assert!(payment.due_at.is_some());
@@ -117,7 +117,7 @@ async fn a_confirmed_bank_invoice_order_is_placed_from_its_quote() {
         (order.id.as_str(), order.order_number.as_str())
     );
     assert_eq!(
-        (invoice.payment_method.as_str(), invoice.total_cents),
+        (invoice.payment_method().as_str(), invoice.total_cents),
         ("bank_invoice", 65_000)
     );
     let lines: Vec<(&str, i64, i64, i64)> = invoice
@@ -161,7 +161,11 @@ async fn a_confirmed_bank_invoice_order_is_placed_from_its_quote() {
         panic!("order.created payload")
     };
     assert_eq!(
-        (data.order_number.as_str(), data.status.as_str(), data.total_cents),
+        (
+            data.order_number.as_str(),
+            data.status().as_str(),
+            data.total_cents
+        ),
         (order.order_number.as_str(), "invoice_sent", 65_000)
     );
     assert_eq!(data.lines.len(), 2);

@@ -135,14 +135,17 @@ impl PaymentsService for FakePayments {
             let now = platform::time::now();
             let number = format!("INV-2026-{:06}", NEXT_INVOICE.fetch_add(1, Ordering::SeqCst));
             Invoice {
+                legacy_payment_method: message.legacy_payment_method.clone(),
+                legacy_previous_status: String::new(),
+                legacy_status: "open".into(),
                 id: Uuid::now_v7().to_string(),
                 invoice_number: number.clone(),
                 customer_id: principal.customer_id.unwrap_or_default().to_string(),
                 order_id: message.order_id.clone(),
                 order_number: message.order_number.clone(),
-                status: "open".into(),
-                previous_status: String::new(),
-                payment_method: message.payment_method.clone(),
+                status: proto::common::InvoiceStatus::Open as i32,
+                previous_status: 0,
+                payment_method: message.payment_method,
                 currency: message.currency.clone(),
                 lines: message.lines.clone(),
                 total_cents: message.total_cents,

@@ -114,7 +114,7 @@ async fn payments_failing_answers_503_and_a_retry_with_the_same_key_completes_on
     assert!(response.metadata().get("idempotent-replayed").is_none());
     let order = response.into_inner().order.unwrap();
     assert_eq!(order.id, pending[0].id, "the retry resumed the same order");
-    assert_eq!(order.payment.expect("payment block").status, "open");
+    assert_eq!(order.payment.expect("payment block").status().as_str(), "open");
     assert_eq!(app.order_count().await, 1);
     assert_eq!(app.outbox_events_of("order.created").await.len(), 1);
     let requests = app.peers.invoice_requests();

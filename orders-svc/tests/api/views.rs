@@ -51,6 +51,7 @@ fn label_created(order: &Order, shipment_id: Uuid, tracking: &str) -> EventEnvel
         ..Label::default()
     };
     let data = ShipmentLabelCreated {
+        legacy_status: String::new(),
         shipment_id: shipment_id.to_string(),
         order_id: order.id.clone(),
         order_number: order.order_number.clone(),
@@ -59,7 +60,7 @@ fn label_created(order: &Order, shipment_id: Uuid, tracking: &str) -> EventEnvel
         service_code: "ups_ground".into(),
         created_at: platform::time::rfc3339(platform::time::now()),
         label: Some(Box::new(label)),
-        status: "pre_transit".into(),
+        status: proto::common::ShipmentStatus::PreTransit as i32,
     };
     envelope(
         order,
@@ -77,6 +78,7 @@ fn scanned(
     at: chrono::DateTime<chrono::Utc>,
 ) -> EventEnvelope {
     let data = ShipmentUpdated {
+        legacy_status: status.to_owned(),
         shipment_id: shipment_id.to_string(),
         order_id: order.id.clone(),
         order_number: order.order_number.clone(),
@@ -85,7 +87,7 @@ fn scanned(
         description: "scan".into(),
         occurred_at: platform::time::rfc3339(at),
         location: "Chicago, IL, US".into(),
-        status: status.to_owned(),
+        status: proto::common::ShipmentStatus::parse(status).map_or(0, |status| status as i32),
         pickup_confirmation_number: None,
     };
     envelope(
@@ -143,12 +145,13 @@ async fn the_view_follows_payment_and_shipping_events_and_signs_the_label_url_at
     let order = app.place_order().await;
     let payment = order.payment.clone().unwrap();
     let confirmed = PaymentConfirmed {
+        legacy_rail: String::new(),
         payment_id: Uuid::now_v7().to_string(),
         invoice_id: payment.invoice_id.clone(),
         invoice_number: payment.invoice_number.clone(),
         order_id: order.id.clone(),
         order_number: order.order_number.clone(),
-        rail: "bank_invoice".into(),
+        rail: proto::common::PaymentMethod::BankInvoice as i32,
         amount_cents: order.total_cents,
         currency: "USD".into(),
         confirmed_at: platform::time::rfc3339(platform::time::now()),

@@ -4,6 +4,7 @@
 //! capability the pay page holds); every other lookup filters by customer.
 
 use super::bad_value;
+use crate::domain::PaymentMethod;
 use crate::domain::checkout::{
     CardBehaviour, CheckoutSession, CheckoutStatus, PURPOSE_PICKUP, PickupCharge, ProcessorKind, SavedCard,
     SessionSubject,
@@ -123,7 +124,7 @@ pub async fn insert_pickup_payment(
     let inserted = sqlx::query(
         "INSERT INTO payments.pickup_payments (id, customer_id, pickup_id, session_id, order_id, rail, status, \
            amount_cents, currency, external_reference, created_at) \
-         VALUES ($1, $2, $3, $4, $5, 'card_checkout', $6, $7, $8, $9, $10) \
+         VALUES ($1, $2, $3, $4, $5, $11, $6, $7, $8, $9, $10) \
          ON CONFLICT ON CONSTRAINT pickup_payments_reference DO NOTHING",
     )
     .bind(payment.id)
@@ -136,6 +137,7 @@ pub async fn insert_pickup_payment(
     .bind(&payment.currency)
     .bind(&payment.external_reference)
     .bind(payment.created_at)
+    .bind(PaymentMethod::CardCheckout.as_str())
     .execute(conn)
     .await?;
     Ok(inserted.rows_affected() == 1)

@@ -173,14 +173,16 @@ pub async fn mark_overdue(
     limit: i64,
 ) -> Result<Vec<(Uuid, Uuid)>, sqlx::Error> {
     let rows = sqlx::query(
-        "UPDATE payments.invoices SET status = 'overdue', previous_status = status, updated_at = $1 \
-         WHERE id IN (SELECT id FROM payments.invoices WHERE status = 'open' AND payment_method = $3 \
+        "UPDATE payments.invoices SET status = $4, previous_status = status, updated_at = $1 \
+         WHERE id IN (SELECT id FROM payments.invoices WHERE status = $5 AND payment_method = $3 \
                       AND due_at <= $1 ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
          RETURNING id, customer_id",
     )
     .bind(now)
     .bind(limit)
     .bind(PaymentMethod::BankInvoice.as_str())
+    .bind(InvoiceStatus::Overdue.as_str())
+    .bind(InvoiceStatus::Open.as_str())
     .fetch_all(conn)
     .await?;
     rows.iter()
@@ -219,7 +221,7 @@ pub async fn apply_settlement(
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
         "UPDATE payments.invoices SET amount_paid_cents = $3, amount_due_cents = $4, updated_at = $5, \
-           status = CASE WHEN $6 THEN 'paid' ELSE status END, \
+           status = CASE WHEN $6 THEN $7 ELSE status END, \
            previous_status = CASE WHEN $6 THEN status ELSE previous_status END, \
            paid_at = CASE WHEN $6 THEN $5 ELSE paid_at END \
          WHERE customer_id = $1 AND id = $2",
@@ -230,6 +232,7 @@ pub async fn apply_settlement(
     .bind(settlement.due.0)
     .bind(now)
     .bind(settlement.completes)
+    .bind(InvoiceStatus::Paid.as_str())
     .execute(conn)
     .await?;
     Ok(())

@@ -34,8 +34,8 @@ fn order_created(customer: Uuid, order_id: Uuid, total: i64, line_amounts: &[i64
         data: Some(Data::OrderCreated(OrderCreated {
             order_id: order_id.to_string(),
             order_number: "ORD-2026-000123".into(),
-            status: "invoice_sent".into(),
-            payment_method: "bank_invoice".into(),
+            status: proto::common::OrderStatus::InvoiceSent as i32,
+            payment_method: proto::common::PaymentMethod::BankInvoice as i32,
             currency: "USD".into(),
             total_cents: total,
             lines,
@@ -108,7 +108,7 @@ async fn an_order_created_event_delivered_twice_issues_one_itemized_invoice() {
         (
             invoice.order_number.as_str(),
             invoice.total_cents,
-            invoice.status.as_str()
+            invoice.status().as_str()
         ),
         ("ORD-2026-000123", 30_000, "open")
     );

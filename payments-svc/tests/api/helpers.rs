@@ -224,9 +224,10 @@ pub fn invoice_request_for(order_id: Uuid, total: i64) -> pb::CreateInvoiceReque
         amount_cents: quantity * unit_price_cents,
     };
     pb::CreateInvoiceRequest {
+        legacy_payment_method: String::new(),
         order_id: order_id.to_string(),
         order_number: format!("ORD-{}", &order_id.simple().to_string()[24..]),
-        payment_method: "bank_invoice".into(),
+        payment_method: proto::common::PaymentMethod::BankInvoice as i32,
         currency: "USD".into(),
         lines: vec![
             line("Caffeine: 2 analyses", 2, unit),

@@ -195,7 +195,7 @@ async fn payments_are_read_and_listed_by_their_owner_only() {
     assert_eq!(read, partial);
     assert_eq!(
         (
-            read.rail.as_str(),
+            read.rail().as_str(),
             read.status.as_str(),
             read.external_reference.as_str()
         ),

@@ -19,7 +19,7 @@ async fn a_full_bank_payment_marks_the_invoice_paid_and_emits_invoice_updated_th
     assert!(!recorded.already_recorded);
     let paid = recorded.invoice.unwrap();
     assert_eq!(
-        (paid.status.as_str(), paid.previous_status.as_str()),
+        (paid.status().as_str(), paid.previous_status().as_str()),
         ("paid", "open")
     );
     assert_eq!((paid.amount_paid_cents, paid.amount_due_cents), (12_500, 0));
@@ -28,7 +28,7 @@ async fn a_full_bank_payment_marks_the_invoice_paid_and_emits_invoice_updated_th
     let payment = recorded.payment.unwrap();
     assert_eq!(
         (
-            payment.rail.as_str(),
+            payment.rail().as_str(),
             payment.status.as_str(),
             payment.amount_cents
         ),
@@ -47,7 +47,7 @@ async fn a_full_bank_payment_marks_the_invoice_paid_and_emits_invoice_updated_th
         panic!("{:?}", events[1])
     };
     assert_eq!(
-        (updated.status.as_str(), updated.previous_status.as_str()),
+        (updated.status().as_str(), updated.previous_status().as_str()),
         ("paid", "open")
     );
     assert_eq!(
@@ -59,7 +59,7 @@ async fn a_full_bank_payment_marks_the_invoice_paid_and_emits_invoice_updated_th
         panic!("{:?}", events[2])
     };
     assert_eq!(
-        (confirmed.payment_id.as_str(), confirmed.rail.as_str()),
+        (confirmed.payment_id.as_str(), confirmed.rail().as_str()),
         (payment.id.as_str(), "bank_invoice")
     );
     assert_eq!(
@@ -90,7 +90,7 @@ async fn a_partial_payment_keeps_the_invoice_open_and_emits_nothing() {
 
     let open = recorded.invoice.unwrap();
     assert_eq!(
-        (open.status.as_str(), open.previous_status.as_str()),
+        (open.status().as_str(), open.previous_status().as_str()),
         ("open", "")
     );
     assert_eq!((open.amount_paid_cents, open.amount_due_cents), (2_500, 10_000));
@@ -105,7 +105,7 @@ async fn a_partial_payment_keeps_the_invoice_open_and_emits_nothing() {
         .unwrap();
     assert_eq!(
         (
-            overpaid.status.as_str(),
+            overpaid.status().as_str(),
             overpaid.amount_paid_cents,
             overpaid.amount_due_cents
         ),
@@ -204,13 +204,13 @@ async fn twenty_concurrent_partial_payments_pay_the_invoice_exactly_once() {
     assert!(outcomes.iter().all(|outcome| !outcome.already_recorded));
     let completing: Vec<_> = outcomes
         .iter()
-        .filter(|outcome| outcome.invoice.as_ref().unwrap().status == "paid")
+        .filter(|outcome| outcome.invoice.as_ref().unwrap().status().as_str() == "paid")
         .collect();
     assert_eq!(completing.len(), 1, "exactly one payment completes the invoice");
     let paid = app.get_invoice(customer, &invoice.id).await.unwrap();
     assert_eq!(
         (
-            paid.status.as_str(),
+            paid.status().as_str(),
             paid.amount_paid_cents,
             paid.amount_due_cents
         ),

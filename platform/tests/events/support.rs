@@ -63,8 +63,10 @@ pub fn status_changed(order: &str) -> NewEvent {
         data: Data::OrderStatusChanged(proto::orders::OrderStatusChanged {
             order_id: order.to_owned(),
             order_number: "ORD-2026-000001".into(),
-            from_status: "invoice_sent".into(),
-            to_status: "paid".into(),
+            from_status: proto::common::OrderStatus::InvoiceSent as i32,
+            legacy_from_status: "invoice_sent".into(),
+            to_status: proto::common::OrderStatus::Paid as i32,
+            legacy_to_status: "paid".into(),
             changed_at: "2026-11-22T00:00:00Z".into(),
             reason: "payment.confirmed".into(),
         }),

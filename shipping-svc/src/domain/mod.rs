@@ -8,8 +8,9 @@ pub mod tracking;
 
 use chrono::{DateTime, Utc};
 use packing::PackingStep;
+use proto::common::PaymentMethod;
 use serde::{Deserialize, Serialize};
-pub use status::ShipmentStatus;
+pub use status::{Normalize, ShipmentStatus};
 use uuid::Uuid;
 
 /// A postal address (ship-from or ship-to).
@@ -59,7 +60,7 @@ pub struct LabelOrder {
     pub customer_id: Uuid,
     pub order_id: Uuid,
     pub order_number: String,
-    pub payment_method: String,
+    pub payment_method: PaymentMethod,
     pub quote_id: Uuid,
     pub shipping_address_id: Option<String>,
 }
@@ -71,7 +72,7 @@ pub struct Shipment {
     pub customer_id: Uuid,
     pub order_id: Uuid,
     pub order_number: String,
-    pub payment_method: String,
+    pub payment_method: PaymentMethod,
     pub carrier_code: String,
     pub service_code: String,
     pub tracking_number: String,

@@ -166,7 +166,7 @@ pub struct Pickup {
     pub shipment_id: Uuid,
     pub order_id: Uuid,
     /// awaiting_payment, booked or payment_expired.
-    pub status: String,
+    pub status: PickupStatus,
     pub date: NaiveDate,
     pub window: String,
     pub price_cents: i64,
@@ -184,12 +184,40 @@ pub struct Pickup {
     pub booked_at: Option<DateTime<Utc>>,
 }
 
-/// Status of a pickup waiting for its payment.
-pub const AWAITING_PAYMENT: &str = "awaiting_payment";
-/// Status of a pickup booked with the carrier.
-pub const BOOKED: &str = "booked";
-/// Status of a pickup whose payment link expired unpaid (the shipment may request another).
-pub const PAYMENT_EXPIRED: &str = "payment_expired";
+/// Where a door pickup stands (its name is the `status` of REST and SQL).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PickupStatus {
+    /// Waiting for its payment.
+    AwaitingPayment,
+    /// Booked with the carrier.
+    Booked,
+    /// The payment link expired unpaid (the shipment may request another pickup).
+    PaymentExpired,
+}
+
+impl PickupStatus {
+    /// Every status.
+    pub const ALL: [PickupStatus; 3] = [
+        PickupStatus::AwaitingPayment,
+        PickupStatus::Booked,
+        PickupStatus::PaymentExpired,
+    ];
+
+    /// The name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PickupStatus::AwaitingPayment => "awaiting_payment",
+            PickupStatus::Booked => "booked",
+            PickupStatus::PaymentExpired => "payment_expired",
+        }
+    }
+
+    /// Reads a name; `None` for anything else.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|status| status.as_str() == name)
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -16,85 +16,41 @@
 
 use platform::error::{ApiError, ErrorCode};
 
-/// A normalized shipment status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ShipmentStatus {
-    PreTransit,
-    InTransit,
-    Exception,
-    OutForDelivery,
-    Delivered,
-    Returned,
-    Lost,
-}
+/// A normalized shipment status: the mesh's one type (`lab.common.v1.ShipmentStatus`, with its
+/// rank, `is_terminal` and `carrier_has_parcel` in `proto::enums`).
+pub use proto::common::ShipmentStatus;
 
-impl ShipmentStatus {
-    /// Every status.
-    pub const ALL: [ShipmentStatus; 7] = [
-        ShipmentStatus::PreTransit,
-        ShipmentStatus::InTransit,
-        ShipmentStatus::Exception,
-        ShipmentStatus::OutForDelivery,
-        ShipmentStatus::Delivered,
-        ShipmentStatus::Returned,
-        ShipmentStatus::Lost,
-    ];
-
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ShipmentStatus::PreTransit => "pre_transit",
-            ShipmentStatus::InTransit => "in_transit",
-            ShipmentStatus::Exception => "exception",
-            ShipmentStatus::OutForDelivery => "out_for_delivery",
-            ShipmentStatus::Delivered => "delivered",
-            ShipmentStatus::Returned => "returned",
-            ShipmentStatus::Lost => "lost",
-        }
-    }
-
-    /// Looks a status up by its wire name.
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|status| status.as_str() == name)
-    }
-
-    /// Parses a status field; `invalid_request` naming `field` and the allowed values.
-    pub fn parse_field(name: &str, field: &str) -> Result<Self, ApiError> {
-        Self::parse(name).ok_or_else(|| {
-            let allowed: Vec<&str> = Self::ALL.iter().map(|status| status.as_str()).collect();
-            ApiError::field(
-                ErrorCode::InvalidRequest,
-                field,
-                format!("{field} is not a shipment status"),
-            )
-            .with_details(serde_json::json!({ "field": field, "allowed": allowed }))
-        })
-    }
-
-    /// How far along the shipment is.
-    pub fn rank(self) -> u8 {
-        match self {
-            ShipmentStatus::PreTransit => 0,
-            ShipmentStatus::InTransit | ShipmentStatus::Exception => 1,
-            ShipmentStatus::OutForDelivery => 2,
-            ShipmentStatus::Delivered | ShipmentStatus::Returned | ShipmentStatus::Lost => 3,
-        }
-    }
-
-    /// True when no later scan changes the status.
-    pub fn is_terminal(self) -> bool {
-        self.rank() == 3
-    }
-
-    /// True when the carrier has the parcel (the order moves to `in_transit`).
-    pub fn carrier_has_parcel(self) -> bool {
-        self.rank() >= 1
-    }
-
+/// What shipping-svc reads into a status.
+pub trait Normalize: Sized {
+    /// Parses a status field; `invalid_request` naming `field` and the allowed values (the
+    /// shipment statuses, `pickup_booked` not among them).
+    fn parse_field(name: &str, field: &str) -> Result<Self, ApiError>;
     /// Maps an EasyPost tracker status (`pre_transit`, `in_transit`, `out_for_delivery`,
     /// `delivered`, `available_for_pickup`, `return_to_sender`, `failure`, `cancelled`, `error`,
     /// `unknown`) to ours; `None` for statuses that say nothing about the parcel.
-    pub fn from_easypost(status: &str) -> Option<Self> {
+    fn from_easypost(status: &str) -> Option<Self>;
+}
+
+impl Normalize for ShipmentStatus {
+    fn parse_field(name: &str, field: &str) -> Result<Self, ApiError> {
+        Self::parse(name)
+            .filter(|status| status.is_shipment_status())
+            .ok_or_else(|| {
+                let allowed: Vec<&str> = Self::ALL
+                    .iter()
+                    .filter(|status| status.is_shipment_status())
+                    .map(|status| status.as_str())
+                    .collect();
+                ApiError::field(
+                    ErrorCode::InvalidRequest,
+                    field,
+                    format!("{field} is not a shipment status"),
+                )
+                .with_details(serde_json::json!({ "field": field, "allowed": allowed }))
+            })
+    }
+
+    fn from_easypost(status: &str) -> Option<Self> {
         Some(match status {
             "pre_transit" => ShipmentStatus::PreTransit,
             "in_transit" | "available_for_pickup" => ShipmentStatus::InTransit,
@@ -114,13 +70,15 @@ mod tests {
 
     #[test]
     fn every_status_round_trips_and_terminal_ones_rank_highest() {
-        for status in ShipmentStatus::ALL {
+        for &status in ShipmentStatus::ALL {
             assert_eq!(ShipmentStatus::parse(status.as_str()), Some(status));
         }
         assert!(Delivered.is_terminal() && Returned.is_terminal() && Lost.is_terminal());
         assert!(!Exception.is_terminal() && Exception.carrier_has_parcel());
         assert!(!PreTransit.carrier_has_parcel());
         assert!(ShipmentStatus::parse_field("shipped", "status").is_err());
+        assert!(ShipmentStatus::parse_field("pickup_booked", "status").is_err());
+        assert_eq!(ShipmentStatus::parse_field("lost", "status").unwrap(), Lost);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Door pickups of shipments.
 
-use crate::domain::pickup::Pickup;
+use super::bad_value;
+use crate::domain::pickup::{Pickup, PickupStatus};
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
@@ -16,7 +17,10 @@ fn pickup_from_row(row: &PgRow) -> Result<Pickup, sqlx::Error> {
         customer_id: row.try_get("customer_id")?,
         shipment_id: row.try_get("shipment_id")?,
         order_id: row.try_get("order_id")?,
-        status: row.try_get("status")?,
+        status: {
+            let status: String = row.try_get("status")?;
+            PickupStatus::parse(&status).ok_or_else(|| bad_value("pickup status", &status))?
+        },
         date: row.try_get("pickup_date")?,
         window: row.try_get("pickup_window")?,
         price_cents: row.try_get("price_cents")?,
@@ -43,7 +47,7 @@ pub async fn insert(conn: &mut PgConnection, pickup: &Pickup) -> Result<bool, sq
     .bind(pickup.customer_id)
     .bind(pickup.shipment_id)
     .bind(pickup.order_id)
-    .bind(&pickup.status)
+    .bind(pickup.status.as_str())
     .bind(pickup.date)
     .bind(&pickup.window)
     .bind(pickup.price_cents)
@@ -74,11 +78,12 @@ pub async fn expire_payment(
     id: Uuid,
 ) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(
-        "UPDATE shipping.pickups SET status = 'payment_expired' \
-         WHERE id = $1 AND customer_id = $2 AND status = 'awaiting_payment'",
+        "UPDATE shipping.pickups SET status = $3 WHERE id = $1 AND customer_id = $2 AND status = $4",
     )
     .bind(id)
     .bind(customer_id)
+    .bind(PickupStatus::PaymentExpired.as_str())
+    .bind(PickupStatus::AwaitingPayment.as_str())
     .execute(conn)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -117,13 +122,14 @@ pub async fn book(
     now: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "UPDATE shipping.pickups SET status = 'booked', payment_reference = $2, confirmation_number = $3, \
+        "UPDATE shipping.pickups SET status = $5, payment_reference = $2, confirmation_number = $3, \
            booked_at = $4 WHERE id = $1",
     )
     .bind(id)
     .bind(payment_reference)
     .bind(confirmation_number)
     .bind(now)
+    .bind(PickupStatus::Booked.as_str())
     .execute(conn)
     .await?;
     Ok(())

@@ -5,6 +5,7 @@ use crate::domain::packing::PackingStep;
 use crate::domain::{Address, CarrierEvent, LabelOrder, Shipment, ShipmentStatus};
 use chrono::{DateTime, Utc};
 use platform::pagination::After;
+use proto::common::PaymentMethod;
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{PgConnection, Row};
@@ -18,6 +19,11 @@ const SELECT_SHIPMENTS: &str = "SELECT id, customer_id, order_id, order_number, 
 /// or an order number.
 pub type ShipmentRef = platform::ids::Reference;
 
+fn payment_method(row: &PgRow) -> Result<PaymentMethod, sqlx::Error> {
+    let method: String = row.try_get("payment_method")?;
+    PaymentMethod::parse(&method).ok_or_else(|| bad_value("payment method", &method))
+}
+
 fn shipment_from_row(row: &PgRow) -> Result<Shipment, sqlx::Error> {
     let status: String = row.try_get("status")?;
     let Json(ship_from): Json<Address> = row.try_get("ship_from")?;
@@ -28,7 +34,7 @@ fn shipment_from_row(row: &PgRow) -> Result<Shipment, sqlx::Error> {
         customer_id: row.try_get("customer_id")?,
         order_id: row.try_get("order_id")?,
         order_number: row.try_get("order_number")?,
-        payment_method: row.try_get("payment_method")?,
+        payment_method: payment_method(row)?,
         carrier_code: row.try_get("carrier_code")?,
         service_code: row.try_get("service_code")?,
         tracking_number: row
@@ -70,7 +76,7 @@ pub async fn claim(conn: &mut PgConnection, pending: &Shipment) -> Result<Claime
     .bind(pending.customer_id)
     .bind(pending.order_id)
     .bind(&pending.order_number)
-    .bind(&pending.payment_method)
+    .bind(pending.payment_method.as_str())
     .bind(Json(&pending.ship_from))
     .bind(Json(&pending.ship_to))
     .bind(pending.created_at)
@@ -383,7 +389,7 @@ pub async fn remember_order(
     .bind(order.order_id)
     .bind(order.customer_id)
     .bind(&order.order_number)
-    .bind(&order.payment_method)
+    .bind(order.payment_method.as_str())
     .bind(order.quote_id)
     .bind(&order.shipping_address_id)
     .bind(now)
@@ -411,7 +417,7 @@ pub async fn remembered_order(
             customer_id: row.try_get("customer_id")?,
             order_id: row.try_get("order_id")?,
             order_number: row.try_get("order_number")?,
-            payment_method: row.try_get("payment_method")?,
+            payment_method: payment_method(&row)?,
             quote_id: row.try_get("quote_id")?,
             shipping_address_id: row.try_get("shipping_address_id")?,
         })

@@ -47,7 +47,7 @@ impl ShippingService {
             customer_id: order.customer_id,
             order_id: order.order_id,
             order_number: order.order_number.clone(),
-            payment_method: order.payment_method.clone(),
+            payment_method: order.payment_method,
             carrier_code: String::new(),
             service_code: String::new(),
             tracking_number: String::new(),

@@ -21,7 +21,7 @@
 use super::{ShippingService, shipment_not_found};
 use crate::carrier::{Carrier, CarrierError, PickupBooking};
 use crate::domain::Shipment;
-use crate::domain::pickup::{self, AWAITING_PAYMENT, BOOKED, PAYMENT_EXPIRED, Pickup, QuoteClaims, Window};
+use crate::domain::pickup::{self, Pickup, PickupStatus, QuoteClaims, Window};
 use crate::repo::shipments::ShipmentRef;
 use crate::{OUTBOX, events, repo};
 use chrono::{DateTime, NaiveDate, Utc};
@@ -67,7 +67,7 @@ impl ShippingService {
         }
         if repo::pickups::by_shipment(&mut conn, shipment.id)
             .await?
-            .is_some_and(|pickup| pickup.status != PAYMENT_EXPIRED)
+            .is_some_and(|pickup| pickup.status != PickupStatus::PaymentExpired)
         {
             return Err(already_requested());
         }
@@ -225,7 +225,7 @@ impl ShippingService {
                     customer_id,
                     shipment_id: shipment.id,
                     order_id: shipment.order_id,
-                    status: AWAITING_PAYMENT.to_owned(),
+                    status: PickupStatus::AwaitingPayment,
                     date,
                     window: request.window.clone(),
                     price_cents: claims.p,
@@ -323,7 +323,7 @@ impl ShippingService {
             .await?;
         tx.commit().await?;
         Ok(Pickup {
-            status: BOOKED.to_owned(),
+            status: PickupStatus::Booked,
             payment_reference: Some(payment_reference.trim().to_owned()),
             confirmation_number: Some(confirmation),
             booked_at: Some(now),
@@ -346,7 +346,7 @@ impl ShippingService {
         if customer_id.is_some_and(|customer_id| customer_id != pickup.customer_id) {
             return Err(not_found());
         }
-        if pickup.status == BOOKED {
+        if pickup.status == PickupStatus::Booked {
             if pickup.payment_reference.as_deref() != Some(payment_reference.trim()) {
                 tracing::warn!(
                     pickup = %pickup.id,
@@ -355,7 +355,7 @@ impl ShippingService {
             }
             return Ok(ToBook::Done(Box::new(pickup)));
         }
-        if pickup.status == PAYMENT_EXPIRED {
+        if pickup.status == PickupStatus::PaymentExpired {
             return Err(ApiError::new(
                 ErrorCode::Conflict,
                 "the pickup's payment link expired and the pickup ended; request a new pickup",

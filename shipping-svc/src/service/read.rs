@@ -7,7 +7,7 @@
 //! `shipping` block of its order read model.
 
 use super::{ShippingService, shipment_not_found};
-use crate::domain::status::ShipmentStatus;
+use crate::domain::status::{Normalize, ShipmentStatus};
 use crate::domain::{Shipment, TrackedShipment};
 use crate::repo;
 use crate::repo::shipments::{ShipmentFilter, ShipmentRef};

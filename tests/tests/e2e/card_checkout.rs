@@ -206,8 +206,8 @@ async fn a_card_order_is_paid_once_on_its_hosted_page_after_a_declined_card() {
         })
         .collect();
     assert_eq!(updates.len(), 1, "invoice.updated is emitted exactly once");
-    assert_eq!(updates[0].status, "paid");
-    assert_eq!(updates[0].previous_status, "open");
+    assert_eq!(updates[0].status().as_str(), "paid");
+    assert_eq!(updates[0].previous_status().as_str(), "open");
     crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }

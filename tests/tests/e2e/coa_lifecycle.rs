@@ -149,7 +149,7 @@ async fn retraction_and_amendment_are_visible_through_rest_events_and_verify() {
         || async {
             stream_events(&sandbox, "orders").await.into_iter().find(|event| {
                 matches!(&event.data, Some(Data::OrderStatusChanged(changed))
-                    if changed.from_status == "completed" && changed.to_status == "reporting")
+                    if changed.from_status().as_str() == "completed" && changed.to_status().as_str() == "reporting")
             })
         },
     )

@@ -75,9 +75,10 @@ async fn an_unpaid_bank_invoice_past_its_due_date_becomes_overdue_and_a_later_pa
         .await
         .into_iter()
         .filter_map(|event| match event.data {
-            Some(Data::InvoiceUpdated(updated)) if updated.order_id == order_id => {
-                Some((updated.previous_status, updated.status))
-            }
+            Some(Data::InvoiceUpdated(updated)) if updated.order_id == order_id => Some((
+                updated.previous_status().to_string(),
+                updated.status().to_string(),
+            )),
             _ => None,
         })
         .collect();
@@ -93,7 +94,7 @@ async fn an_unpaid_bank_invoice_past_its_due_date_becomes_overdue_and_a_later_pa
         .into_iter()
         .filter_map(|event| match event.data {
             Some(Data::OrderStatusChanged(changed)) if changed.order_id == order_id => {
-                Some((changed.from_status, changed.to_status))
+                Some((changed.from_status().to_string(), changed.to_status().to_string()))
             }
             _ => None,
         })

@@ -475,8 +475,8 @@ fn stablecoin_order_created(customer_id: &str, order_id: Uuid, quote_id: &str) -
         data: Some(Data::OrderCreated(proto::orders::OrderCreated {
             order_id: order_id.to_string(),
             order_number: "ORD-STABLE-1".into(),
-            status: "invoice_sent".into(),
-            payment_method: "chain_stablecoin".into(),
+            status: proto::common::OrderStatus::InvoiceSent as i32,
+            payment_method: proto::common::PaymentMethod::ChainStablecoin as i32,
             quote_id: quote_id.into(),
             created_at: platform::time::rfc3339(platform::time::now()),
             ..Default::default()
@@ -519,7 +519,9 @@ async fn a_stablecoin_order_gets_no_label_before_its_payment_settles() {
         data: Some(Data::PaymentConfirmed(proto::payments::PaymentConfirmed {
             order_id: order_id.to_string(),
             order_number: "ORD-STABLE-1".into(),
-            rail: "chain_stablecoin".into(),
+            // As a payments-svc of the release before writes it (text only): shipping-svc reads
+            // the rail from the text twin.
+            legacy_rail: "chain_stablecoin".into(),
             ..Default::default()
         })),
         ..Default::default()

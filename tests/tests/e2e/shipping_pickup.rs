@@ -395,7 +395,11 @@ async fn a_paid_order_books_a_door_pickup_through_options_token_request_and_paym
                 .await
                 .into_iter()
                 .find_map(|event| match event.data {
-                    Some(Data::ShipmentUpdated(data)) if data.status == "pickup_booked" => Some(data),
+                    Some(Data::ShipmentUpdated(data))
+                        if data.status() == proto::common::ShipmentStatus::PickupBooked =>
+                    {
+                        Some(data)
+                    }
                     _ => None,
                 })
         },

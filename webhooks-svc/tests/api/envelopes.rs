@@ -40,8 +40,8 @@ pub fn order_created(customer: Uuid) -> EventEnvelope {
         Data::OrderCreated(proto::orders::OrderCreated {
             order_number: format!("ORD-{}", &order_id[30..]),
             order_id,
-            status: "invoice_sent".into(),
-            payment_method: "bank_invoice".into(),
+            status: proto::common::OrderStatus::InvoiceSent as i32,
+            payment_method: proto::common::PaymentMethod::BankInvoice as i32,
             currency: "USD".into(),
             total_cents: 12_500,
             ..Default::default()

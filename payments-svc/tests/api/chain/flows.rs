@@ -64,7 +64,7 @@ async fn an_exact_payment_is_observed_then_confirming_then_confirmed_after_64_bl
         .get_invoice(chain.customer, &request.order_id)
         .await
         .unwrap();
-    assert_eq!(invoice.status, "paid");
+    assert_eq!(invoice.status().as_str(), "paid");
     assert_eq!(chain.app.events_of("invoice.updated").await.len(), 1);
     // The same hash again answers the confirmed request; the same key replays.
     assert_eq!(
@@ -227,7 +227,8 @@ async fn an_unpaid_request_expires_and_a_transfer_after_expiry_is_recorded_late_
             .get_invoice(chain.customer, &request.order_id)
             .await
             .unwrap()
-            .status,
+            .status()
+            .as_str(),
         "open"
     );
 }

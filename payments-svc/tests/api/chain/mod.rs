@@ -141,7 +141,7 @@ impl Chain {
     pub async fn new_request_from(&self, total: i64, payer: Address) -> pb::StablecoinPayment {
         let order_id = Uuid::now_v7();
         let mut invoice = invoice_request_for(order_id, total);
-        invoice.payment_method = "chain_stablecoin".into();
+        invoice.payment_method = proto::common::PaymentMethod::ChainStablecoin as i32;
         self.app.create_invoice(self.customer, invoice).await;
         let mut request = tonic::Request::new(pb::RequestStablecoinPaymentRequest {
             reference: order_id.to_string(),

@@ -3,7 +3,7 @@
 //! within the tolerance) and reading its event (id, description, scans).
 
 use super::EasyPostCarrier;
-use crate::domain::{Scan, ShipmentStatus};
+use crate::domain::{Normalize, Scan, ShipmentStatus};
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
 use secrecy::ExposeSecret;
