@@ -86,6 +86,21 @@ pub fn init_for_tests(service_name: &str) -> TelemetryGuard {
 fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
     let disabled = sdk_disabled(crate::config::env_var("OTEL_SDK_DISABLED").as_deref());
     let settings = otlp::Settings::from_env(service_name, crate::config::env_var).filter(|_| !disabled);
+    let warnings = settings
+        .as_ref()
+        .map(|settings| settings.warnings.clone())
+        .unwrap_or_default();
+    // The collector's endpoint and TLS files are checked before any span is made: unusable
+    // ones leave the process as without an endpoint (context passed on, no span), with an
+    // error naming the variable once the log is up.
+    let mut refused = None;
+    let exported = settings.and_then(|settings| match settings.connection() {
+        Ok(connection) => Some((settings, connection)),
+        Err(error) => {
+            refused = Some(error);
+            None
+        }
+    });
     let default_filter = if for_tests {
         "warn"
     } else {
@@ -105,7 +120,7 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
     // info level and above become trace spans (ours, not the libraries' internals), and only
     // warnings and errors become span events.
     let mut queue = None;
-    let spans = settings.as_ref().map(|settings| {
+    let spans = exported.as_ref().map(|(settings, _)| {
         let sampler = Sampler::from_env(
             crate::config::env_var("OTEL_TRACES_SAMPLER").as_deref(),
             crate::config::env_var("OTEL_TRACES_SAMPLER_ARG").as_deref(),
@@ -123,12 +138,18 @@ fn install(service_name: &str, for_tests: bool) -> TelemetryGuard {
         return TelemetryGuard { flushes: false };
     }
     PASSING.store(!disabled, std::sync::atomic::Ordering::Relaxed);
-    let (Some(settings), Some((queue, sampler))) = (settings, queue) else {
+    for warning in warnings {
+        tracing::warn!("OTLP trace export: {warning}");
+    }
+    if let Some(error) = refused {
+        tracing::error!("OTLP trace export disabled, no span is exported: {error}");
+    }
+    let (Some((settings, connection)), Some((queue, sampler))) = (exported, queue) else {
         return TelemetryGuard { flushes: false };
     };
     let _ = SAMPLER.set(sampler);
     let endpoint = settings.endpoint.clone();
-    match otlp::Exporter::start(settings, queue, service_name) {
+    match otlp::Exporter::start(settings, connection, queue, service_name) {
         Ok(exporter) => {
             let _ = EXPORTER.set(exporter);
             EXPORTING.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -3,17 +3,38 @@
 //! of a bounded queue; a thread of its own sends the batches to
 //! `opentelemetry.proto.collector.trace.v1.TraceService/Export`, wrapped in the process's
 //! resource and scope, every `OTEL_BSP_SCHEDULE_DELAY` or as soon as a batch is full. A full
-//! queue drops spans (counted, logged) rather than slow a request; a failed export is logged
-//! and dropped, never retried in a loop.
+//! queue drops spans (counted, logged) rather than slow a request.
+//!
+//! An export the collector may take later (the OTLP specification's retryable gRPC codes:
+//! `UNAVAILABLE`, `CANCELLED`, `DEADLINE_EXCEEDED`, `ABORTED`, `OUT_OF_RANGE`, `DATA_LOSS`, and
+//! `RESOURCE_EXHAUSTED` when the collector sends a `google.rpc.RetryInfo`; and a connection
+//! that fails, refused or reset, whatever code tonic gives it) is retried with exponential backoff and jitter ([`Retry`]: 1 s, doubling
+//! up to 5 s, each wait drawn between half and all of it; the `RetryInfo` delay instead when the
+//! collector gives one), for at most 30 s from its first attempt; then it is dropped. Any other
+//! answer (`INVALID_ARGUMENT`, `UNAUTHENTICATED`, …) drops the batch at once. Failures are logged
+//! at most once a minute. While a batch is retried, spans keep queueing behind it (the queue's
+//! bound counts them, so overflow drops as ever); once shutdown is asked the wait is cut short
+//! and each batch has one last attempt.
 //!
 //! Settings, the OpenTelemetry specification's variables (the `_TRACES_` form first):
-//! `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT` (e.g. `http://jaeger-collector:4317`),
+//! `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT` (e.g. `http://jaeger-collector:4317`; `https://…`
+//! speaks TLS; without a scheme TLS too, unless `OTEL_EXPORTER_OTLP_[TRACES_]INSECURE=true`),
+//! `OTEL_EXPORTER_OTLP_[TRACES_]CERTIFICATE` (PEM CA certificates that verify an `https://`
+//! collector instead of the system's roots), `OTEL_EXPORTER_OTLP_[TRACES_]CLIENT_CERTIFICATE`
+//! and `…_CLIENT_KEY` (PEM, both or neither: a client certificate for collectors that require
+//! one), `OTEL_EXPORTER_OTLP_[TRACES_]COMPRESSION` (`gzip` or `none`, the default),
 //! `OTEL_EXPORTER_OTLP_[TRACES_]HEADERS` (`key=value,…`, values percent-decoded),
-//! `OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT` (ms, default 10000), `OTEL_BSP_SCHEDULE_DELAY` (ms,
-//! default 5000), `OTEL_BSP_MAX_QUEUE_SIZE` (spans, default 8192) and
-//! `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (spans, default 2048); the resource comes from
-//! `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`.
+//! `OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT` (ms, default 10000, each attempt's limit),
+//! `OTEL_BSP_SCHEDULE_DELAY` (ms, default 5000), `OTEL_BSP_MAX_QUEUE_SIZE` (spans, default 8192)
+//! and `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (spans, default 2048); the resource comes from
+//! `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`. The TLS files are read and checked before
+//! any span is made ([`Settings::connection`]): unusable ones, or an endpoint that is no URI,
+//! disable the export with an error naming the variable, and the process runs on without spans
+//! (as without an endpoint). A value not understood (a compression other than `gzip` or `none`,
+//! an `INSECURE` that is no boolean) is warned about and its default used.
 
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -347,6 +368,22 @@ impl Queue {
         }
     }
 
+    /// How many batches are queued (the last one may still be filling).
+    pub fn batches(&self) -> usize {
+        let pending = self.pending.lock().unwrap_or_else(|poison| poison.into_inner());
+        pending.batches.len()
+    }
+
+    /// Takes the oldest batch: its spans no longer count against the queue's bound. The export
+    /// thread takes one at a time, so that the batches waiting behind one being retried still
+    /// count.
+    pub fn pop(&self) -> Option<Batch> {
+        let mut pending = self.pending.lock().unwrap_or_else(|poison| poison.into_inner());
+        let batch = pending.batches.pop_front()?;
+        pending.queued -= batch.spans;
+        Some(batch)
+    }
+
     /// Takes every batch queued so far.
     pub fn take(&self) -> VecDeque<Batch> {
         let mut pending = self.pending.lock().unwrap_or_else(|poison| poison.into_inner());
@@ -362,36 +399,111 @@ impl Queue {
 
 // ---- settings ----
 
+/// How export requests are compressed (`OTEL_EXPORTER_OTLP_[TRACES_]COMPRESSION`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Compression {
+    #[default]
+    None,
+    Gzip,
+}
+
+/// A file a setting names: the variable that named it (for messages) and its path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileSetting {
+    pub variable: &'static str,
+    pub path: String,
+}
+
+impl std::fmt::Display for FileSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={}", self.variable, self.path)
+    }
+}
+
+/// How an export the collector may take later is retried (no standard variable sets these).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retry {
+    /// The first wait; each next one doubles, up to `max`. Each wait is drawn between half and
+    /// all of it (jitter: processes that failed together do not retry together).
+    pub initial: Duration,
+    pub max: Duration,
+    /// The longest a batch is tried, from its first attempt: a wait that would end past it is
+    /// not waited, and the batch is dropped. It bounds how long the batches behind one wait.
+    pub budget: Duration,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Self {
+            initial: Duration::from_secs(1),
+            max: Duration::from_secs(5),
+            budget: Duration::from_secs(30),
+        }
+    }
+}
+
 /// Where and how spans are exported.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
+    /// The collector's URI, with its scheme (`https` speaks TLS).
     pub endpoint: String,
     pub headers: Vec<(String, String)>,
+    /// Each attempt's time limit (and the TLS handshake's).
     pub timeout: Duration,
     pub schedule_delay: Duration,
     pub batch_size: usize,
     pub max_queued: usize,
     /// Resource attributes (`service.name` first).
     pub resource: Vec<(String, String)>,
+    /// PEM CA certificates that verify an `https` collector (the system's roots without it).
+    pub certificate: Option<FileSetting>,
+    /// PEM certificate chain and key presented to an `https` collector.
+    pub client_certificate: Option<FileSetting>,
+    pub client_key: Option<FileSetting>,
+    pub compression: Compression,
+    pub retry: Retry,
+    /// Values that were not understood (their defaults are used), to be logged as warnings once
+    /// the log is up.
+    pub warnings: Vec<String>,
 }
 
 impl Settings {
     /// The settings the variables give (`None` without an endpoint); `variable` reads one.
+    /// Files are only named here: [`Self::connection`] reads them.
     pub fn from_env(service_name: &str, variable: impl Fn(&str) -> Option<String>) -> Option<Self> {
-        let either = |traces: &str, general: &str| {
-            variable(traces)
-                .filter(|value| !value.trim().is_empty())
-                .or_else(|| variable(general).filter(|value| !value.trim().is_empty()))
+        let named = |traces: &'static str, general: &'static str| {
+            [traces, general].into_iter().find_map(|name| {
+                variable(name)
+                    .filter(|value| !value.trim().is_empty())
+                    .map(|value| (name, value.trim().to_owned()))
+            })
         };
+        let either =
+            |traces: &'static str, general: &'static str| named(traces, general).map(|(_, value)| value);
+        let mut warnings = Vec::new();
         let endpoint = either(
             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
             "OTEL_EXPORTER_OTLP_ENDPOINT",
         )?;
-        let endpoint = endpoint.trim();
+        // The specification: `http` and `https` decide; without a scheme, TLS unless INSECURE.
+        let insecure = match named(
+            "OTEL_EXPORTER_OTLP_TRACES_INSECURE",
+            "OTEL_EXPORTER_OTLP_INSECURE",
+        ) {
+            None => false,
+            Some((_, value)) if value.eq_ignore_ascii_case("true") => true,
+            Some((_, value)) if value.eq_ignore_ascii_case("false") => false,
+            Some((name, value)) => {
+                warnings.push(format!("{name}={value} is neither true nor false: read as false"));
+                false
+            }
+        };
         let endpoint = if endpoint.contains("://") {
-            endpoint.to_owned()
-        } else {
+            endpoint
+        } else if insecure {
             format!("http://{endpoint}")
+        } else {
+            format!("https://{endpoint}")
         };
         let number = |name: &str, default: u64| {
             variable(name)
@@ -399,11 +511,51 @@ impl Settings {
                 .unwrap_or(default)
         };
         let timeout_ms = either("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
-            .and_then(|value| value.trim().parse::<u64>().ok())
+            .and_then(|value| value.parse::<u64>().ok())
             .unwrap_or(10_000);
         let headers = either("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
             .map(|headers| pairs(&headers))
             .unwrap_or_default();
+        let compression = match named(
+            "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+            "OTEL_EXPORTER_OTLP_COMPRESSION",
+        ) {
+            None => Compression::None,
+            Some((_, value)) if value.eq_ignore_ascii_case("gzip") => Compression::Gzip,
+            Some((_, value)) if value.eq_ignore_ascii_case("none") => Compression::None,
+            Some((name, value)) => {
+                warnings.push(format!(
+                    "{name}={value} is not supported (gzip or none): requests are not compressed"
+                ));
+                Compression::None
+            }
+        };
+        let file = |traces: &'static str, general: &'static str| {
+            named(traces, general).map(|(variable, path)| FileSetting { variable, path })
+        };
+        let certificate = file(
+            "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+            "OTEL_EXPORTER_OTLP_CERTIFICATE",
+        );
+        let client_certificate = file(
+            "OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE",
+            "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+        );
+        let client_key = file(
+            "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY",
+            "OTEL_EXPORTER_OTLP_CLIENT_KEY",
+        );
+        if !endpoint.starts_with("https://") {
+            for file in [&certificate, &client_certificate, &client_key]
+                .into_iter()
+                .flatten()
+            {
+                warnings.push(format!(
+                    "{} is not used: the collector {endpoint} is not https (no TLS)",
+                    file.variable
+                ));
+            }
+        }
         Some(Self {
             endpoint,
             headers,
@@ -416,8 +568,112 @@ impl Settings {
                 variable("OTEL_SERVICE_NAME").as_deref(),
                 variable("OTEL_RESOURCE_ATTRIBUTES").as_deref(),
             ),
+            certificate,
+            client_certificate,
+            client_key,
+            compression,
+            retry: Retry::default(),
+            warnings,
         })
     }
+
+    /// The collector's endpoint, ready to connect: its URI parsed and, for `https`, the TLS
+    /// files read and checked (the CA certificates parse, the client key is the client
+    /// certificate's) and the TLS client built. The error names the variable at fault; the
+    /// export does not start with it (a collector that can never be reached would only fill
+    /// the queue).
+    pub fn connection(&self) -> Result<Connection, String> {
+        let endpoint = tonic::transport::Endpoint::from_shared(self.endpoint.clone())
+            .map_err(|error| {
+                format!(
+                    "OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT={} is not a usable URI: {}",
+                    self.endpoint,
+                    error_chain(&error)
+                )
+            })?
+            .timeout(self.timeout)
+            .connect_timeout(self.timeout)
+            .tcp_nodelay(true);
+        if endpoint.uri().scheme_str() != Some("https") {
+            return Ok(Connection { endpoint });
+        }
+        // Roots: the CA file when given, else the system's (rustls-native-certs: the store
+        // ca-certificates fills, or SSL_CERT_FILE/SSL_CERT_DIR).
+        let mut tls = tonic::transport::ClientTlsConfig::new().timeout(self.timeout);
+        tls = match &self.certificate {
+            Some(file) => {
+                let pem = read(file)?;
+                for (index, certificate) in certificates(file, &pem)?.iter().enumerate() {
+                    webpki::anchor_from_trusted_cert(certificate).map_err(|error| {
+                        format!(
+                            "{file}: certificate {} is not a usable CA certificate: {error}",
+                            index + 1
+                        )
+                    })?;
+                }
+                tls.ca_certificate(tonic::transport::Certificate::from_pem(pem))
+            }
+            None => tls.with_native_roots(),
+        };
+        match (&self.client_certificate, &self.client_key) {
+            (None, None) => {}
+            (Some(certificate), Some(key)) => {
+                let (chain_pem, key_pem) = (read(certificate)?, read(key)?);
+                let chain = certificates(certificate, &chain_pem)?;
+                let private_key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|error| {
+                    format!("{key} holds no usable PEM private key (PKCS#8, PKCS#1 or SEC1): {error}")
+                })?;
+                let provider = rustls::crypto::ring::default_provider();
+                rustls::sign::CertifiedKey::from_der(chain, private_key, &provider).map_err(|error| {
+                    format!("{key} is not the private key of the certificate in {certificate} ({error})")
+                })?;
+                tls = tls.identity(tonic::transport::Identity::from_pem(chain_pem, key_pem));
+            }
+            (Some(set), None) | (None, Some(set)) => {
+                return Err(format!(
+                    "{set} is set without its pair: a client certificate needs both OTEL_EXPORTER_OTLP_[TRACES_]CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_[TRACES_]CLIENT_KEY"
+                ));
+            }
+        }
+        let endpoint = endpoint.tls_config(tls).map_err(|error| {
+            let roots = match &self.certificate {
+                Some(file) => file.to_string(),
+                None => {
+                    "the system's root certificates (no OTEL_EXPORTER_OTLP_[TRACES_]CERTIFICATE)".to_owned()
+                }
+            };
+            format!("TLS to {} with {roots}: {}", self.endpoint, error_chain(&error))
+        })?;
+        Ok(Connection { endpoint })
+    }
+}
+
+/// A file's bytes; the error names its setting.
+fn read(file: &FileSetting) -> Result<Vec<u8>, String> {
+    std::fs::read(&file.path).map_err(|error| format!("{file}: cannot read it: {error}"))
+}
+
+/// The certificates of a PEM text, at least one; the error names the setting.
+fn certificates(file: &FileSetting, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certificates = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| format!("{file}: not a PEM certificate file: {error}"))?;
+    if certificates.is_empty() {
+        return Err(format!("{file}: holds no PEM certificate"));
+    }
+    Ok(certificates)
+}
+
+/// An error with its sources (tonic's transport error alone says only "transport error").
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// `key=value,…` with values percent-decoded (the W3C baggage form the variables use); pairs
@@ -492,6 +748,12 @@ pub fn resource(
 
 // ---- the export thread ----
 
+/// The collector's endpoint, checked and ready to connect ([`Settings::connection`]).
+#[derive(Clone, Debug)]
+pub struct Connection {
+    endpoint: tonic::transport::Endpoint,
+}
+
 /// The export thread's handle: flushes and stops it.
 pub struct Exporter {
     stop: Arc<tokio::sync::Notify>,
@@ -500,9 +762,14 @@ pub struct Exporter {
 }
 
 impl Exporter {
-    /// Starts the thread that sends `queue`'s batches per `settings`, the scope named
-    /// `scope_name`.
-    pub fn start(settings: Settings, queue: Arc<Queue>, scope_name: &str) -> std::io::Result<Self> {
+    /// Starts the thread that sends `queue`'s batches per `settings` over `connection` (the
+    /// settings' own, [`Settings::connection`]), the scope named `scope_name`.
+    pub fn start(
+        settings: Settings,
+        connection: Connection,
+        queue: Arc<Queue>,
+        scope_name: &str,
+    ) -> std::io::Result<Self> {
         let stop = Arc::new(tokio::sync::Notify::new());
         let (done_tx, done) = std::sync::mpsc::channel();
         let envelope = Envelope::new(&settings.resource, scope_name);
@@ -513,7 +780,7 @@ impl Exporter {
             .spawn(move || {
                 let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
                 if let Ok(runtime) = runtime {
-                    runtime.block_on(export_loop(settings, queue, envelope, stopping));
+                    runtime.block_on(export_loop(settings, connection, queue, envelope, stopping));
                 }
                 let _ = done_tx.send(());
             })?;
@@ -524,7 +791,8 @@ impl Exporter {
         })
     }
 
-    /// Sends what is queued and stops the thread (waits at most the export timeout).
+    /// Sends what is queued, each batch with one last attempt (no retry), and stops the thread
+    /// (waits at most the export timeout and a second).
     pub fn shutdown(&self) {
         let done = self.done.lock().ok().and_then(|mut done| done.take());
         if let Some(done) = done {
@@ -538,63 +806,216 @@ const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/
 
 async fn export_loop(
     settings: Settings,
+    connection: Connection,
     queue: Arc<Queue>,
     envelope: Envelope,
     stop: Arc<tokio::sync::Notify>,
 ) {
-    let channel = match tonic::transport::Endpoint::from_shared(settings.endpoint.clone()) {
-        Ok(endpoint) => endpoint
-            .timeout(settings.timeout)
-            .connect_timeout(settings.timeout)
-            .tcp_nodelay(true)
-            .connect_lazy(),
-        Err(error) => {
-            eprintln!("OTLP exporter to {} not started: {error}", settings.endpoint);
-            return;
-        }
+    let mut client = tonic::client::Grpc::new(connection.endpoint.connect_lazy());
+    if settings.compression == Compression::Gzip {
+        client = client.send_compressed(tonic::codec::CompressionEncoding::Gzip);
+    }
+    let mut sender = Sender {
+        client,
+        metadata: metadata(&settings.headers),
+        settings,
+        queue,
+        envelope,
+        stop,
+        stopping: false,
+        failures: Failures::default(),
+        dropped_reported: 0,
     };
-    let metadata = metadata(&settings.headers);
-    let mut client = tonic::client::Grpc::new(channel);
-    let mut failures = Failures::default();
-    let mut dropped_reported = 0;
     loop {
-        let stopping = tokio::select! {
-            () = tokio::time::sleep(settings.schedule_delay) => false,
-            () = queue.full.notified() => false,
-            () = stop.notified() => true,
-        };
-        for batch in queue.take() {
-            let spans = batch.spans;
-            let request = Outgoing {
-                header: envelope.header(batch.bytes.len()),
-                spans: batch.bytes,
-                queue: Arc::clone(&queue),
-            };
-            let mut call = tonic::Request::new(request);
-            *call.metadata_mut() = metadata.clone();
-            call.set_timeout(settings.timeout);
-            let sent = match client.ready().await {
-                Ok(()) => client
-                    .unary::<_, (), _>(call, http::uri::PathAndQuery::from_static(EXPORT_PATH), RawCodec)
-                    .await
-                    .map(|_| ())
-                    .map_err(|status| status.to_string()),
-                Err(error) => Err(error.to_string()),
-            };
-            if let Err(error) = sent {
-                failures.report(spans, &settings.endpoint, &error);
+        if !sender.stopping {
+            let stop = Arc::clone(&sender.stop);
+            tokio::select! {
+                () = tokio::time::sleep(sender.settings.schedule_delay) => {}
+                () = sender.queue.full.notified() => {}
+                () = stop.notified() => sender.stopping = true,
             }
         }
-        let dropped = queue.dropped();
-        if dropped > dropped_reported {
+        let last_round = sender.stopping;
+        // The batches queued now, oldest first; the last may still fill while those before it
+        // are sent (spans arriving meanwhile wait for the next round, not a batch of their own).
+        for _ in 0..sender.queue.batches() {
+            let Some(batch) = sender.queue.pop() else {
+                break;
+            };
+            sender.export(batch).await;
+            sender.report_dropped();
+        }
+        sender.report_dropped();
+        // Stopped during this round: one more round sends what queued meanwhile.
+        if last_round {
+            return;
+        }
+    }
+}
+
+/// The export thread's state.
+struct Sender {
+    client: tonic::client::Grpc<tonic::transport::Channel>,
+    metadata: tonic::metadata::MetadataMap,
+    settings: Settings,
+    queue: Arc<Queue>,
+    envelope: Envelope,
+    stop: Arc<tokio::sync::Notify>,
+    /// Shutdown was asked: no more waiting, one attempt per batch.
+    stopping: bool,
+    failures: Failures,
+    dropped_reported: u64,
+}
+
+/// What a failed attempt calls for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// The collector may take the batch later: retry, after the delay it asked for if any.
+    Retry(Option<Duration>),
+    /// It never will (the request is at fault, or the credentials): drop the batch.
+    Drop,
+}
+
+/// The OTLP specification's retryable gRPC codes; `RESOURCE_EXHAUSTED` only when the collector
+/// says, with a `RetryInfo`, that it will recover. A connection that failed is retried whatever
+/// its code: the collector sent nothing, and tonic reports a refused connection as
+/// `UNAVAILABLE` but a reset one as `UNKNOWN` ("transport error"), with the transport error as
+/// the status's source (a status the collector sent has none).
+fn verdict(status: &tonic::Status) -> Verdict {
+    use tonic::Code;
+    let mut source = std::error::Error::source(status);
+    while let Some(error) = source {
+        if error.is::<tonic::transport::Error>() {
+            return Verdict::Retry(None);
+        }
+        source = error.source();
+    }
+    let retry_info = retry_info(status.details());
+    match status.code() {
+        Code::Cancelled
+        | Code::DeadlineExceeded
+        | Code::Aborted
+        | Code::OutOfRange
+        | Code::Unavailable
+        | Code::DataLoss => Verdict::Retry(retry_info.flatten()),
+        Code::ResourceExhausted if retry_info.is_some() => Verdict::Retry(retry_info.flatten()),
+        _ => Verdict::Drop,
+    }
+}
+
+/// The `google.rpc.RetryInfo` among a status's details (`grpc-status-details-bin`, a
+/// `google.rpc.Status`): `None` without one, else the delay it asks for, if any.
+fn retry_info(details: &[u8]) -> Option<Option<Duration>> {
+    use prost::Message;
+    /// `google.rpc.Status`, only its details.
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct RpcStatus {
+        #[prost(message, repeated, tag = "3")]
+        details: Vec<prost_types::Any>,
+    }
+    /// `google.rpc.RetryInfo`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct RetryInfo {
+        #[prost(message, optional, tag = "1")]
+        retry_delay: Option<prost_types::Duration>,
+    }
+    if details.is_empty() {
+        return None;
+    }
+    let status = RpcStatus::decode(details).ok()?;
+    let info = status.details.iter().find(|any| {
+        any.type_url
+            .rsplit('/')
+            .next()
+            .is_some_and(|name| name == "google.rpc.RetryInfo")
+    })?;
+    let info = RetryInfo::decode(info.value.as_slice()).ok()?;
+    Some(info.retry_delay.and_then(|delay| Duration::try_from(delay).ok()))
+}
+
+/// A wait drawn between half and all of `backoff`.
+fn jittered(backoff: Duration) -> Duration {
+    backoff.mul_f64(rand::random_range(0.5..=1.0))
+}
+
+impl Sender {
+    /// Sends a batch, retrying per [`verdict`] and [`Retry`] until it is taken, refused, or its
+    /// retry budget is spent.
+    async fn export(&mut self, batch: Batch) {
+        let spans = batch.spans;
+        let request = Arc::new(Export {
+            header: self.envelope.header(batch.bytes.len()),
+            spans: batch.bytes,
+            queue: Arc::clone(&self.queue),
+        });
+        let retry = self.settings.retry;
+        let started = std::time::Instant::now();
+        let mut backoff = retry.initial;
+        let mut attempts = 1;
+        loop {
+            let Err(status) = self.attempt(&request).await else {
+                return;
+            };
+            let wait = match verdict(&status) {
+                Verdict::Drop => {
+                    self.failures
+                        .report(spans, &self.settings.endpoint, &status, "not retryable");
+                    return;
+                }
+                Verdict::Retry(asked) => asked.unwrap_or_else(|| jittered(backoff)),
+            };
+            if self.stopping || started.elapsed() + wait > retry.budget {
+                let why = if self.stopping {
+                    "shutting down"
+                } else {
+                    "retry budget spent"
+                };
+                self.failures.report(
+                    spans,
+                    &self.settings.endpoint,
+                    &status,
+                    &format!(
+                        "{why} after {attempts} attempt{}",
+                        if attempts == 1 { "" } else { "s" }
+                    ),
+                );
+                return;
+            }
+            let stop = Arc::clone(&self.stop);
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                // Shutdown: the wait is cut short for one last attempt.
+                () = stop.notified() => self.stopping = true,
+            }
+            backoff = (backoff * 2).min(retry.max);
+            attempts += 1;
+        }
+    }
+
+    /// One `Export` call.
+    async fn attempt(&mut self, request: &Arc<Export>) -> Result<(), tonic::Status> {
+        let mut call = tonic::Request::new(Outgoing(Arc::clone(request)));
+        *call.metadata_mut() = self.metadata.clone();
+        call.set_timeout(self.settings.timeout);
+        self.client
+            .ready()
+            .await
+            .map_err(|error| tonic::Status::unavailable(error_chain(&error)))?;
+        self.client
+            .unary::<_, (), _>(call, http::uri::PathAndQuery::from_static(EXPORT_PATH), RawCodec)
+            .await
+            .map(drop)
+    }
+
+    /// Warns of spans the full queue dropped since the last warning.
+    fn report_dropped(&mut self) {
+        let dropped = self.queue.dropped();
+        if dropped > self.dropped_reported {
             tracing::warn!(
-                spans = dropped - dropped_reported,
+                spans = dropped - self.dropped_reported,
                 "trace spans dropped: the export queue (OTEL_BSP_MAX_QUEUE_SIZE) was full"
             );
-            dropped_reported = dropped;
-        }
-        if stopping {
-            return;
+            self.dropped_reported = dropped;
         }
     }
 }
@@ -607,17 +1028,23 @@ struct Failures {
 }
 
 impl Failures {
-    fn report(&mut self, spans: usize, endpoint: &str, error: &str) {
+    fn report(&mut self, spans: usize, endpoint: &str, status: &tonic::Status, why: &str) {
         self.spans_since += spans;
         let due = self
             .last_report
             .is_none_or(|last| last.elapsed() >= Duration::from_secs(60));
         if due {
+            // A failed connection's status says only "transport error": its source says more.
+            let error = match std::error::Error::source(status) {
+                Some(source) => error_chain(source),
+                None => status.message().to_owned(),
+            };
             tracing::warn!(
                 spans = self.spans_since,
                 %endpoint,
+                code = ?status.code(),
                 %error,
-                "trace spans not exported"
+                "trace spans not exported ({why})"
             );
             self.last_report = Some(std::time::Instant::now());
             self.spans_since = 0;
@@ -637,19 +1064,22 @@ fn metadata(headers: &[(String, String)]) -> tonic::metadata::MetadataMap {
     metadata
 }
 
-/// An export request: the envelope's header, then a batch of spans whose buffer goes back to
-/// the queue once sent.
-struct Outgoing {
+/// An export request's bytes: the envelope's header, then a batch of spans, shared by the
+/// attempts; the spans' buffer goes back to the queue when the last attempt is done with it.
+struct Export {
     header: Vec<u8>,
     spans: Vec<u8>,
     queue: Arc<Queue>,
 }
 
-impl Drop for Outgoing {
+impl Drop for Export {
     fn drop(&mut self) {
         self.queue.recycle(std::mem::take(&mut self.spans));
     }
 }
+
+/// One attempt's message.
+struct Outgoing(Arc<Export>);
 
 /// A codec that sends bytes already encoded and ignores the answer's body (an
 /// `ExportTraceServiceResponse`, whose partial-success counts nobody acts on).
@@ -677,9 +1107,10 @@ impl tonic::codec::Encoder for RawCodec {
 
     fn encode(&mut self, item: Outgoing, dst: &mut tonic::codec::EncodeBuf<'_>) -> Result<(), tonic::Status> {
         use bytes::BufMut;
-        dst.reserve(item.header.len() + item.spans.len());
-        dst.put_slice(&item.header);
-        dst.put_slice(&item.spans);
+        let Outgoing(export) = item;
+        dst.reserve(export.header.len() + export.spans.len());
+        dst.put_slice(&export.header);
+        dst.put_slice(&export.spans);
         Ok(())
     }
 }
@@ -810,15 +1241,300 @@ mod tests {
                 .resource
                 .contains(&("deployment.environment".to_owned(), "prod".to_owned()))
         );
+        assert_eq!(settings.compression, Compression::None);
+        assert_eq!(settings.retry, Retry::default());
+        assert_eq!(
+            (
+                &settings.certificate,
+                &settings.client_certificate,
+                &settings.client_key
+            ),
+            (&None, &None, &None)
+        );
+        assert!(settings.warnings.is_empty(), "{:?}", settings.warnings);
+        // Without a scheme: TLS, as the specification reads an unset INSECURE.
         let bare = Settings::from_env(
             "orders-svc",
             env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4317")]),
         )
         .unwrap();
-        assert_eq!(bare.endpoint, "http://collector:4317");
+        assert_eq!(bare.endpoint, "https://collector:4317");
         assert_eq!(bare.resource[0].1, "orders-svc");
         let named = resource("orders-svc", Some("orders-a"), Some("service.name=orders-b"));
         assert_eq!(named[0].1, "orders-a");
+    }
+
+    #[test]
+    fn tls_compression_and_insecure_settings_follow_the_standard_variables() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| (*value).to_owned())
+            }
+        };
+        let settings = Settings::from_env(
+            "orders-svc",
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector:4317"),
+                ("OTEL_EXPORTER_OTLP_CERTIFICATE", "/etc/otel/ca.pem"),
+                ("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", "/etc/otel/traces-ca.pem"),
+                ("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", "/etc/otel/client.pem"),
+                ("OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY", "/etc/otel/client.key"),
+                ("OTEL_EXPORTER_OTLP_COMPRESSION", "GZIP"),
+                // INSECURE applies only to an endpoint without a scheme.
+                ("OTEL_EXPORTER_OTLP_INSECURE", "true"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(settings.endpoint, "https://collector:4317");
+        assert_eq!(
+            settings.certificate,
+            Some(FileSetting {
+                variable: "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+                path: "/etc/otel/traces-ca.pem".to_owned()
+            })
+        );
+        assert_eq!(
+            settings.client_certificate.as_ref().map(|file| file.variable),
+            Some("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE")
+        );
+        assert_eq!(
+            settings
+                .client_key
+                .as_ref()
+                .map(|file| file.to_string())
+                .as_deref(),
+            Some("OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY=/etc/otel/client.key")
+        );
+        assert_eq!(settings.compression, Compression::Gzip);
+        assert!(settings.warnings.is_empty(), "{:?}", settings.warnings);
+
+        let insecure = Settings::from_env(
+            "orders-svc",
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4317"),
+                ("OTEL_EXPORTER_OTLP_TRACES_INSECURE", "True"),
+                ("OTEL_EXPORTER_OTLP_INSECURE", "false"),
+                ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "none"),
+                ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(insecure.endpoint, "http://collector:4317");
+        assert_eq!(insecure.compression, Compression::None, "the _TRACES_ form wins");
+
+        // Values not understood: warned about, the defaults used; TLS files beside an http://
+        // endpoint are not used, and said so.
+        let odd = Settings::from_env(
+            "orders-svc",
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4317"),
+                ("OTEL_EXPORTER_OTLP_COMPRESSION", "zstd"),
+                ("OTEL_EXPORTER_OTLP_INSECURE", "yes"),
+                ("OTEL_EXPORTER_OTLP_CERTIFICATE", "/etc/otel/ca.pem"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(odd.endpoint, "http://collector:4317");
+        assert_eq!(odd.compression, Compression::None);
+        assert_eq!(
+            odd.warnings,
+            [
+                "OTEL_EXPORTER_OTLP_INSECURE=yes is neither true nor false: read as false",
+                "OTEL_EXPORTER_OTLP_COMPRESSION=zstd is not supported (gzip or none): requests are not compressed",
+                "OTEL_EXPORTER_OTLP_CERTIFICATE is not used: the collector http://collector:4317 is not https (no TLS)",
+            ]
+        );
+    }
+
+    #[test]
+    fn unusable_collector_settings_are_refused_before_export_starts_naming_the_variable() {
+        let dir = std::env::temp_dir().join(format!("lab-otlp-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let not_pem = dir.join("not-a-certificate.pem");
+        std::fs::write(&not_pem, "hello").unwrap();
+        let garbage = dir.join("garbage.pem");
+        std::fs::write(
+            &garbage,
+            "-----BEGIN CERTIFICATE-----\naGVsbG8gd29ybGQ=\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let missing = dir.join("missing.pem");
+        let refused = |pairs: Vec<(&'static str, String)>| {
+            Settings::from_env("orders-svc", move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| value.clone())
+            })
+            .unwrap()
+            .connection()
+            .expect_err("refused")
+        };
+        let https = ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector:4317".to_owned());
+        let path = |path: &std::path::Path| path.display().to_string();
+
+        let error = refused(vec![
+            https.clone(),
+            ("OTEL_EXPORTER_OTLP_CERTIFICATE", path(&missing)),
+        ]);
+        assert!(
+            error.starts_with(&format!(
+                "OTEL_EXPORTER_OTLP_CERTIFICATE={}: cannot read it",
+                path(&missing)
+            )),
+            "{error}"
+        );
+        let error = refused(vec![
+            https.clone(),
+            ("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", path(&not_pem)),
+        ]);
+        assert_eq!(
+            error,
+            format!(
+                "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE={}: holds no PEM certificate",
+                path(&not_pem)
+            )
+        );
+        let error = refused(vec![
+            https.clone(),
+            ("OTEL_EXPORTER_OTLP_CERTIFICATE", path(&garbage)),
+        ]);
+        assert!(
+            error.starts_with(&format!(
+                "OTEL_EXPORTER_OTLP_CERTIFICATE={}: certificate 1 is not a usable CA certificate",
+                path(&garbage)
+            )),
+            "{error}"
+        );
+        let error = refused(vec![
+            https.clone(),
+            ("OTEL_EXPORTER_OTLP_CLIENT_KEY", path(&not_pem)),
+        ]);
+        assert!(
+            error.starts_with(&format!(
+                "OTEL_EXPORTER_OTLP_CLIENT_KEY={} is set without its pair",
+                path(&not_pem)
+            )),
+            "{error}"
+        );
+        let error = refused(vec![(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "http://collector:43 17".to_owned(),
+        )]);
+        assert!(
+            error.starts_with(
+                "OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT=http://collector:43 17 is not a usable URI"
+            ),
+            "{error}"
+        );
+        // http:// reads no file.
+        Settings::from_env("orders-svc", |name: &str| match name {
+            "OTEL_EXPORTER_OTLP_ENDPOINT" => Some("http://collector:4317".to_owned()),
+            "OTEL_EXPORTER_OTLP_CERTIFICATE" => Some(path(&missing)),
+            _ => None,
+        })
+        .unwrap()
+        .connection()
+        .expect("plaintext needs no file");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn retryable_answers_are_those_of_the_specification_and_retry_info_sets_the_wait() {
+        use prost::Message;
+        use tonic::Code;
+        for code in [
+            Code::Cancelled,
+            Code::DeadlineExceeded,
+            Code::Aborted,
+            Code::OutOfRange,
+            Code::Unavailable,
+            Code::DataLoss,
+        ] {
+            assert_eq!(
+                verdict(&tonic::Status::new(code, "")),
+                Verdict::Retry(None),
+                "{code:?}"
+            );
+        }
+        for code in [
+            Code::Unknown,
+            Code::InvalidArgument,
+            Code::NotFound,
+            Code::AlreadyExists,
+            Code::PermissionDenied,
+            Code::ResourceExhausted,
+            Code::FailedPrecondition,
+            Code::Unimplemented,
+            Code::Internal,
+            Code::Unauthenticated,
+        ] {
+            assert_eq!(verdict(&tonic::Status::new(code, "")), Verdict::Drop, "{code:?}");
+        }
+        // google.rpc.Status { details: [Any { RetryInfo { retry_delay: 1.5 s } }] }, encoded
+        // with prost's well-known types.
+        let retry_info = prost_types::Any {
+            type_url: "type.googleapis.com/google.rpc.RetryInfo".to_owned(),
+            value: {
+                let delay = prost_types::Duration {
+                    seconds: 1,
+                    nanos: 500_000_000,
+                };
+                let mut value = Vec::new();
+                bytes_field(&mut value, 1, &delay.encode_to_vec());
+                value
+            },
+        };
+        let mut details = Vec::new();
+        varint_field(&mut details, 1, Code::ResourceExhausted as u64);
+        bytes_field(&mut details, 3, &retry_info.encode_to_vec());
+        let status = tonic::Status::with_details(Code::ResourceExhausted, "quota", details.into());
+        assert_eq!(
+            verdict(&status),
+            Verdict::Retry(Some(Duration::from_millis(1500)))
+        );
+        let status = tonic::Status::with_details(Code::Unavailable, "", vec![0xff, 0x01].into());
+        assert_eq!(
+            verdict(&status),
+            Verdict::Retry(None),
+            "details that do not decode"
+        );
+    }
+
+    #[test]
+    fn a_popped_batch_leaves_room_while_the_batches_behind_it_still_count() {
+        let queue = Queue::new(2, 4);
+        let span = |buf: &mut Vec<u8>| bytes_field(buf, 5, b"a span");
+        for _ in 0..5 {
+            queue.push(span);
+        }
+        assert_eq!((queue.batches(), queue.dropped()), (2, 1));
+        assert_eq!(queue.pop().map(|batch| batch.spans), Some(2));
+        queue.push(span);
+        queue.push(span);
+        queue.push(span);
+        assert_eq!(queue.dropped(), 2, "two spans of room, not four");
+        assert_eq!(
+            std::iter::from_fn(|| queue.pop())
+                .map(|batch| batch.spans)
+                .collect::<Vec<_>>(),
+            [2, 2]
+        );
+        assert!(queue.pop().is_none());
+    }
+
+    #[test]
+    fn jittered_waits_fall_between_half_and_all_of_the_backoff() {
+        for _ in 0..100 {
+            let wait = jittered(Duration::from_secs(4));
+            assert!(
+                wait >= Duration::from_secs(2) && wait <= Duration::from_secs(4),
+                "{wait:?}"
+            );
+        }
     }
 
     #[test]
