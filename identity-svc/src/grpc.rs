@@ -194,7 +194,7 @@ impl IdentityRpc for IdentityGrpc {
         &self,
         request: Request<pb::ListApiKeysRequest>,
     ) -> Result<Response<pb::ListApiKeysResponse>, Status> {
-        let customer_id = customer::parse_uuid("customerId", &request.get_ref().customer_id)?;
+        let customer_id = platform::ids::parse_uuid("customerId", &request.get_ref().customer_id)?;
         let keys = self.service.list_api_keys(customer_id).await?;
         Ok(Response::new(pb::ListApiKeysResponse {
             keys: keys.into_iter().map(key_to_proto).collect(),

@@ -7,7 +7,7 @@ use super::orders::BankInstructions;
 use chrono::{DateTime, Utc};
 use platform::error::ApiError;
 use proto::common::{InvoiceStatus, PaymentMethod};
-use proto::enums::shown;
+use proto::enums::{or_legacy, shown};
 use proto::payments as pb;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -227,11 +227,15 @@ impl PreparedPayment {
         invoice: pb::Invoice,
         stablecoin: Option<pb::StablecoinPayment>,
     ) -> Result<Self, ApiError> {
+        // Payment instructions only for an invoice that still takes money.
+        let unpaid = matches!(
+            or_legacy::<InvoiceStatus>(invoice.status, &invoice.legacy_status),
+            InvoiceStatus::Open | InvoiceStatus::Overdue
+        );
         let invoice = Invoice::try_from(invoice)?;
         let stablecoin = stablecoin
             .map(super::stablecoin::StablecoinPayment::try_from)
             .transpose()?;
-        let unpaid = state == "awaiting_payment";
         Ok(Self {
             state,
             order_id: invoice.order_id.clone(),

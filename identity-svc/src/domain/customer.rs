@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use platform::error::{ApiError, ErrorCode};
+use platform::ids::parse_uuid;
 use uuid::Uuid;
 
 /// A customer of the lab.
@@ -145,17 +146,6 @@ impl KeyRef {
             ))
         }
     }
-}
-
-/// Parses a UUID field, naming it in the error.
-pub fn parse_uuid(field: &str, value: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(value.trim()).map_err(|_| {
-        ApiError::field(
-            ErrorCode::InvalidRequest,
-            field,
-            format!("{field} must be a uuid"),
-        )
-    })
 }
 
 #[cfg(test)]
