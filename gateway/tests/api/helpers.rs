@@ -89,12 +89,7 @@ async fn spawn_on(
         webhooks: fakes.url(),
         results: fakes.url(),
     };
-    let mut settings = Settings::local(
-        &database_url,
-        &platform::testing::redis_url(),
-        &stream_prefix,
-        peers,
-    );
+    let mut settings = Settings::local(&platform::testing::redis_url(), &stream_prefix, peers);
     adjust(&mut settings);
     let application = Application::build(settings).await.expect("the gateway builds");
     let base_url = format!("http://{}", application.http_addr());
