@@ -94,7 +94,7 @@ async fn a_presented_key_is_valid_unknown_wrong_or_revoked_and_only_the_gateway_
 }
 
 #[tokio::test]
-async fn a_revocation_is_announced_on_the_gateways_channel() {
+async fn a_revocation_is_announced_on_the_channel_every_gateway_subscribes_to() {
     use futures::StreamExt;
     let service = spawn_app().await;
     let key = service.identity.keyed_customer(&["orders:read"]).await.key;
