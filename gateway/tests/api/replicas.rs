@@ -149,16 +149,23 @@ async fn public_verification_has_one_global_lookup_ceiling_across_replicas_and_a
     assert!(single.headers().contains_key("retry-after"));
     let body = error_envelope(single, 429, "rate_limited").await;
     assert_eq!(body["error"]["details"]["policy"], "verify-lookups");
-    // Once a token has refilled, a single lookup goes through the ceiling again (to results-svc,
-    // which these tests do not run: any answer but 429).
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
-    let later = first
-        .http
-        .get(first.agent("/verify?accession=ACC-2026-000006"))
-        .send()
-        .await
-        .unwrap();
-    assert_ne!(later.status(), 429);
+    // Once a token has refilled (one a second), a single lookup goes through the ceiling again
+    // (to results-svc, which these tests do not run: any answer but 429). A refused poll takes no
+    // token.
+    platform::testing::wait_for(
+        "a token of the shared ceiling to refill",
+        Duration::from_secs(5),
+        || async {
+            let later = first
+                .http
+                .get(first.agent("/verify?accession=ACC-2026-000006"))
+                .send()
+                .await
+                .unwrap();
+            (later.status() != 429).then_some(())
+        },
+    )
+    .await;
 }
 
 #[tokio::test]
