@@ -143,12 +143,7 @@ async fn setup() -> anyhow::Result<(Setup, String)> {
         webhooks: orders.clone(),
         results: orders,
     };
-    let mut settings = Settings::local(
-        &database_url,
-        &platform::testing::redis_url(),
-        &stream_prefix,
-        peers,
-    );
+    let mut settings = Settings::local(&platform::testing::redis_url(), &stream_prefix, peers);
     settings.rate_limit = UNLIMITED;
     settings.front_door.per_address = UNLIMITED;
     let pepper: secrecy::SecretString = identity_svc::config::DEV_API_KEY_PEPPER.to_owned().into();

@@ -1,6 +1,7 @@
 //! Settings of the gateway: its two listeners, the peer services (identity-svc verifies API
 //! keys), the front door (limits, timeout, concurrency, drain) and the key cache, on top of the
-//! common settings of every process (the gateway has no database: `DATABASE_URL` is not read).
+//! common settings of every process (the gateway has no database: `DATABASE_URL` and
+//! `DATABASE_MAX_CONNECTIONS` are not read).
 //!
 //! Environment variables (defaults in brackets): `GATEWAY_HTTP_ADDR` [127.0.0.1:8080],
 //! `GATEWAY_GRPC_ADDR` [127.0.0.1:50050], `IDENTITY_SVC_ADDR` [http://127.0.0.1:50057],
@@ -19,8 +20,8 @@ use std::time::Duration;
 
 /// Environment prefix of the gateway's own settings.
 pub const PREFIX: &str = "GATEWAY";
-/// Longest time a verified key record is trusted without a database read: the backstop of
-/// revocation when the Redis revocation channel is down (it normally bites within a second).
+/// Longest time a verified key record is trusted without asking identity-svc again: the backstop
+/// of revocation when the Redis revocation channel is down (it normally bites within a second).
 pub const MAX_KEY_CACHE_TTL: Duration = Duration::from_secs(5);
 
 /// gRPC addresses (URIs) of the domain services the gateway calls.
@@ -223,7 +224,7 @@ impl Settings {
     /// Outside development mode the site URL, the MCP allowed hosts and the trusted proxies
     /// (`none` when clients connect directly) must be set explicitly ([`platform::production`]).
     pub fn from_env() -> anyhow::Result<Self> {
-        let common = CommonSettings::from_env(PREFIX, "127.0.0.1:50050")?;
+        let common = CommonSettings::from_env_without_database(PREFIX, "127.0.0.1:50050")?;
         let mut need = Requirements::new("gateway", common.dev_mode);
         let http_addr = prefixed_or_common(PREFIX, "HTTP_ADDR", "127.0.0.1:8080");
         let per_second = number("RATE_LIMIT_PER_SECOND", 20)?;
@@ -268,9 +269,9 @@ impl Settings {
 
     /// Settings for a gateway on loopback with free ports, for tests and labd: development
     /// secrets, default per-key limit, [`FrontDoorSettings::local`], the given peers.
-    pub fn local(database_url: &str, redis_url: &str, stream_prefix: &str, peers: PeerAddrs) -> Self {
+    pub fn local(redis_url: &str, stream_prefix: &str, peers: PeerAddrs) -> Self {
         Self {
-            common: CommonSettings::local(database_url, redis_url, stream_prefix),
+            common: CommonSettings::local_without_database(redis_url, stream_prefix),
             http_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             peers,
             rate_limit: RateLimitSettings::default(),

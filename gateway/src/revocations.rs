@@ -1,7 +1,7 @@
 //! Key revocations reach every gateway replica within a second.
 //!
 //! identity-svc, which revokes keys (`RevokeApiKey`), publishes the public id of each on the
-//! Redis pub/sub channel `<stream prefix>:gateway:key-revocations`
+//! Redis pub/sub channel `<stream prefix>:identity:key-revocations`
 //! (`platform::streams::key_revocation_channel`); every replica subscribes and evicts what it
 //! hears. Pub/sub delivers only to connected subscribers, so a replica whose subscription broke
 //! forgets every cached key when it subscribes again; and while Redis is unreachable the

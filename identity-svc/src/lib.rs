@@ -53,7 +53,7 @@ pub async fn bootstrap_operator(settings: &Settings, name: &str, roles: &[String
         Some(&settings.api_key_pepper),
         config::DEV_API_KEY_PEPPER,
     )?;
-    let pool = platform::db::connect(&common.database_url, 1).await?;
+    let pool = platform::db::connect(common.require_database_url()?, 1).await?;
     platform::db::migrate(&pool, &MIGRATOR).await?;
     staff::bootstrap_operator(&pool, &pepper, name, roles).await
 }

@@ -1,6 +1,6 @@
 //! Announcing revoked API keys to the gateway replicas: identity-svc publishes the public id of
 //! every key it revokes on the Redis pub/sub channel
-//! `platform::streams::key_revocation_channel` (`<stream prefix>:gateway:key-revocations`); every
+//! `platform::streams::key_revocation_channel` (`<stream prefix>:identity:key-revocations`); every
 //! gateway replica subscribes and evicts the key from its cache at once. Pub/sub delivers only
 //! to connected subscribers: a gateway whose subscription broke forgets every cached key when it
 //! subscribes again, and while Redis is unreachable the gateway's key-cache TTL (at most 5 s)

@@ -48,12 +48,18 @@ fn pool_size(name: &str) -> u32 {
 }
 
 /// The shared settings for one process, keeping that process's own token signing key (each
-/// process signs with its own key, read from `<PREFIX>_TOKEN_SIGNING_KEY`).
+/// process signs with its own key, read from `<PREFIX>_TOKEN_SIGNING_KEY`); a process without a
+/// database of its own (the gateway) gets none from the shared settings either.
 fn common_for(name: &str, base: &CommonSettings, own: &CommonSettings, port: u16) -> CommonSettings {
     let mut common = base.clone();
     common.grpc_addr = SocketAddr::from(([127, 0, 0, 1], port));
-    common.database_max_connections = pool_size(name);
     common.token_signing_key = own.token_signing_key.clone();
+    if own.database_url.is_some() {
+        common.database_max_connections = pool_size(name);
+    } else {
+        common.database_url = None;
+        common.database_max_connections = 0;
+    }
     common
 }
 
@@ -111,7 +117,7 @@ impl MeshSettings {
             results: String::new(),
         };
         let mut settings = Self {
-            gateway: gateway::Settings::local(database_url, redis_url, stream_prefix, peers),
+            gateway: gateway::Settings::local(redis_url, stream_prefix, peers),
             identity: identity_svc::Settings::local(database_url, redis_url, stream_prefix),
             catalog: catalog_svc::Settings::local(database_url, redis_url, stream_prefix),
             orders: orders_svc::Settings::local(base.clone(), "", ""),

@@ -42,13 +42,16 @@ pub fn redact_url(url: &str) -> String {
     format!("{scheme}://{user}:***{}", &rest[at..])
 }
 
-/// Settings every domain service needs: where it listens and what it connects to. `Debug` shows
-/// no secret: the Redis URL's password is redacted and secrets are left out.
+/// Settings every process needs: where it listens and what it connects to (the gateway has no
+/// database: [`Self::from_env_without_database`]). `Debug` shows no secret: the Redis URL's
+/// password is redacted and secrets are left out.
 #[derive(Clone)]
 pub struct CommonSettings {
     /// gRPC listen address; port 0 picks a free port (tests).
     pub grpc_addr: SocketAddr,
-    pub database_url: SecretString,
+    /// The process's PostgreSQL (`<PREFIX>_DATABASE_URL` or `DATABASE_URL`); `None` for a
+    /// process without a database (the gateway), which never reads the setting.
+    pub database_url: Option<SecretString>,
     pub redis_url: String,
     /// Prefix of every Redis stream name, so tests and tenants of one Redis never collide.
     pub stream_prefix: String,
@@ -60,7 +63,7 @@ pub struct CommonSettings {
     /// The trusted public keys of every issuer (a JWK set); `None` in development mode means
     /// the published development keys.
     pub token_trusted_keys: Option<String>,
-    /// Largest database pool of this process.
+    /// Largest database pool of this process (0 without a database).
     pub database_max_connections: u32,
     /// Mutual TLS of this process's gRPC, served and called (`GRPC_TLS_CERT_FILE`,
     /// `GRPC_TLS_KEY_FILE`, `GRPC_TLS_CA_FILE`; `crate::grpc::tls`); `None`: plaintext, which
@@ -88,35 +91,53 @@ impl std::fmt::Debug for CommonSettings {
 impl CommonSettings {
     /// Reads the common settings of the service with environment prefix `prefix`.
     pub fn from_env(prefix: &str, default_grpc_addr: &str) -> anyhow::Result<Self> {
+        Self::read_env(prefix, default_grpc_addr, true)
+    }
+
+    /// Reads the common settings of a process without a database (the gateway):
+    /// `DATABASE_URL` and `DATABASE_MAX_CONNECTIONS` are neither read nor checked.
+    pub fn from_env_without_database(prefix: &str, default_grpc_addr: &str) -> anyhow::Result<Self> {
+        Self::read_env(prefix, default_grpc_addr, false)
+    }
+
+    fn read_env(prefix: &str, default_grpc_addr: &str, with_database: bool) -> anyhow::Result<Self> {
         let grpc_addr = prefixed_or_common(prefix, "GRPC_ADDR", default_grpc_addr);
-        let max_connections = prefixed_or_common(prefix, "DATABASE_MAX_CONNECTIONS", "20");
+        let database_url = with_database.then(|| {
+            SecretString::from(prefixed_or_common(
+                prefix,
+                "DATABASE_URL",
+                "postgres://postgres@127.0.0.1:5432/lab",
+            ))
+        });
+        let database_max_connections = if with_database {
+            prefixed_or_common(prefix, "DATABASE_MAX_CONNECTIONS", "20")
+                .parse()
+                .map_err(|_| {
+                    anyhow::anyhow!("{prefix}_DATABASE_MAX_CONNECTIONS must be a positive integer")
+                })?
+        } else {
+            0
+        };
         let health_addr = env_var(&format!("{prefix}_GRPC_HEALTH_ADDR"))
             .or_else(|| env_var("GRPC_HEALTH_ADDR"))
             .map(|value| socket_addr(&format!("{prefix}_GRPC_HEALTH_ADDR"), &value))
             .transpose()?;
         let settings = Self {
             grpc_addr: socket_addr(&format!("{prefix}_GRPC_ADDR"), &grpc_addr)?,
-            database_url: prefixed_or_common(
-                prefix,
-                "DATABASE_URL",
-                "postgres://postgres@127.0.0.1:5432/lab",
-            )
-            .into(),
+            database_url,
             redis_url: prefixed_or_common(prefix, "REDIS_URL", "redis://127.0.0.1:6379"),
             stream_prefix: prefixed_or_common(prefix, "STREAM_PREFIX", "lab"),
             dev_mode: dev_mode_from_env()?,
             token_signing_key: file_or_value(prefix, "TOKEN_SIGNING_KEY")?.map(SecretString::from),
             token_trusted_keys: file_or_value(prefix, "LAB_TOKEN_TRUSTED_KEYS")?,
-            database_max_connections: max_connections.parse().map_err(|_| {
-                anyhow::anyhow!("{prefix}_DATABASE_MAX_CONNECTIONS must be a positive integer")
-            })?,
+            database_max_connections,
             grpc_tls: crate::grpc::tls::MeshTls::from_env(prefix)?,
             grpc_health_addr: health_addr,
         };
         // Connection passwords and the signing key must not be values of this repository.
         let mut need =
             crate::production::Requirements::new(&format!("the {prefix} process"), settings.dev_mode);
-        need.secret("DATABASE_URL", Some(&settings.database_url), None);
+        need.secret("DATABASE_URL", settings.database_url.as_ref(), None);
         need.secret("REDIS_URL", Some(&settings.redis_url.clone().into()), None);
         need.secret("TOKEN_SIGNING_KEY", settings.token_signing_key.as_ref(), None);
         // Bearer tokens, delegations and customers' data cross the mesh: never in plaintext.
@@ -134,17 +155,33 @@ impl CommonSettings {
     /// the sandbox.
     pub fn local(database_url: &str, redis_url: &str, stream_prefix: &str) -> Self {
         Self {
+            database_url: Some(database_url.to_owned().into()),
+            database_max_connections: 10,
+            ..Self::local_without_database(redis_url, stream_prefix)
+        }
+    }
+
+    /// [`Self::local`] for a process without a database (the gateway).
+    pub fn local_without_database(redis_url: &str, stream_prefix: &str) -> Self {
+        Self {
             grpc_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            database_url: database_url.to_owned().into(),
+            database_url: None,
             redis_url: redis_url.to_owned(),
             stream_prefix: stream_prefix.to_owned(),
             dev_mode: true,
             token_signing_key: None,
             token_trusted_keys: None,
-            database_max_connections: 10,
+            database_max_connections: 0,
             grpc_tls: None,
             grpc_health_addr: None,
         }
+    }
+
+    /// The database URL of a process that has one; an error naming the setting otherwise.
+    pub fn require_database_url(&self) -> anyhow::Result<&SecretString> {
+        self.database_url
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("no database URL: this process needs DATABASE_URL"))
     }
 }
 

@@ -71,7 +71,8 @@ impl ServiceBase {
         if let Some(tls) = &common.grpc_tls {
             tls.announce(identity.name);
         }
-        let pool = crate::db::connect(&common.database_url, common.database_max_connections).await?;
+        let pool =
+            crate::db::connect(common.require_database_url()?, common.database_max_connections).await?;
         crate::db::migrate_service(&pool, identity.schema, migrator).await?;
         let listener = TcpListener::bind(common.grpc_addr).await?;
         let health_listener = match common.grpc_health_addr {

@@ -59,9 +59,10 @@ pub fn stream_name(prefix: &str, domain: &str) -> String {
 }
 
 /// The Redis pub/sub channel on which identity-svc announces the public id of every API key it
-/// revokes; every gateway replica subscribes and evicts the key from its cache.
+/// revokes; every gateway replica subscribes and evicts the key from its cache. Under
+/// `<prefix>:identity:`, the namespace of identity-svc, its only publisher.
 pub fn key_revocation_channel(prefix: &str) -> String {
-    format!("{prefix}:gateway:key-revocations")
+    format!("{prefix}:identity:key-revocations")
 }
 
 /// Returns the dead-letter stream of a stream.
@@ -207,5 +208,15 @@ mod tests {
         assert_eq!(caps.warn_at(1_000_000), 800_000);
         assert_eq!(caps.warn_at(10), 8);
         assert_eq!(caps.warn_at(1), 1);
+    }
+
+    #[test]
+    fn identity_svcs_announcements_live_under_its_own_namespace() {
+        // The Redis ACL users (deploy/k8s/overlays/dev/redis-users.acl) name these.
+        assert_eq!(key_revocation_channel("lab"), "lab:identity:key-revocations");
+        assert_eq!(
+            crate::tokens::revocations::key("lab"),
+            "lab:identity:staff-revocations"
+        );
     }
 }

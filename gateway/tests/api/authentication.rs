@@ -29,7 +29,7 @@ async fn a_request_without_a_key_is_refused_with_a_bare_bearer_challenge() {
 #[tokio::test]
 async fn malformed_unknown_and_wrongly_schemed_keys_are_refused_as_invalid_tokens() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
     let unknown = format!("svc_live_{}_{}", "q".repeat(16), "Z".repeat(32));
     for authorization in [
         "Bearer not-a-key".to_owned(),
@@ -54,7 +54,7 @@ async fn malformed_unknown_and_wrongly_schemed_keys_are_refused_as_invalid_token
 #[tokio::test]
 async fn a_key_with_the_wrong_secret_is_refused() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
     let (prefix, secret) = customer.plaintext.rsplit_once('_').unwrap();
     let other_secret: String = secret
         .chars()
@@ -70,15 +70,16 @@ async fn a_key_with_the_wrong_secret_is_refused() {
 #[tokio::test]
 async fn a_revoked_key_is_refused_within_seconds() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
     json_with_status(app.get("/orders", &customer.plaintext).await, 200).await;
     let revoke = proto::identity::RevokeApiKeyRequest {
         key: customer.key.public_id.clone(),
     };
     let revoked = app
-        .identity()
+        .identity
+        .client()
         .await
-        .revoke_api_key(app.admin(revoke))
+        .revoke_api_key(app.identity.admin(revoke))
         .await
         .unwrap()
         .into_inner();
@@ -105,7 +106,7 @@ async fn a_revoked_key_is_refused_within_seconds() {
 #[tokio::test]
 async fn a_key_without_the_scope_is_refused_before_any_service_is_called() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["catalog:read"]).await;
+    let customer = app.identity.keyed_customer(&["catalog:read"]).await;
     let response = app.get("/orders", &customer.plaintext).await;
     assert!(challenge(&response).contains("insufficient_scope"));
     let body = error_envelope(response, 403, "insufficient_scope").await;
@@ -132,7 +133,10 @@ async fn a_key_without_the_scope_is_refused_before_any_service_is_called() {
 #[tokio::test]
 async fn services_receive_a_principal_token_with_the_keys_customer_and_scopes() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:read", "catalog:read"]).await;
+    let customer = app
+        .identity
+        .keyed_customer(&["orders:read", "catalog:read"])
+        .await;
     json_with_status(app.get("/orders", &customer.plaintext).await, 200).await;
     let calls = app.fakes.calls();
     assert_eq!(calls.len(), 1);
@@ -142,7 +146,10 @@ async fn services_receive_a_principal_token_with_the_keys_customer_and_scopes() 
     assert_eq!(principal.subject, customer.key.id);
     assert_eq!(principal.customer_id.unwrap().to_string(), customer.customer_id);
     assert_eq!(principal.scopes, vec!["catalog:read", "orders:read"]);
-    assert_eq!(principal.spend_limit_cents, Some(500_000));
+    assert_eq!(
+        principal.spend_limit_cents,
+        Some(platform::testing::identity::KEYED_CUSTOMER_SPEND_LIMIT_CENTS)
+    );
 }
 
 #[tokio::test]
@@ -154,21 +161,21 @@ async fn a_key_over_its_rate_is_refused_with_retry_after() {
         }
     })
     .await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
     json_with_status(app.get("/orders", &customer.plaintext).await, 200).await;
     json_with_status(app.get("/orders", &customer.plaintext).await, 200).await;
     let response = app.get("/orders", &customer.plaintext).await;
     assert_eq!(response.headers()["retry-after"], "1");
     let body = error_envelope(response, 429, "rate_limited").await;
     assert_eq!(body["error"]["details"]["retryAfterSeconds"], 1);
-    let other = app.keyed_customer(&["orders:read"]).await;
+    let other = app.identity.keyed_customer(&["orders:read"]).await;
     json_with_status(app.get("/orders", &other.plaintext).await, 200).await;
 }
 
 #[tokio::test]
 async fn key_use_is_recorded_in_the_background() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
     json_with_status(app.get("/orders", &customer.plaintext).await, 200).await;
     let id: uuid::Uuid = customer.key.id.parse().unwrap();
     platform::testing::wait_for("last_used_at", Duration::from_secs(5), || async {

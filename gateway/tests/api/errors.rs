@@ -7,7 +7,7 @@ use serde_json::json;
 #[tokio::test]
 async fn every_response_carries_a_request_id_and_a_sane_incoming_one_is_kept() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
     let requests = [
         app.http
             .get(app.agent("/orders"))
@@ -55,7 +55,7 @@ async fn every_response_carries_a_request_id_and_a_sane_incoming_one_is_kept() {
 #[tokio::test]
 async fn unknown_routes_are_enveloped_404s_and_wrong_methods_enveloped_405s() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["all"]).await;
+    let customer = app.identity.keyed_customer(&["all"]).await;
     let missing = app.get("/instruments", &customer.plaintext).await;
     error_envelope(missing, 404, "not_found").await;
     let outside = app
@@ -82,7 +82,7 @@ async fn unknown_routes_are_enveloped_404s_and_wrong_methods_enveloped_405s() {
 #[tokio::test]
 async fn malformed_bodies_are_invalid_body_errors_naming_the_path() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:write"]).await;
+    let customer = app.identity.keyed_customer(&["orders:write"]).await;
     let post_raw = |body: &'static str, content_type: &'static str| {
         app.http
             .post(app.agent("/orders"))
@@ -163,7 +163,10 @@ async fn malformed_bodies_are_invalid_body_errors_naming_the_path() {
 #[tokio::test]
 async fn malformed_query_parameters_are_invalid_request_errors_naming_the_field() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:read", "invoices:read"]).await;
+    let customer = app
+        .identity
+        .keyed_customer(&["orders:read", "invoices:read"])
+        .await;
     for (path, field) in [
         ("/orders?limit=many", "limit"),
         ("/orders?sort=asc", "sort"),
@@ -177,7 +180,7 @@ async fn malformed_query_parameters_are_invalid_request_errors_naming_the_field(
 #[tokio::test]
 async fn idempotency_keys_that_are_missing_short_or_long_are_refused() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:write"]).await;
+    let customer = app.identity.keyed_customer(&["orders:write"]).await;
     let missing = app
         .post_json("/orders", &customer.plaintext, &order_body(), None)
         .await;
@@ -195,6 +198,7 @@ async fn idempotency_keys_that_are_missing_short_or_long_are_refused() {
 async fn service_errors_keep_their_status_code_and_details() {
     let app = spawn_app().await;
     let customer = app
+        .identity
         .keyed_customer(&["orders:read", "catalog:read", "quotes:write"])
         .await;
     error_envelope(
@@ -241,7 +245,7 @@ async fn an_unreachable_service_is_a_503() {
         .local_addr()
         .unwrap();
     let app = spawn_app_with(|settings| settings.peers.orders = format!("http://{closed}")).await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
     let response = app.get("/orders", &customer.plaintext).await;
     error_envelope(response, 503, "service_unavailable").await;
 }

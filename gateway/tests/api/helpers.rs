@@ -1,29 +1,24 @@
 //! `spawn_app()`: a gateway on free ports with a real identity-svc (fresh database), a unique
-//! stream prefix and the fake peers; typed helpers for REST calls and for identity-svc's gRPC API
-//! with a staff token.
+//! stream prefix and the fake peers; typed helpers for REST calls. identity-svc's gRPC API (its
+//! customers and keys, as an admin) is `platform::testing::identity`, shared with identity-svc's
+//! own tests.
 
 use crate::fakes::FakeMesh;
 use gateway::{Application, PeerAddrs, Settings};
-use platform::principal::roles;
-use platform::tokens::testing::DevTokens;
-use proto::identity as pb;
-use proto::identity::identity_service_client::IdentityServiceClient;
+use platform::testing::identity::IdentityAdmin;
 use std::sync::Once;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::Channel;
 
 /// A running gateway and what a test needs around it.
 pub struct TestApp {
     pub base_url: String,
     /// The gateway's internal operations API.
     pub grpc_url: String,
-    /// identity-svc, which verifies this gateway's keys.
-    pub identity_url: String,
+    /// identity-svc, which verifies this gateway's keys: its API as an admin calls it.
+    pub identity: IdentityAdmin,
     pub pool: sqlx::PgPool,
     pub http: reqwest::Client,
     pub fakes: FakeMesh,
-    /// Tokens addressed to identity-svc.
-    pub keys: DevTokens,
     pub database_url: String,
     pub stream_prefix: String,
     /// The gateway's authenticator: its key-store lookup counter and cache sizes.
@@ -35,13 +30,6 @@ pub struct TestApp {
     /// identity-svc's serving task (stopped with the gateway).
     _identity_server: tokio::task::JoinHandle<anyhow::Result<()>>,
     _shutdown: tokio_util::sync::DropGuard,
-}
-
-/// A customer with one API key.
-pub struct KeyedCustomer {
-    pub customer_id: String,
-    pub key: pb::ApiKey,
-    pub plaintext: String,
 }
 
 /// Installs, once per test binary, the platform's subscriber (no exporter here: the W3C
@@ -70,7 +58,6 @@ async fn spawn_on(
     adjust: impl FnOnce(&mut Settings),
 ) -> TestApp {
     init_tracing();
-    let keys = DevTokens::new(platform::mesh::IDENTITY_SVC);
     let fakes = FakeMesh::start().await;
     let identity = identity_svc::Application::build(identity_svc::Settings::local(
         &database_url,
@@ -89,12 +76,7 @@ async fn spawn_on(
         webhooks: fakes.url(),
         results: fakes.url(),
     };
-    let mut settings = Settings::local(
-        &database_url,
-        &platform::testing::redis_url(),
-        &stream_prefix,
-        peers,
-    );
+    let mut settings = Settings::local(&platform::testing::redis_url(), &stream_prefix, peers);
     adjust(&mut settings);
     let application = Application::build(settings).await.expect("the gateway builds");
     let base_url = format!("http://{}", application.http_addr());
@@ -111,11 +93,10 @@ async fn spawn_on(
     TestApp {
         base_url,
         grpc_url,
-        identity_url,
+        identity: IdentityAdmin::new(identity_url),
         pool,
         http,
         fakes,
-        keys,
         database_url,
         stream_prefix,
         authenticator,
@@ -138,70 +119,6 @@ impl TestApp {
 
     pub fn agent(&self, path: &str) -> String {
         format!("{}/api/v1/agent{path}", self.base_url)
-    }
-
-    pub fn staff_token(&self, roles: &[&str]) -> String {
-        self.keys.staff("alice", roles)
-    }
-
-    pub async fn identity(&self) -> IdentityServiceClient<Channel> {
-        IdentityServiceClient::connect(self.identity_url.clone())
-            .await
-            .unwrap()
-    }
-
-    /// Calls the identity API as a staff member with `identity.admin`.
-    pub fn admin<T>(&self, message: T) -> tonic::Request<T> {
-        platform::grpc::outgoing(message, &self.staff_token(&[roles::IDENTITY_ADMIN]))
-    }
-
-    pub async fn create_customer(&self, email: &str) -> pb::Customer {
-        let request = pb::CreateCustomerRequest {
-            name: "Acme Labs".into(),
-            email: email.into(),
-        };
-        self.identity()
-            .await
-            .create_customer(self.admin(request))
-            .await
-            .unwrap()
-            .into_inner()
-            .customer
-            .unwrap()
-    }
-
-    pub async fn create_key(
-        &self,
-        customer_id: &str,
-        scopes: &[&str],
-        spend_limit_cents: Option<i64>,
-    ) -> (pb::ApiKey, String) {
-        let request = pb::CreateApiKeyRequest {
-            customer_id: customer_id.into(),
-            name: "agent".into(),
-            scopes: scopes.iter().map(|scope| (*scope).to_owned()).collect(),
-            spend_limit_cents,
-        };
-        let response = self
-            .identity()
-            .await
-            .create_api_key(self.admin(request))
-            .await
-            .unwrap()
-            .into_inner();
-        (response.key.unwrap(), response.plaintext)
-    }
-
-    /// A new customer with a key holding `scopes`.
-    pub async fn keyed_customer(&self, scopes: &[&str]) -> KeyedCustomer {
-        let email = format!("{}@acme.example", uuid::Uuid::new_v4().simple());
-        let customer = self.create_customer(&email).await;
-        let (key, plaintext) = self.create_key(&customer.id, scopes, Some(500_000)).await;
-        KeyedCustomer {
-            customer_id: customer.id,
-            key,
-            plaintext,
-        }
     }
 
     pub async fn get(&self, path: &str, key: &str) -> reqwest::Response {

@@ -9,7 +9,7 @@ use secrecy::SecretString;
 #[tokio::test]
 async fn identity_calls_need_a_staff_token_with_the_identity_admin_role() {
     let app = spawn_app().await;
-    let mut client = app.identity().await;
+    let mut client = app.identity.client().await;
     let anonymous = client
         .list_customers(pb::ListCustomersRequest {})
         .await
@@ -17,13 +17,13 @@ async fn identity_calls_need_a_staff_token_with_the_identity_admin_role() {
     assert_eq!(anonymous.code(), tonic::Code::Unauthenticated);
     let other_role = platform::grpc::outgoing(
         pb::ListCustomersRequest {},
-        &app.staff_token(&[roles::CATALOG_ADMIN]),
+        &app.identity.staff_token(&[roles::CATALOG_ADMIN]),
     );
     assert_eq!(
         client.list_customers(other_role).await.unwrap_err().code(),
         tonic::Code::PermissionDenied
     );
-    let customer_token = app.keys.mint(&Principal {
+    let customer_token = app.identity.keys.mint(&Principal {
         kind: PrincipalKind::Customer,
         subject: "key".into(),
         customer_id: Some(uuid::Uuid::new_v4()),
@@ -40,7 +40,7 @@ async fn identity_calls_need_a_staff_token_with_the_identity_admin_role() {
     );
     assert!(
         client
-            .list_customers(app.admin(pb::ListCustomersRequest {}))
+            .list_customers(app.identity.admin(pb::ListCustomersRequest {}))
             .await
             .is_ok()
     );
@@ -49,9 +49,9 @@ async fn identity_calls_need_a_staff_token_with_the_identity_admin_role() {
 #[tokio::test]
 async fn creating_a_customer_twice_returns_the_existing_one() {
     let app = spawn_app().await;
-    let mut client = app.identity().await;
+    let mut client = app.identity.client().await;
     let first = client
-        .create_customer(app.admin(pb::CreateCustomerRequest {
+        .create_customer(app.identity.admin(pb::CreateCustomerRequest {
             name: "Acme".into(),
             email: "Ops@Acme.example".into(),
         }))
@@ -60,7 +60,7 @@ async fn creating_a_customer_twice_returns_the_existing_one() {
         .into_inner();
     assert!(first.created);
     let second = client
-        .create_customer(app.admin(pb::CreateCustomerRequest {
+        .create_customer(app.identity.admin(pb::CreateCustomerRequest {
             name: "Acme 2".into(),
             email: "ops@acme.example ".into(),
         }))
@@ -70,7 +70,7 @@ async fn creating_a_customer_twice_returns_the_existing_one() {
     assert!(!second.created);
     assert_eq!(second.customer.unwrap().id, first.customer.clone().unwrap().id);
     let listed = client
-        .list_customers(app.admin(pb::ListCustomersRequest {}))
+        .list_customers(app.identity.admin(pb::ListCustomersRequest {}))
         .await
         .unwrap()
         .into_inner();
@@ -80,7 +80,7 @@ async fn creating_a_customer_twice_returns_the_existing_one() {
         name: "Acme".into(),
         email: "not-an-email".into(),
     };
-    let status = client.create_customer(app.admin(bad)).await.unwrap_err();
+    let status = client.create_customer(app.identity.admin(bad)).await.unwrap_err();
     assert_eq!(
         platform::error::ApiError::from_status(&status).code,
         platform::error::ErrorCode::InvalidRequest
@@ -90,8 +90,11 @@ async fn creating_a_customer_twice_returns_the_existing_one() {
 #[tokio::test]
 async fn a_key_is_shown_once_in_its_format_and_the_database_holds_only_its_verifier() {
     let app = spawn_app().await;
-    let customer = app.create_customer("lab@acme.example").await;
-    let (key, plaintext) = app.create_key(&customer.id, &["all"], Some(100_000)).await;
+    let customer = app.identity.create_customer("lab@acme.example").await;
+    let (key, plaintext) = app
+        .identity
+        .create_key(&customer.id, &["all"], Some(100_000))
+        .await;
     let rest = plaintext.strip_prefix("svc_live_").expect("the svc_live_ prefix");
     let (public_id, secret) = rest.split_once('_').unwrap();
     assert_eq!(public_id, key.public_id);
@@ -122,9 +125,10 @@ async fn a_key_is_shown_once_in_its_format_and_the_database_holds_only_its_verif
     );
 
     let listed = app
-        .identity()
+        .identity
+        .client()
         .await
-        .list_api_keys(app.admin(pb::ListApiKeysRequest {
+        .list_api_keys(app.identity.admin(pb::ListApiKeysRequest {
             customer_id: customer.id,
         }))
         .await
@@ -135,8 +139,8 @@ async fn a_key_is_shown_once_in_its_format_and_the_database_holds_only_its_verif
 #[tokio::test]
 async fn unknown_scopes_and_unknown_customers_are_refused() {
     let app = spawn_app().await;
-    let customer = app.create_customer("lab@acme.example").await;
-    let mut client = app.identity().await;
+    let customer = app.identity.create_customer("lab@acme.example").await;
+    let mut client = app.identity.client().await;
     let unknown_scope = pb::CreateApiKeyRequest {
         customer_id: customer.id.clone(),
         name: "ci".into(),
@@ -144,7 +148,10 @@ async fn unknown_scopes_and_unknown_customers_are_refused() {
         spend_limit_cents: None,
     };
     let error = platform::error::ApiError::from_status(
-        &client.create_api_key(app.admin(unknown_scope)).await.unwrap_err(),
+        &client
+            .create_api_key(app.identity.admin(unknown_scope))
+            .await
+            .unwrap_err(),
     );
     assert_eq!(error.code, platform::error::ErrorCode::InvalidRequest);
     assert_eq!(error.details.unwrap()["field"], "scopes");
@@ -156,7 +163,7 @@ async fn unknown_scopes_and_unknown_customers_are_refused() {
     };
     assert_eq!(
         client
-            .create_api_key(app.admin(no_customer))
+            .create_api_key(app.identity.admin(no_customer))
             .await
             .unwrap_err()
             .code(),
@@ -167,7 +174,7 @@ async fn unknown_scopes_and_unknown_customers_are_refused() {
     };
     assert_eq!(
         client
-            .revoke_api_key(app.admin(revoke_missing))
+            .revoke_api_key(app.identity.admin(revoke_missing))
             .await
             .unwrap_err()
             .code(),
@@ -178,14 +185,15 @@ async fn unknown_scopes_and_unknown_customers_are_refused() {
 #[tokio::test]
 async fn a_key_is_revoked_by_its_id() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
     let revoke = pb::RevokeApiKeyRequest {
         key: customer.key.id.clone(),
     };
     let revoked = app
-        .identity()
+        .identity
+        .client()
         .await
-        .revoke_api_key(app.admin(revoke))
+        .revoke_api_key(app.identity.admin(revoke))
         .await
         .unwrap()
         .into_inner()

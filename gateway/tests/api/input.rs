@@ -10,7 +10,7 @@ const CONTROLS: [&str; 5] = ["%00", "%01", "%1F", "%7F", "%C2%85"];
 #[tokio::test]
 async fn refused_inputs_name_their_location_and_never_reach_a_service() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["all"]).await;
+    let customer = app.identity.keyed_customer(&["all"]).await;
     let key = &customer.plaintext;
     for control in CONTROLS {
         let cases = [
@@ -55,8 +55,9 @@ async fn refused_inputs_name_their_location_and_never_reach_a_service() {
 #[tokio::test]
 async fn the_identity_api_refuses_control_characters_as_invalid_not_internal() {
     let app = spawn_app().await;
-    let mut client = app.identity().await;
-    let customer = app.create_customer("input@acme.example").await;
+    let identity = &app.identity;
+    let mut client = identity.client().await;
+    let customer = identity.create_customer("input@acme.example").await;
     let refused = |status: tonic::Status, field: &str| {
         assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
         let error = platform::error::ApiError::from_status(&status);
@@ -69,7 +70,7 @@ async fn the_identity_api_refuses_control_characters_as_invalid_not_internal() {
             email: "acme@acme.example".into(),
         };
         refused(
-            client.create_customer(app.admin(create)).await.unwrap_err(),
+            client.create_customer(identity.admin(create)).await.unwrap_err(),
             "name",
         );
         let key = pb::CreateApiKeyRequest {
@@ -79,19 +80,22 @@ async fn the_identity_api_refuses_control_characters_as_invalid_not_internal() {
             spend_limit_cents: None,
         };
         refused(
-            client.create_api_key(app.admin(key)).await.unwrap_err(),
+            client.create_api_key(identity.admin(key)).await.unwrap_err(),
             "scopes[1]",
         );
         let list = pb::ListApiKeysRequest {
             customer_id: format!("{}{control}", customer.id),
         };
         refused(
-            client.list_api_keys(app.admin(list)).await.unwrap_err(),
+            client.list_api_keys(identity.admin(list)).await.unwrap_err(),
             "customerId",
         );
         let revoke = pb::RevokeApiKeyRequest {
             key: format!("abc{control}"),
         };
-        refused(client.revoke_api_key(app.admin(revoke)).await.unwrap_err(), "key");
+        refused(
+            client.revoke_api_key(identity.admin(revoke)).await.unwrap_err(),
+            "key",
+        );
     }
 }

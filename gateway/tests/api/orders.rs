@@ -5,7 +5,7 @@ use crate::helpers::{json_with_status, order_body, spawn_app};
 #[tokio::test]
 async fn creating_an_order_answers_201_with_the_order_and_passes_the_idempotency_key() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:write"]).await;
+    let customer = app.identity.keyed_customer(&["orders:write"]).await;
     let response = app
         .post_json(
             "/orders",
@@ -47,7 +47,7 @@ async fn creating_an_order_answers_201_with_the_order_and_passes_the_idempotency
 #[tokio::test]
 async fn a_replayed_order_answers_201_with_the_replay_header() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:write"]).await;
+    let customer = app.identity.keyed_customer(&["orders:write"]).await;
     let response = app
         .post_json(
             "/orders",
@@ -67,7 +67,7 @@ async fn a_replayed_order_answers_201_with_the_replay_header() {
 #[tokio::test]
 async fn order_reads_use_the_list_and_single_envelopes() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
     let list = json_with_status(
         app.get("/orders?status=paid&limit=10", &customer.plaintext).await,
         200,
@@ -82,7 +82,7 @@ async fn order_reads_use_the_list_and_single_envelopes() {
 #[tokio::test]
 async fn an_incoming_traceparent_reaches_the_services() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
     let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
     let response = app
         .http
@@ -106,7 +106,7 @@ async fn an_incoming_traceparent_reaches_the_services() {
 #[tokio::test]
 async fn a_request_without_trace_context_reaches_the_services_with_a_new_trace() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
     for invalid in [
         None,
         Some("00-00000000000000000000000000000000-00f067aa0ba902b7-01"),

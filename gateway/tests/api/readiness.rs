@@ -28,7 +28,7 @@ async fn readiness_stays_200_while_a_peer_is_down_and_labctl_health_names_it() {
     let cli = labctl::Cli::parse_from([
         "labctl",
         "--identity-addr",
-        &app.identity_url,
+        &app.identity.url,
         "--gateway-addr",
         &app.grpc_url,
         "--credential",
@@ -54,7 +54,7 @@ async fn readiness_stays_200_while_a_peer_is_down_and_labctl_health_names_it() {
     let cli = labctl::Cli::parse_from([
         "labctl",
         "--identity-addr",
-        &app.identity_url,
+        &app.identity.url,
         "--gateway-addr",
         &app.grpc_url,
         "--credential",
@@ -91,7 +91,7 @@ async fn readiness_is_503_naming_nothing_when_the_gateways_redis_is_down() {
 async fn a_request_over_the_time_limit_is_a_504_in_the_envelope() {
     let app =
         spawn_app_with(|settings| settings.front_door.request_timeout = Duration::from_millis(300)).await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
     json_with_status(app.get("/orders/slow-10", &customer.plaintext).await, 200).await;
     let started = Instant::now();
     let response = app.get("/orders/slow-3000", &customer.plaintext).await;
@@ -102,7 +102,7 @@ async fn a_request_over_the_time_limit_is_a_504_in_the_envelope() {
 #[tokio::test]
 async fn requests_beyond_the_concurrency_limit_are_shed_with_503_overloaded() {
     let app = spawn_app_with(|settings| settings.front_door.max_concurrent_requests = 1).await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
     let slow = tokio::spawn({
         let request = app
             .http
@@ -126,7 +126,7 @@ async fn requests_beyond_the_concurrency_limit_are_shed_with_503_overloaded() {
 #[tokio::test]
 async fn a_draining_gateway_finishes_requests_in_flight_and_stops_accepting() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
     let in_flight = tokio::spawn({
         let request = app
             .http
@@ -153,7 +153,7 @@ async fn a_draining_gateway_finishes_requests_in_flight_and_stops_accepting() {
 #[tokio::test]
 async fn the_drain_is_bounded_by_its_grace_period() {
     let app = spawn_app_with(|settings| settings.front_door.drain_grace = Duration::from_millis(300)).await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
     let _stuck = tokio::spawn({
         let request = app
             .http

@@ -6,7 +6,7 @@ use serde_json::json;
 #[tokio::test]
 async fn the_catalog_page_shows_its_revision_and_only_the_requested_blocks() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["catalog:read"]).await;
+    let customer = app.identity.keyed_customer(&["catalog:read"]).await;
     let body = json_with_status(
         app.get(
             "/catalog?include=categories,requirements&limit=1",
@@ -34,7 +34,7 @@ async fn the_catalog_page_shows_its_revision_and_only_the_requested_blocks() {
 #[tokio::test]
 async fn a_quote_is_created_with_201_and_its_expiry() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["quotes:write"]).await;
+    let customer = app.identity.keyed_customer(&["quotes:write"]).await;
     let request = json!({ "categoryId": "peptides", "compoundNames": ["BPC-157"], "testIds": ["hplc-purity"], "turnaround": null });
     let body = json_with_status(
         app.post_json("/quotes", &customer.plaintext, &request, None)
@@ -54,7 +54,10 @@ async fn a_quote_is_created_with_201_and_its_expiry() {
 #[tokio::test]
 async fn invoices_and_payments_are_read_with_their_scopes() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["invoices:read", "payments:read"]).await;
+    let customer = app
+        .identity
+        .keyed_customer(&["invoices:read", "payments:read"])
+        .await;
     let invoices = json_with_status(app.get("/invoices?status=open", &customer.plaintext).await, 200).await;
     assert_eq!(
         invoices,

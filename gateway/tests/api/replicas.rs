@@ -15,7 +15,7 @@ const SHARED: RateLimitSettings = RateLimitSettings {
 async fn two_gateways_share_one_per_key_limit() {
     let first = spawn_app_with(|settings| settings.rate_limit = SHARED).await;
     let second = first.replica(|settings| settings.rate_limit = SHARED).await;
-    let customer = first.keyed_customer(&["orders:read"]).await;
+    let customer = first.identity.keyed_customer(&["orders:read"]).await;
     let started = Instant::now();
     let mut admitted = [0_u32; 2];
     let mut refused = [0_u32; 2];
@@ -47,7 +47,7 @@ async fn two_gateways_share_one_per_key_limit() {
 async fn a_revoked_key_stops_working_on_every_replica_within_a_second() {
     let first = spawn_app().await;
     let second = first.replica(|_| {}).await;
-    let customer = first.keyed_customer(&["orders:read"]).await;
+    let customer = first.identity.keyed_customer(&["orders:read"]).await;
     // Both replicas have the key cached (for up to 5 s without the revocation channel).
     json_with_status(first.get("/orders", &customer.plaintext).await, 200).await;
     json_with_status(second.get("/orders", &customer.plaintext).await, 200).await;
@@ -55,9 +55,10 @@ async fn a_revoked_key_stops_working_on_every_replica_within_a_second() {
         key: customer.key.public_id.clone(),
     };
     first
-        .identity()
+        .identity
+        .client()
         .await
-        .revoke_api_key(first.admin(revoke))
+        .revoke_api_key(first.identity.admin(revoke))
         .await
         .unwrap();
     let revoked_at = Instant::now();
@@ -94,7 +95,7 @@ async fn without_redis_each_replica_limits_a_key_on_its_own_and_keeps_serving() 
         };
     })
     .await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
     let started = Instant::now();
     json_with_status(app.get("/orders", &customer.plaintext).await, 200).await;
     json_with_status(app.get("/orders", &customer.plaintext).await, 200).await;
@@ -148,16 +149,23 @@ async fn public_verification_has_one_global_lookup_ceiling_across_replicas_and_a
     assert!(single.headers().contains_key("retry-after"));
     let body = error_envelope(single, 429, "rate_limited").await;
     assert_eq!(body["error"]["details"]["policy"], "verify-lookups");
-    // Once a token has refilled, a single lookup goes through the ceiling again (to results-svc,
-    // which these tests do not run: any answer but 429).
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
-    let later = first
-        .http
-        .get(first.agent("/verify?accession=ACC-2026-000006"))
-        .send()
-        .await
-        .unwrap();
-    assert_ne!(later.status(), 429);
+    // Once a token has refilled (one a second), a single lookup goes through the ceiling again
+    // (to results-svc, which these tests do not run: any answer but 429). A refused poll takes no
+    // token.
+    platform::testing::wait_for(
+        "a token of the shared ceiling to refill",
+        Duration::from_secs(5),
+        || async {
+            let later = first
+                .http
+                .get(first.agent("/verify?accession=ACC-2026-000006"))
+                .send()
+                .await
+                .unwrap();
+            (later.status() != 429).then_some(())
+        },
+    )
+    .await;
 }
 
 #[tokio::test]

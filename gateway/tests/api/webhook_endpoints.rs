@@ -26,7 +26,7 @@ fn mutation(
 #[tokio::test]
 async fn the_four_mutations_require_a_valid_idempotency_key_before_any_service_call() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["all"]).await;
+    let customer = app.identity.keyed_customer(&["all"]).await;
     let key = &customer.plaintext;
     let body = json!({ "url": "https://hooks.example.com" });
     let register = app.post_json("/webhooks", key, &body, None).await;
@@ -50,7 +50,7 @@ async fn the_four_mutations_require_a_valid_idempotency_key_before_any_service_c
 #[tokio::test]
 async fn delete_rotate_and_test_answer_200_with_their_shapes_and_pass_the_key() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["webhooks:write"]).await;
+    let customer = app.identity.keyed_customer(&["webhooks:write"]).await;
     let key = &customer.plaintext;
     let deleted = mutation(&app, key, "DELETE", ENDPOINT_ID, "")
         .header("Idempotency-Key", "delete-key-0001")
@@ -126,7 +126,7 @@ async fn delete_rotate_and_test_answer_200_with_their_shapes_and_pass_the_key() 
 #[tokio::test]
 async fn replayed_mutations_answer_like_the_first_response_with_the_replay_header() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["webhooks:write"]).await;
+    let customer = app.identity.keyed_customer(&["webhooks:write"]).await;
     for (method, suffix) in MUTATIONS {
         let response = mutation(&app, &customer.plaintext, method, ENDPOINT_ID, suffix)
             .header("Idempotency-Key", "replay-key-0002")
@@ -156,7 +156,10 @@ async fn replayed_mutations_answer_like_the_first_response_with_the_replay_heade
 #[tokio::test]
 async fn an_endpoint_id_that_is_not_a_uuid_is_400_invalid_request_without_a_service_call() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["webhooks:write", "webhooks:read"]).await;
+    let customer = app
+        .identity
+        .keyed_customer(&["webhooks:write", "webhooks:read"])
+        .await;
     for (method, suffix) in MUTATIONS {
         let response = mutation(&app, &customer.plaintext, method, "not-a-uuid", suffix)
             .header("Idempotency-Key", "uuid-key-0001")
@@ -175,7 +178,7 @@ async fn an_endpoint_id_that_is_not_a_uuid_is_400_invalid_request_without_a_serv
 #[tokio::test]
 async fn bodies_other_than_empty_or_an_empty_object_are_refused() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["webhooks:write"]).await;
+    let customer = app.identity.keyed_customer(&["webhooks:write"]).await;
     let extra = mutation(&app, &customer.plaintext, "POST", ENDPOINT_ID, "/test")
         .header("Idempotency-Key", "body-key-0001")
         .json(&json!({ "eventType": "order.created" }))
@@ -197,7 +200,10 @@ async fn bodies_other_than_empty_or_an_empty_object_are_refused() {
 #[tokio::test]
 async fn the_services_404_and_409_keep_their_status_and_code() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["webhooks:write", "webhooks:read"]).await;
+    let customer = app
+        .identity
+        .keyed_customer(&["webhooks:write", "webhooks:read"])
+        .await;
     for (method, suffix) in MUTATIONS {
         let missing = mutation(&app, &customer.plaintext, method, MISSING_ENDPOINT, suffix)
             .header("Idempotency-Key", "error-key-0001")
@@ -219,7 +225,7 @@ async fn the_services_404_and_409_keep_their_status_and_code() {
 #[tokio::test]
 async fn the_deliveries_of_an_endpoint_are_a_list_with_every_attempt() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["webhooks:read"]).await;
+    let customer = app.identity.keyed_customer(&["webhooks:read"]).await;
     let path = format!("/webhooks/{ENDPOINT_ID}/deliveries?status=pending&limit=5&cursor=c1");
     let list = json_with_status(app.get(&path, &customer.plaintext).await, 200).await;
     assert_eq!(list["pagination"], json!({ "nextCursor": "deliveries-2" }));
@@ -251,7 +257,7 @@ async fn the_deliveries_of_an_endpoint_are_a_list_with_every_attempt() {
         )
         .await;
     error_envelope(unknown, 400, "invalid_request").await;
-    let writer = app.keyed_customer(&["webhooks:write"]).await;
+    let writer = app.identity.keyed_customer(&["webhooks:write"]).await;
     let refused = app
         .get(&format!("/webhooks/{ENDPOINT_ID}/deliveries"), &writer.plaintext)
         .await;

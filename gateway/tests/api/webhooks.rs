@@ -23,7 +23,7 @@ fn sent_create_request(app: &TestApp) -> pb::CreateEndpointRequest {
 #[tokio::test]
 async fn webhooks_write_alone_cannot_register_the_default_coa_published_subscription() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["webhooks:write"]).await;
+    let customer = app.identity.keyed_customer(&["webhooks:write"]).await;
     let response = register(&app, &customer.plaintext, &json!({ "url": URL }), "hook-key-0001").await;
     let challenge = response.headers()["www-authenticate"]
         .to_str()
@@ -43,7 +43,10 @@ async fn webhooks_write_alone_cannot_register_the_default_coa_published_subscrip
 #[tokio::test]
 async fn the_default_subscription_with_results_read_answers_201_with_the_secret_once() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["webhooks:write", "results:read"]).await;
+    let customer = app
+        .identity
+        .keyed_customer(&["webhooks:write", "results:read"])
+        .await;
     let body = json!({ "url": URL, "description": "ops pager" });
     let response = register(&app, &customer.plaintext, &body, "hook-key-0002").await;
     assert!(response.headers().get("idempotent-replayed").is_none());
@@ -84,7 +87,10 @@ async fn the_default_subscription_with_results_read_answers_201_with_the_secret_
 #[tokio::test]
 async fn explicit_events_each_need_their_own_read_scope() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["webhooks:write", "orders:read"]).await;
+    let customer = app
+        .identity
+        .keyed_customer(&["webhooks:write", "orders:read"])
+        .await;
     let mixed = json!({ "url": URL, "events": ["order.created", "payment.confirmed", "invoice.created"] });
     let refused = register(&app, &customer.plaintext, &mixed, "hook-key-0003").await;
     let body = error_envelope(refused, 403, "insufficient_scope").await;
@@ -116,7 +122,7 @@ async fn explicit_events_each_need_their_own_read_scope() {
 #[tokio::test]
 async fn unknown_events_and_malformed_bodies_are_400_before_any_service_call() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["all"]).await;
+    let customer = app.identity.keyed_customer(&["all"]).await;
     let key = &customer.plaintext;
     let unknown = json!({ "url": URL, "events": ["order.created", "payment.succeeded"] });
     let body = error_envelope(
@@ -169,7 +175,7 @@ async fn unknown_events_and_malformed_bodies_are_400_before_any_service_call() {
 #[tokio::test]
 async fn service_refusals_of_a_registration_keep_their_status_and_code() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["all"]).await;
+    let customer = app.identity.keyed_customer(&["all"]).await;
     let private = json!({ "url": "https://10.0.0.1/hook" });
     let body = error_envelope(
         register(&app, &customer.plaintext, &private, "hook-key-0010").await,
@@ -191,7 +197,10 @@ async fn service_refusals_of_a_registration_keep_their_status_and_code() {
 #[tokio::test]
 async fn a_replayed_registration_answers_201_again_with_the_replay_header_and_the_secret() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["webhooks:write", "results:read"]).await;
+    let customer = app
+        .identity
+        .keyed_customer(&["webhooks:write", "results:read"])
+        .await;
     let response = register(
         &app,
         &customer.plaintext,
@@ -209,6 +218,7 @@ async fn a_replayed_registration_answers_201_again_with_the_replay_header_and_th
 async fn the_endpoint_list_is_safe_metadata_and_never_carries_a_signing_secret() {
     let app = spawn_app().await;
     let writer = app
+        .identity
         .keyed_customer(&["webhooks:write", "webhooks:read", "results:read"])
         .await;
     let created = register(&app, &writer.plaintext, &json!({ "url": URL }), "hook-key-0011").await;
@@ -254,7 +264,7 @@ async fn the_endpoint_list_is_safe_metadata_and_never_carries_a_signing_secret()
         pb::ListEndpointsRequest::decode(app.fakes.calls_of("ListEndpoints")[0].message.as_slice()).unwrap();
     assert_eq!((sent.limit, sent.cursor.as_deref()), (Some(2), Some("abc")));
 
-    let reader_only = app.keyed_customer(&["webhooks:read"]).await;
+    let reader_only = app.identity.keyed_customer(&["webhooks:read"]).await;
     let refused = register(
         &app,
         &reader_only.plaintext,
@@ -264,7 +274,7 @@ async fn the_endpoint_list_is_safe_metadata_and_never_carries_a_signing_secret()
     .await;
     let body = error_envelope(refused, 403, "insufficient_scope").await;
     assert_eq!(body["error"]["details"]["required"], json!(["webhooks:write"]));
-    let writer_only = app.keyed_customer(&["webhooks:write"]).await;
+    let writer_only = app.identity.keyed_customer(&["webhooks:write"]).await;
     error_envelope(
         app.get("/webhooks", &writer_only.plaintext).await,
         403,

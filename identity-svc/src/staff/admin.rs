@@ -13,11 +13,12 @@
 
 use super::repo::{self, NewOperatorRow, RevocationRow, StoredCredential};
 use super::{OperatorCredential, StaffService};
-use crate::domain::api_key;
+use crate::domain::api_key::{self, GeneratedKey};
 use crate::domain::operator::{self, CREDENTIAL_PREFIX, Operator, OperatorStatus};
 use platform::error::{ApiError, ErrorCode, unique_violation};
 use platform::principal::OperatorRef;
 use secrecy::SecretString;
+use sqlx::{PgConnection, Postgres, Transaction};
 
 /// A registered operator, with its credential when it is active at once.
 pub struct CreatedOperator {
@@ -31,6 +32,44 @@ fn no_such_operator() -> ApiError {
 }
 
 impl StaffService {
+    /// A new operator credential: what to store, and the plaintext to show once.
+    fn generate_credential(&self) -> Result<GeneratedKey, ApiError> {
+        api_key::generate_with_prefix(CREDENTIAL_PREFIX, &self.pepper).map_err(ApiError::internal)
+    }
+
+    /// Begins the transaction of a change to the operator `name` (validated) and locks its row:
+    /// `not_found` when there is none.
+    async fn lock_operator(
+        &self,
+        name: &str,
+    ) -> Result<(Transaction<'static, Postgres>, Operator), ApiError> {
+        let name = operator::parse_name(name)?;
+        let mut tx = self.pool.begin().await?;
+        let current = repo::lock_by_name(&mut tx, &name)
+            .await?
+            .ok_or_else(no_such_operator)?;
+        Ok((tx, current))
+    }
+
+    /// Gives the operator `id` a new credential in `tx` (which also activates it): the operator
+    /// and the plaintext, shown once.
+    async fn store_new_credential(
+        &self,
+        tx: &mut PgConnection,
+        id: uuid::Uuid,
+    ) -> Result<OperatorCredential, ApiError> {
+        let generated = self.generate_credential()?;
+        let credential = StoredCredential {
+            public_id: &generated.public_id,
+            verifier: &generated.verifier,
+        };
+        let operator = repo::set_credential(tx, id, &credential).await?;
+        Ok(OperatorCredential {
+            operator,
+            credential: generated.plaintext,
+        })
+    }
+
     /// Registers an operator as `by`; `conflict` when the name is taken (by any operator, even
     /// a disabled one: names in audit trails stay unambiguous).
     pub async fn create_operator(
@@ -46,7 +85,7 @@ impl StaffService {
         let generated = if pending {
             None
         } else {
-            Some(api_key::generate_with_prefix(CREDENTIAL_PREFIX, &self.pepper).map_err(ApiError::internal)?)
+            Some(self.generate_credential()?)
         };
         let row = NewOperatorRow {
             name: &name,
@@ -84,15 +123,11 @@ impl StaffService {
         by: &OperatorRef,
         name: &str,
     ) -> Result<OperatorCredential, ApiError> {
-        let name = operator::parse_name(name)?;
-        let mut tx = self.pool.begin().await?;
-        let pending = repo::lock_by_name(&mut tx, &name)
-            .await?
-            .ok_or_else(no_such_operator)?;
+        let (mut tx, pending) = self.lock_operator(name).await?;
         if pending.status != OperatorStatus::Pending || pending.disabled_at.is_some() {
             return Err(ApiError::new(
                 ErrorCode::Conflict,
-                format!("the operator {name} is not waiting for approval"),
+                format!("the operator {} is not waiting for approval", pending.name),
             ));
         }
         if pending.created_by_id == Some(by.id) {
@@ -101,20 +136,12 @@ impl StaffService {
                 "four eyes: the admin who registered an operator cannot approve it; another admin must",
             ));
         }
-        let generated =
-            api_key::generate_with_prefix(CREDENTIAL_PREFIX, &self.pepper).map_err(ApiError::internal)?;
-        let credential = StoredCredential {
-            public_id: &generated.public_id,
-            verifier: &generated.verifier,
-        };
         repo::record_approval(&mut tx, pending.id, &by.name, by.id).await?;
-        let operator = repo::set_credential(&mut tx, pending.id, &credential).await?;
+        let approved = self.store_new_credential(&mut tx, pending.id).await?;
         tx.commit().await?;
+        let operator = &approved.operator;
         tracing::info!(operator = %operator.name, approved_by = %by.name, requested_by = %operator.created_by, "operator approved");
-        Ok(OperatorCredential {
-            operator,
-            credential: generated.plaintext,
-        })
+        Ok(approved)
     }
 
     /// Lists operators.
@@ -129,47 +156,33 @@ impl StaffService {
         by: &OperatorRef,
         name: &str,
     ) -> Result<OperatorCredential, ApiError> {
-        let name = operator::parse_name(name)?;
-        let mut tx = self.pool.begin().await?;
-        let current = repo::lock_by_name(&mut tx, &name)
-            .await?
-            .ok_or_else(no_such_operator)?;
+        let (mut tx, current) = self.lock_operator(name).await?;
         let Some(old_public_id) = current.public_id.clone() else {
             return Err(ApiError::new(
                 ErrorCode::Conflict,
-                format!("the operator {name} is waiting for approval and has no credential yet"),
+                format!(
+                    "the operator {} is waiting for approval and has no credential yet",
+                    current.name
+                ),
             ));
         };
-        let generated =
-            api_key::generate_with_prefix(CREDENTIAL_PREFIX, &self.pepper).map_err(ApiError::internal)?;
-        let credential = StoredCredential {
-            public_id: &generated.public_id,
-            verifier: &generated.verifier,
-        };
-        let operator = repo::set_credential(&mut tx, current.id, &credential).await?;
+        let rotated = self.store_new_credential(&mut tx, current.id).await?;
         let revocation = RevocationRow {
-            operator_id: operator.id,
+            operator_id: current.id,
             credential_public_id: Some(old_public_id),
             revoked_at: platform::time::now(),
         };
         repo::insert_revocation(&mut tx, &revocation, &by.name).await?;
         tx.commit().await?;
         self.announcer.announce(&revocation).await;
-        tracing::info!(operator = %operator.name, by = %by.name, "operator credential rotated");
-        Ok(OperatorCredential {
-            operator,
-            credential: generated.plaintext,
-        })
+        tracing::info!(operator = %rotated.operator.name, by = %by.name, "operator credential rotated");
+        Ok(rotated)
     }
 
     /// Disables an operator (keeping the first disabling): its credential stops at once, and
     /// so do the staff tokens issued to it.
     pub async fn disable_operator(&self, by: &OperatorRef, name: &str) -> Result<Operator, ApiError> {
-        let name = operator::parse_name(name)?;
-        let mut tx = self.pool.begin().await?;
-        let current = repo::lock_by_name(&mut tx, &name)
-            .await?
-            .ok_or_else(no_such_operator)?;
+        let (mut tx, current) = self.lock_operator(name).await?;
         if current.disabled_at.is_some() {
             tx.commit().await?;
             return Ok(current);

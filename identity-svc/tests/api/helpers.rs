@@ -1,29 +1,35 @@
 //! `spawn_app()`: identity-svc on a free port with a fresh database and a unique stream prefix,
-//! and typed helpers for its gRPC API with a staff token.
+//! called through `platform::testing::identity` (customers and keys as an admin, shared with the
+//! gateway's tests); `spawn_production()`: identity-svc outside development mode; and the
+//! staff-token request the operator tests send.
 
-use platform::principal::roles;
-use platform::tokens::testing::DevTokens;
+use platform::testing::identity::IdentityAdmin;
+use platform::tokens::SigningKey;
 use proto::identity as pb;
 use proto::identity::identity_service_client::IdentityServiceClient;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 use tonic::transport::Channel;
 
 /// A running identity-svc and what a test needs around it.
 pub struct TestApp {
-    pub url: String,
+    /// Its API as an admin calls it.
+    pub identity: IdentityAdmin,
     pub database_url: String,
     pub stream_prefix: String,
     pub pool: sqlx::PgPool,
-    /// Tokens addressed to identity-svc.
-    pub keys: DevTokens,
-    _shutdown: tokio_util::sync::DropGuard,
+    _shutdown: DropGuard,
 }
 
-/// A customer with one API key.
-pub struct KeyedCustomer {
-    pub customer_id: String,
-    pub key: pb::ApiKey,
-    pub plaintext: String,
+impl TestApp {
+    /// Rotates the credential of the operator `name` as an admin; returns the new credential.
+    pub async fn rotate_credential(&self, name: &str) -> String {
+        let request = self
+            .identity
+            .admin(pb::RotateOperatorCredentialRequest { name: name.into() });
+        let mut client = self.identity.client().await;
+        let rotated = client.rotate_operator_credential(request).await.unwrap();
+        rotated.into_inner().credential
+    }
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -35,73 +41,66 @@ pub async fn spawn_app_on(database_url: String) -> TestApp {
     let stream_prefix = platform::testing::unique_stream_prefix();
     let settings =
         identity_svc::Settings::local(&database_url, &platform::testing::redis_url(), &stream_prefix);
+    let (url, shutdown) = serve(settings).await;
+    let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
+    TestApp {
+        identity: IdentityAdmin::new(url),
+        database_url,
+        stream_prefix,
+        pool,
+        _shutdown: shutdown,
+    }
+}
+
+/// identity-svc outside development mode, as a deployment runs it; stops when dropped.
+pub struct Production {
+    pub url: String,
+    /// The key it signs staff tokens with (trusted by itself, as `identity-svc`).
+    pub signing_key: SigningKey,
+    _shutdown: DropGuard,
+}
+
+impl Production {
+    pub async fn client(&self) -> IdentityServiceClient<Channel> {
+        IdentityServiceClient::connect(self.url.clone()).await.unwrap()
+    }
+}
+
+/// identity-svc with a real pepper and signing key (development mode off) on `database_url`.
+pub async fn spawn_production(database_url: &str, stream_prefix: &str) -> Production {
+    let (signing_key, private) = SigningKey::generate("identity-1");
+    let mut settings =
+        identity_svc::Settings::local(database_url, &platform::testing::redis_url(), stream_prefix);
+    settings.common.dev_mode = false;
+    settings.api_key_pepper = "a-real-pepper-of-this-deployment".to_owned().into();
+    settings.common.token_signing_key = Some(private);
+    settings.common.token_trusted_keys = Some(
+        serde_json::json!({ "keys": [signing_key.public_jwk(platform::mesh::IDENTITY_SVC)] }).to_string(),
+    );
+    let (url, shutdown) = serve(settings).await;
+    Production {
+        url,
+        signing_key,
+        _shutdown: shutdown,
+    }
+}
+
+/// Builds identity-svc with `settings` and serves it until the guard is dropped: its URL.
+async fn serve(settings: identity_svc::Settings) -> (String, DropGuard) {
     let application = identity_svc::Application::build(settings)
         .await
         .expect("identity-svc builds");
     let url = format!("http://{}", application.local_addr());
     let shutdown = CancellationToken::new();
     tokio::spawn(application.run_until_stopped(shutdown.clone()));
-    let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
-    TestApp {
-        url,
-        database_url,
-        stream_prefix,
-        pool,
-        keys: DevTokens::new(platform::mesh::IDENTITY_SVC),
-        _shutdown: shutdown.drop_guard(),
-    }
+    (url, shutdown.drop_guard())
 }
 
-impl TestApp {
-    pub async fn identity(&self) -> IdentityServiceClient<Channel> {
-        IdentityServiceClient::connect(self.url.clone()).await.unwrap()
-    }
-
-    pub fn staff_token(&self, roles: &[&str]) -> String {
-        self.keys.staff("alice", roles)
-    }
-
-    /// `message` as an operator holding `identity.admin`.
-    pub fn admin<T>(&self, message: T) -> tonic::Request<T> {
-        platform::grpc::outgoing(message, &self.staff_token(&[roles::IDENTITY_ADMIN]))
-    }
-
-    pub async fn create_customer(&self, email: &str) -> pb::Customer {
-        let request = pb::CreateCustomerRequest {
-            name: "Acme Labs".into(),
-            email: email.into(),
-        };
-        self.identity()
-            .await
-            .create_customer(self.admin(request))
-            .await
-            .unwrap()
-            .into_inner()
-            .customer
-            .unwrap()
-    }
-
-    /// A new customer with a key holding `scopes` (spend limit 50,000 cents).
-    pub async fn keyed_customer(&self, scopes: &[&str]) -> KeyedCustomer {
-        let email = format!("{}@acme.example", uuid::Uuid::new_v4().simple());
-        let customer = self.create_customer(&email).await;
-        let request = pb::CreateApiKeyRequest {
-            customer_id: customer.id.clone(),
-            name: "agent".into(),
-            scopes: scopes.iter().map(|scope| (*scope).to_owned()).collect(),
-            spend_limit_cents: Some(50_000),
-        };
-        let created = self
-            .identity()
-            .await
-            .create_api_key(self.admin(request))
-            .await
-            .unwrap()
-            .into_inner();
-        KeyedCustomer {
-            customer_id: customer.id,
-            key: created.key.unwrap(),
-            plaintext: created.plaintext,
-        }
+/// A request for a staff token addressed to `audience` with `roles`, presenting `credential`.
+pub fn issue(credential: &str, audience: &str, roles: &[&str]) -> pb::IssueStaffTokenRequest {
+    pb::IssueStaffTokenRequest {
+        credential: credential.into(),
+        audience: audience.into(),
+        roles: roles.iter().map(|role| (*role).to_owned()).collect(),
     }
 }

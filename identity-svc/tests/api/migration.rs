@@ -36,9 +36,9 @@ async fn the_gateways_identity_tables_move_to_the_identity_schema_with_their_row
             "identity.staff_revocations"
         ]
     );
-    let mut client = service.identity().await;
+    let mut client = service.identity.client().await;
     let customers = client
-        .list_customers(service.admin(pb::ListCustomersRequest {}))
+        .list_customers(service.identity.admin(pb::ListCustomersRequest {}))
         .await
         .unwrap()
         .into_inner()
@@ -49,7 +49,7 @@ async fn the_gateways_identity_tables_move_to_the_identity_schema_with_their_row
             .any(|customer| customer.id == customer_id.to_string())
     );
     // The moved tables take new rows as before (the key's foreign key moved with them).
-    service.keyed_customer(&["orders:read"]).await;
+    service.identity.keyed_customer(&["orders:read"]).await;
 }
 
 #[tokio::test]

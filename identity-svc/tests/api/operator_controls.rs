@@ -3,13 +3,15 @@
 //! development operator's exemption exists in development mode only, and disabling an operator
 //! or rotating its credential revokes the staff tokens already issued.
 
-use crate::helpers::{TestApp, spawn_app};
+use crate::helpers::{TestApp, spawn_app, spawn_production};
 use identity_svc::domain::operator::DEV_OPERATOR_CREDENTIAL;
 use platform::principal::{Principal, roles};
 use platform::tokens::testing::operator_id;
-use platform::tokens::{STAFF_TOKEN_TTL, SigningKey, TokenIssuer};
+use platform::tokens::{STAFF_TOKEN_TTL, TokenIssuer};
 use proto::identity as pb;
+use proto::identity::identity_service_client::IdentityServiceClient;
 use tonic::Code;
+use tonic::transport::Channel;
 
 fn create(name: &str, roles: &str) -> pb::CreateOperatorRequest {
     pb::CreateOperatorRequest {
@@ -22,22 +24,29 @@ fn approve(name: &str) -> pb::ApproveOperatorRequest {
     pb::ApproveOperatorRequest { name: name.into() }
 }
 
+/// A request for a staff token addressed to identity-svc itself.
 fn issue(credential: &str, roles: &[&str]) -> pb::IssueStaffTokenRequest {
-    pb::IssueStaffTokenRequest {
-        credential: credential.into(),
-        audience: platform::mesh::IDENTITY_SVC.into(),
-        roles: roles.iter().map(|role| (*role).to_owned()).collect(),
-    }
+    crate::helpers::issue(credential, platform::mesh::IDENTITY_SVC, roles)
 }
 
 /// A request to the identity API as the admin `name` (id derived from the name).
 fn as_admin<T>(app: &TestApp, name: &str, message: T) -> tonic::Request<T> {
-    platform::grpc::outgoing(message, &app.keys.staff(name, &[roles::IDENTITY_ADMIN]))
+    platform::grpc::outgoing(message, &app.identity.keys.staff(name, &[roles::IDENTITY_ADMIN]))
+}
+
+/// A staff token addressed to identity-svc holding `identity.admin`, issued for `credential`.
+async fn admin_token(client: &mut IdentityServiceClient<Channel>, credential: &str) -> String {
+    client
+        .issue_staff_token(issue(credential, &[roles::IDENTITY_ADMIN]))
+        .await
+        .unwrap()
+        .into_inner()
+        .token
 }
 
 /// An admin registered by alice and approved by bob; returns its credential.
 async fn approved_admin(app: &TestApp, name: &str) -> String {
-    let mut client = app.identity().await;
+    let mut client = app.identity.client().await;
     client
         .create_operator(as_admin(app, "alice", create(name, "identity.admin")))
         .await
@@ -53,16 +62,16 @@ async fn approved_admin(app: &TestApp, name: &str) -> String {
 #[tokio::test]
 async fn an_admin_cannot_hold_lab_roles_so_no_admin_gives_itself_one() {
     let app = spawn_app().await;
-    let mut client = app.identity().await;
+    let mut client = app.identity.client().await;
     let mixed = client
-        .create_operator(app.admin(create("mallory", "identity.admin,lab.qa")))
+        .create_operator(app.identity.admin(create("mallory", "identity.admin,lab.qa")))
         .await
         .unwrap_err();
     assert_eq!(mixed.code(), Code::InvalidArgument);
     assert!(mixed.message().contains("identity.admin"), "{mixed:?}");
     // `all` is every role but the lab roles.
     let everything = client
-        .create_operator(app.admin(create("root2", "all")))
+        .create_operator(app.identity.admin(create("root2", "all")))
         .await
         .unwrap()
         .into_inner()
@@ -94,7 +103,7 @@ async fn an_admin_cannot_hold_lab_roles_so_no_admin_gives_itself_one() {
 #[tokio::test]
 async fn a_qa_officer_waits_for_a_second_admin_who_receives_the_credential_once() {
     let app = spawn_app().await;
-    let mut client = app.identity().await;
+    let mut client = app.identity.client().await;
     let requested = client
         .create_operator(as_admin(&app, "alice", create("quinn", "lab.qa")))
         .await
@@ -113,7 +122,8 @@ async fn a_qa_officer_waits_for_a_second_admin_who_receives_the_credential_once(
     for name in ["alice", "bob"] {
         let own = platform::grpc::outgoing(
             approve("quinn"),
-            &app.keys
+            &app.identity
+                .keys
                 .staff_with_id(name, operator_id("alice"), &[roles::IDENTITY_ADMIN]),
         );
         let refused = client.approve_operator(own).await.unwrap_err();
@@ -168,7 +178,7 @@ async fn a_qa_officer_waits_for_a_second_admin_who_receives_the_credential_once(
 #[tokio::test]
 async fn only_the_development_operator_in_development_mode_registers_a_qa_officer_at_once() {
     let app = spawn_app().await;
-    let mut client = app.identity().await;
+    let mut client = app.identity.client().await;
     let token = client
         .issue_staff_token(issue(DEV_OPERATOR_CREDENTIAL, &[roles::IDENTITY_ADMIN]))
         .await
@@ -184,38 +194,21 @@ async fn only_the_development_operator_in_development_mode_registers_a_qa_office
     assert!(created.credential.starts_with("lab_op_"));
 
     // Outside development mode, a token naming the development operator changes nothing.
-    let (key, private) = SigningKey::generate("identity-1");
-    let mut settings = identity_svc::Settings::local(
-        &platform::testing::fresh_database().await,
-        &platform::testing::redis_url(),
-        &app.stream_prefix,
-    );
-    settings.common.dev_mode = false;
-    settings.api_key_pepper = "a-real-pepper-of-this-deployment".to_owned().into();
-    settings.common.token_signing_key = Some(private);
-    settings.common.token_trusted_keys =
-        Some(serde_json::json!({ "keys": [key.public_jwk(platform::mesh::IDENTITY_SVC)] }).to_string());
-    let production = identity_svc::Application::build(settings)
-        .await
-        .expect("identity-svc builds with real secrets");
-    let production_url = format!("http://{}", production.local_addr());
-    let stop = tokio_util::sync::CancellationToken::new();
-    tokio::spawn(production.run_until_stopped(stop.clone()));
-    let _stop = stop.drop_guard();
+    let production = spawn_production(&platform::testing::fresh_database().await, &app.stream_prefix).await;
     let principal = Principal::staff(
         "dev-operator",
         uuid::Uuid::now_v7(),
         None,
         vec![roles::IDENTITY_ADMIN.into()],
     );
-    let token = TokenIssuer::new(platform::mesh::IDENTITY_SVC, key).mint(
+    let token = TokenIssuer::new(platform::mesh::IDENTITY_SVC, production.signing_key.clone()).mint(
         &principal,
         platform::mesh::IDENTITY_SVC,
         STAFF_TOKEN_TTL,
     );
-    let created = proto::identity::identity_service_client::IdentityServiceClient::connect(production_url)
+    let created = production
+        .client()
         .await
-        .unwrap()
         .create_operator(platform::grpc::outgoing(create("qa-demo", "lab.qa"), &token))
         .await
         .unwrap()
@@ -227,49 +220,32 @@ async fn only_the_development_operator_in_development_mode_registers_a_qa_office
 #[tokio::test]
 async fn disabling_an_operator_or_rotating_its_credential_revokes_the_tokens_already_issued() {
     let app = spawn_app().await;
-    let mut client = app.identity().await;
+    let mut client = app.identity.client().await;
     let list = |token: &str| platform::grpc::outgoing(pb::ListOperatorsRequest {}, token);
 
     let dora = approved_admin(&app, "dora").await;
-    let first = client
-        .issue_staff_token(issue(&dora, &[roles::IDENTITY_ADMIN]))
-        .await
-        .unwrap()
-        .into_inner()
-        .token;
+    let first = admin_token(&mut client, &dora).await;
     assert!(client.list_operators(list(&first)).await.is_ok());
-    let rotated = client
-        .rotate_operator_credential(app.admin(pb::RotateOperatorCredentialRequest { name: "dora".into() }))
-        .await
-        .unwrap()
-        .into_inner()
-        .credential;
+    let rotated = app.rotate_credential("dora").await;
     let refused = client.list_operators(list(&first)).await.unwrap_err();
     assert_eq!(
         refused.code(),
         Code::Unauthenticated,
         "the old credential's token"
     );
-    let second = client
-        .issue_staff_token(issue(&rotated, &[roles::IDENTITY_ADMIN]))
-        .await
-        .unwrap()
-        .into_inner()
-        .token;
+    let second = admin_token(&mut client, &rotated).await;
     assert!(
         client.list_operators(list(&second)).await.is_ok(),
         "a token of the new credential, issued in the same second"
     );
 
     let erin = approved_admin(&app, "erin").await;
-    let erins = client
-        .issue_staff_token(issue(&erin, &[roles::IDENTITY_ADMIN]))
-        .await
-        .unwrap()
-        .into_inner()
-        .token;
+    let erins = admin_token(&mut client, &erin).await;
     client
-        .disable_operator(app.admin(pb::DisableOperatorRequest { name: "dora".into() }))
+        .disable_operator(
+            app.identity
+                .admin(pb::DisableOperatorRequest { name: "dora".into() }),
+        )
         .await
         .unwrap();
     let disabled = client.list_operators(list(&second)).await.unwrap_err();

@@ -2,19 +2,11 @@
 //! to one service with only the roles a command needs; the audit trail names them; development
 //! secrets are refused outside development mode.
 
-use crate::helpers::spawn_app;
+use crate::helpers::{issue, spawn_app, spawn_production};
 use identity_svc::domain::operator::DEV_OPERATOR_CREDENTIAL;
 use platform::principal::{PrincipalKind, roles};
 use platform::tokens::{SigningKey, TokenVerifier, TrustedKeys};
 use proto::identity as pb;
-
-fn issue(credential: &str, audience: &str, roles: &[&str]) -> pb::IssueStaffTokenRequest {
-    pb::IssueStaffTokenRequest {
-        credential: credential.into(),
-        audience: audience.into(),
-        roles: roles.iter().map(|role| (*role).to_owned()).collect(),
-    }
-}
 
 async fn create_operator(app: &crate::helpers::TestApp, name: &str, roles: &str) -> String {
     let message = pb::CreateOperatorRequest {
@@ -22,9 +14,10 @@ async fn create_operator(app: &crate::helpers::TestApp, name: &str, roles: &str)
         roles: roles.split(',').map(str::to_owned).collect(),
     };
     let created = app
-        .identity()
+        .identity
+        .client()
         .await
-        .create_operator(app.admin(message))
+        .create_operator(app.identity.admin(message))
         .await
         .unwrap()
         .into_inner();
@@ -42,7 +35,8 @@ async fn an_operator_gets_a_token_for_one_service_carrying_only_the_roles_asked_
     let credential = create_operator(&app, "bob", "payments.admin,webhooks.admin").await;
     assert!(credential.starts_with("lab_op_"));
     let issued = app
-        .identity()
+        .identity
+        .client()
         .await
         .issue_staff_token(issue(&credential, "payments-svc", &[roles::PAYMENTS_ADMIN]))
         .await
@@ -73,7 +67,7 @@ async fn an_operator_gets_a_token_for_one_service_carrying_only_the_roles_asked_
 async fn a_role_the_operator_lacks_a_wrong_credential_and_a_disabled_operator_get_no_token() {
     let app = spawn_app().await;
     let credential = create_operator(&app, "carol", "catalog.admin").await;
-    let mut client = app.identity().await;
+    let mut client = app.identity.client().await;
     let lacking = client
         .issue_staff_token(issue(&credential, "payments-svc", &[roles::PAYMENTS_ADMIN]))
         .await
@@ -94,12 +88,7 @@ async fn a_role_the_operator_lacks_a_wrong_credential_and_a_disabled_operator_ge
         .unwrap_err();
     assert_eq!(unknown_audience.code(), tonic::Code::InvalidArgument);
 
-    let rotated = client
-        .rotate_operator_credential(app.admin(pb::RotateOperatorCredentialRequest { name: "carol".into() }))
-        .await
-        .unwrap()
-        .into_inner()
-        .credential;
+    let rotated = app.rotate_credential("carol").await;
     let old = client
         .issue_staff_token(issue(&credential, "catalog-svc", &[roles::CATALOG_ADMIN]))
         .await
@@ -112,7 +101,10 @@ async fn a_role_the_operator_lacks_a_wrong_credential_and_a_disabled_operator_ge
             .is_ok()
     );
     client
-        .disable_operator(app.admin(pb::DisableOperatorRequest { name: "carol".into() }))
+        .disable_operator(
+            app.identity
+                .admin(pb::DisableOperatorRequest { name: "carol".into() }),
+        )
         .await
         .unwrap();
     let disabled = client
@@ -125,13 +117,13 @@ async fn a_role_the_operator_lacks_a_wrong_credential_and_a_disabled_operator_ge
 #[tokio::test]
 async fn keys_and_customers_record_the_operator_who_created_or_revoked_them() {
     let app = spawn_app().await;
-    let customer = app.keyed_customer(&["orders:read"]).await;
-    let mut client = app.identity().await;
+    let customer = app.identity.keyed_customer(&["orders:read"]).await;
+    let mut client = app.identity.client().await;
     let revoke = platform::grpc::outgoing(
         pb::RevokeApiKeyRequest {
             key: customer.key.id.clone(),
         },
-        &app.keys.staff("dave", &[roles::IDENTITY_ADMIN]),
+        &app.identity.keys.staff("dave", &[roles::IDENTITY_ADMIN]),
     );
     client.revoke_api_key(revoke).await.unwrap();
     let (created_by, revoked_by): (Option<String>, Option<String>) =
@@ -157,7 +149,8 @@ async fn keys_and_customers_record_the_operator_who_created_or_revoked_them() {
 async fn the_development_operator_works_in_development_mode_only() {
     let app = spawn_app().await;
     let issued = app
-        .identity()
+        .identity
+        .client()
         .await
         .issue_staff_token(issue(
             DEV_OPERATOR_CREDENTIAL,
@@ -171,27 +164,10 @@ async fn the_development_operator_works_in_development_mode_only() {
 
     // A deployment outside development mode (real keys and pepper) refuses the published
     // credential before looking it up, even where a development run left its row behind.
-    let (key, private) = SigningKey::generate("identity-1");
-    let mut settings = identity_svc::Settings::local(
-        &app.database_url,
-        &platform::testing::redis_url(),
-        &app.stream_prefix,
-    );
-    settings.common.dev_mode = false;
-    settings.api_key_pepper = "a-real-pepper-of-this-deployment".to_owned().into();
-    settings.common.token_signing_key = Some(private);
-    settings.common.token_trusted_keys =
-        Some(serde_json::json!({ "keys": [key.public_jwk(platform::mesh::IDENTITY_SVC)] }).to_string());
-    let production = identity_svc::Application::build(settings)
+    let production = spawn_production(&app.database_url, &app.stream_prefix).await;
+    let refused = production
+        .client()
         .await
-        .expect("identity-svc builds with real secrets");
-    let production_url = format!("http://{}", production.local_addr());
-    let stop = tokio_util::sync::CancellationToken::new();
-    tokio::spawn(production.run_until_stopped(stop.clone()));
-    let _stop = stop.drop_guard();
-    let refused = proto::identity::identity_service_client::IdentityServiceClient::connect(production_url)
-        .await
-        .unwrap()
         .issue_staff_token(issue(
             DEV_OPERATOR_CREDENTIAL,
             "catalog-svc",

@@ -11,10 +11,10 @@ fn verify(token: &str, key: &str) -> tonic::Request<pb::VerifyApiKeyRequest> {
 #[tokio::test]
 async fn a_presented_key_is_valid_unknown_wrong_or_revoked_and_only_the_gateway_may_ask() {
     let service = spawn_app().await;
-    let mut client = service.identity().await;
-    let customer = service.keyed_customer(&["orders:read"]).await;
+    let mut client = service.identity.client().await;
+    let customer = service.identity.keyed_customer(&["orders:read"]).await;
     let (key, plaintext) = (customer.key, customer.plaintext);
-    let gateway = service.keys.mint_service(platform::mesh::GATEWAY, None);
+    let gateway = service.identity.keys.mint_service(platform::mesh::GATEWAY, None);
 
     let answer = client
         .verify_api_key(verify(&gateway, &plaintext))
@@ -29,7 +29,11 @@ async fn a_presented_key_is_valid_unknown_wrong_or_revoked_and_only_the_gateway_
             verified.customer_id.as_str(),
             verified.spend_limit_cents
         ),
-        (key.id.as_str(), key.customer_id.as_str(), Some(50_000))
+        (
+            key.id.as_str(),
+            key.customer_id.as_str(),
+            Some(platform::testing::identity::KEYED_CUSTOMER_SPEND_LIMIT_CENTS)
+        )
     );
     assert_eq!(verified.scopes, vec!["orders:read"]);
 
@@ -56,10 +60,13 @@ async fn a_presented_key_is_valid_unknown_wrong_or_revoked_and_only_the_gateway_
     // Another service, an operator and anyone without a token are refused.
     for refused in [
         verify(
-            &service.keys.mint_service(platform::mesh::SHIPPING_SVC, None),
+            &service
+                .identity
+                .keys
+                .mint_service(platform::mesh::SHIPPING_SVC, None),
             &plaintext,
         ),
-        service.admin(pb::VerifyApiKeyRequest {
+        service.identity.admin(pb::VerifyApiKeyRequest {
             key: plaintext.clone(),
         }),
     ] {
@@ -75,7 +82,7 @@ async fn a_presented_key_is_valid_unknown_wrong_or_revoked_and_only_the_gateway_
     assert_eq!(anonymous.code(), tonic::Code::Unauthenticated);
 
     client
-        .revoke_api_key(service.admin(pb::RevokeApiKeyRequest { key: key.id }))
+        .revoke_api_key(service.identity.admin(pb::RevokeApiKeyRequest { key: key.id }))
         .await
         .unwrap();
     let answer = client
@@ -87,10 +94,10 @@ async fn a_presented_key_is_valid_unknown_wrong_or_revoked_and_only_the_gateway_
 }
 
 #[tokio::test]
-async fn a_revocation_is_announced_on_the_gateways_channel() {
+async fn a_revocation_is_announced_on_the_channel_every_gateway_subscribes_to() {
     use futures::StreamExt;
     let service = spawn_app().await;
-    let key = service.keyed_customer(&["orders:read"]).await.key;
+    let key = service.identity.keyed_customer(&["orders:read"]).await.key;
     let redis = redis::Client::open(platform::testing::redis_url()).unwrap();
     let mut pubsub = redis.get_async_pubsub().await.unwrap();
     pubsub
@@ -98,9 +105,10 @@ async fn a_revocation_is_announced_on_the_gateways_channel() {
         .await
         .unwrap();
     service
-        .identity()
+        .identity
+        .client()
         .await
-        .revoke_api_key(service.admin(pb::RevokeApiKeyRequest {
+        .revoke_api_key(service.identity.admin(pb::RevokeApiKeyRequest {
             key: key.public_id.clone(),
         }))
         .await

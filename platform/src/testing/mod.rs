@@ -1,6 +1,7 @@
 //! Test utilities (feature `testing`): fresh databases, unique stream prefixes, polling for what
 //! must happen ([`wait_for`]) and for what must not ([`holds_for`], [`nothing_more_arrives`]),
-//! and reading a schema's outbox and a stream's entries ([`events`]).
+//! reading a schema's outbox and a stream's entries ([`events`]), and identity-svc's API as a
+//! test's admin calls it ([`identity`]: customers and API keys).
 //!
 //! Tests run against the real PostgreSQL and Redis named by `TEST_DATABASE_URL` (an admin URL,
 //! default `postgres://postgres@127.0.0.1:5432/postgres`) and `TEST_REDIS_URL` (default
@@ -8,6 +9,7 @@
 //! to let something happen or to prove that it does not: it polls.
 
 pub mod events;
+pub mod identity;
 pub mod pki;
 
 use sqlx::{AssertSqlSafe, Connection, PgConnection};

@@ -1,23 +1,24 @@
 //! The operator revocation list: the staff tokens that stop working before they expire.
 //!
-//! The gateway owns operators. Disabling one revokes its id; rotating a credential revokes the
-//! old credential's public id. The gateway records each revocation in its database, writes it
-//! to the Redis hash `<prefix>:gateway:staff-revocations` (field `operator:<uuid>` or
+//! identity-svc owns operators. Disabling one revokes its id; rotating a credential revokes the
+//! old credential's public id. identity-svc records each revocation in its database, writes it
+//! to the Redis hash `<prefix>:identity:staff-revocations` (field `operator:<uuid>` or
 //! `credential:<public-id>`, value the unix second of the revocation) and publishes
 //! `<field> <second>` on the channel of the same name. Every process that verifies staff tokens
-//! keeps a copy ([`StaffRevocations`], attached to its `TokenVerifier`): in each service, a
-//! [`Watcher`] fills it with the whole hash at start and every [`REFRESH_EVERY`], and with each
-//! published entry as it arrives; the gateway fills its own from its database. A staff token is refused when its operator id or its credential is on the list and
-//! it was issued no later than [`LEEWAY_SECONDS`] after the revocation (clock skew).
+//! keeps a copy ([`StaffRevocations`], attached to its `TokenVerifier`): in each process but
+//! identity-svc, the gateway included, a [`Watcher`] fills it with the whole hash at start and
+//! every [`REFRESH_EVERY`], and with each published entry as it arrives; identity-svc fills its
+//! own from its database. A staff token is refused when its operator id or its credential is on
+//! the list and it was issued no later than [`LEEWAY_SECONDS`] after the revocation (clock skew).
 //!
-//! The bound: a revoked token stops working at once at the gateway that revoked it, within
-//! [`REFRESH_EVERY`] at the other gateway replicas, within about a second at the services
-//! (pub/sub), within [`REFRESH_EVERY`] when a message was lost. The
-//! gateway writes every revocation of the last [`ENTRY_LIFETIME`] from its database to the hash
-//! again every [`REFRESH_EVERY`], so one it could not write at the time (Redis down, Redis
-//! restarted empty) arrives that long after Redis answers again. A process whose copy has not
-//! been read from Redis for [`STALE_AFTER`] refuses every staff token (`service_unavailable`)
-//! until it reads it again: a revoked operator never keeps working through a Redis outage.
+//! The bound: a revoked token stops working at once at the identity-svc replica that revoked it,
+//! within [`REFRESH_EVERY`] at the other identity-svc replicas, within about a second at the
+//! other processes (pub/sub), within [`REFRESH_EVERY`] when a message was lost. identity-svc
+//! writes every revocation of the last [`ENTRY_LIFETIME`] from its database to the hash again
+//! every [`REFRESH_EVERY`], so one it could not write at the time (Redis down, Redis restarted
+//! empty) arrives that long after Redis answers again. A process whose copy has not been read
+//! from Redis for [`STALE_AFTER`] refuses every staff token (`service_unavailable`) until it reads
+//! it again: a revoked operator never keeps working through a Redis outage.
 
 use super::{LEEWAY_SECONDS, STAFF_TOKEN_TTL};
 use crate::error::{ApiError, ErrorCode};
@@ -30,7 +31,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-/// How often every process reads the whole list, and the gateway writes it again.
+/// How often every process reads the whole list, and identity-svc writes it again.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(2);
 /// Age of a process's copy beyond which it refuses every staff token.
 pub const STALE_AFTER: Duration = Duration::from_secs(10);
@@ -40,9 +41,11 @@ pub const ENTRY_LIFETIME: Duration = Duration::from_secs(STAFF_TOKEN_TTL.as_secs
 /// How long one Redis command may take.
 const REDIS_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// The Redis hash, and the pub/sub channel, of a deployment's staff revocations.
+/// The Redis hash, and the pub/sub channel, of a deployment's staff revocations: under
+/// `<prefix>:identity:`, the namespace of identity-svc, their only writer (the gateway's Redis
+/// user may write its own `<prefix>:gateway:*` keys, and must not be able to edit this list).
 pub fn key(stream_prefix: &str) -> String {
-    format!("{stream_prefix}:gateway:staff-revocations")
+    format!("{stream_prefix}:identity:staff-revocations")
 }
 
 /// What a revocation names.
@@ -183,7 +186,7 @@ impl StaffRevocations {
     }
 }
 
-/// Writes `revocations` to the hash and publishes each one (the gateway): HSET, then PUBLISH.
+/// Writes `revocations` to the hash and publishes each one (identity-svc): HSET, then PUBLISH.
 pub async fn publish(
     redis: &mut (impl redis::aio::ConnectionLike + Send),
     stream_prefix: &str,
@@ -208,7 +211,7 @@ pub async fn publish(
     Ok(())
 }
 
-/// Writes the whole list again (the gateway, from its database) and deletes the fields that no
+/// Writes the whole list again (identity-svc, from its database) and deletes the fields that no
 /// longer matter.
 pub async fn rewrite(
     redis: &mut (impl redis::aio::ConnectionLike + Send),

@@ -372,7 +372,7 @@ async fn qa_approval_by_the_analyst_who_entered_the_results_is_refused() {
 }
 
 #[tokio::test]
-async fn four_eyes_compares_the_operator_ids_the_gateway_puts_in_staff_tokens_not_names() {
+async fn four_eyes_compares_the_operator_ids_identity_svc_puts_in_staff_tokens_not_names() {
     let sandbox = Sandbox::start().await;
     let agent = sandbox.customer("Operator Ids", "all").await;
     let (order_id, _, _) = bank_order(&sandbox, &agent, "ids-order-0001").await;
@@ -393,8 +393,8 @@ async fn four_eyes_compares_the_operator_ids_the_gateway_puts_in_staff_tokens_no
     };
     let (ana, quinn) = (id_of("ana"), id_of("quinn"));
 
-    // The analyst's operator id under the QA officer's name (a renamed operator), signed as the
-    // gateway signs in development mode: still the analyst.
+    // The analyst's operator id under the QA officer's name (a renamed operator), signed as
+    // identity-svc signs in development mode: still the analyst.
     let renamed =
         platform::tokens::testing::DevTokens::new("results-svc").staff_with_id("quinn", ana, &["lab.qa"]);
     let mut results = proto::results::results_service_client::ResultsServiceClient::connect(

@@ -270,22 +270,27 @@ async fn the_mesh_works_with_each_process_as_its_own_redis_user_and_redis_refuse
         "orders-svc deleting another stream",
         orders.del::<_, i64>("lab:events:payments").await,
     );
-    // Services read the staff-token revocations identity-svc writes, and cannot write them.
-    let _: std::collections::HashMap<String, String> =
-        orders.hgetall("lab:gateway:staff-revocations").await.unwrap();
-    refused(
-        "orders-svc writing a staff-token revocation",
-        orders
-            .hset::<_, _, _, i64>("lab:gateway:staff-revocations", "operator:x", "1")
-            .await,
-    );
-    refused(
-        "orders-svc publishing a staff-token revocation",
-        orders
-            .publish::<_, _, i64>("lab:gateway:staff-revocations", "operator:x 1")
-            .await,
-    );
+    // Services and the gateway read the staff-token revocations identity-svc writes, and cannot
+    // write them; identity-svc's announcements live under its own `lab:identity:`.
+    let staff_revocations = platform::tokens::revocations::key("lab");
+    let key_revocations = platform::streams::key_revocation_channel("lab");
     let mut gateway = acl.connect("gateway").await;
+    for (process, connection) in [("orders-svc", &mut orders), ("the gateway", &mut gateway)] {
+        let _: std::collections::HashMap<String, String> =
+            connection.hgetall(&staff_revocations).await.unwrap();
+        refused(
+            &format!("{process} writing a staff-token revocation"),
+            connection
+                .hset::<_, _, _, i64>(&staff_revocations, "operator:x", "1")
+                .await,
+        );
+        refused(
+            &format!("{process} publishing a staff-token revocation"),
+            connection
+                .publish::<_, _, i64>(&staff_revocations, "operator:x 1")
+                .await,
+        );
+    }
     refused(
         "the gateway writing a stream",
         gateway
@@ -299,13 +304,16 @@ async fn the_mesh_works_with_each_process_as_its_own_redis_user_and_redis_refuse
     let (): () = gateway.set("lab:gateway:probe", "1").await.unwrap();
     refused(
         "the gateway announcing a key revocation",
-        gateway
-            .publish::<_, _, i64>("lab:gateway:key-revocations", "key-id")
-            .await,
+        gateway.publish::<_, _, i64>(&key_revocations, "key-id").await,
     );
     let mut identity = acl.connect("identity-svc").await;
+    let _: i64 = identity.publish(&key_revocations, "key-id").await.unwrap();
     let _: i64 = identity
-        .publish("lab:gateway:key-revocations", "key-id")
+        .hset(&staff_revocations, "operator:x", "1")
+        .await
+        .unwrap();
+    let _: i64 = identity
+        .publish(&staff_revocations, "operator:x 1")
         .await
         .unwrap();
     refused(

@@ -1,11 +1,13 @@
-//! Scaling proven: the mesh as separate processes with two replicas of orders-svc, payments-svc
-//! and webhooks-svc takes 500 orders with their bank payments and webhooks while one replica of
-//! each is killed (`SIGKILL`, no drain) and started again. Clients retry as the docs tell them
-//! (same `Idempotency-Key`, same bank reference); in the end every order, invoice, payment,
-//! event and delivery exists exactly once, every delivery reached the receiver, and the OTLP
-//! receiver holds one trace per HTTP request.
+//! Scaling proven: the mesh as separate processes with two replicas of identity-svc, orders-svc,
+//! payments-svc and webhooks-svc takes 500 orders with their bank payments and webhooks while
+//! one replica of each is killed (`SIGKILL`, no drain), orders go on through the survivors (the
+//! gateway verifies the driver's key through its cache or the other identity-svc replica), and
+//! the killed replicas are started again. Clients retry as the docs tell them (same
+//! `Idempotency-Key`, same bank reference); in the end every order, invoice, payment, event and
+//! delivery exists exactly once, every delivery reached the receiver, and the OTLP receiver
+//! holds one trace per HTTP request.
 
-use crate::support::{assert_order_views_fresh, order_body};
+use crate::support::{assert_order_views_fresh, order_body, quote_body, two_tests};
 use crate::traces::{subscribe, traced_plan};
 use chrono::{DateTime, Utc};
 use platform::test_receiver::TestReceiver;
@@ -20,7 +22,9 @@ use tests::{Customer, Sandbox};
 const ORDERS: usize = 500;
 const WORKERS: usize = 8;
 const EVENTS: [&str; 3] = ["order.created", "invoice.created", "payment.confirmed"];
-const SCALED: [&str; 3] = ["orders-svc", "payments-svc", "webhooks-svc"];
+const SCALED: [&str; 4] = ["identity-svc", "orders-svc", "payments-svc", "webhooks-svc"];
+/// Orders completed while a replica of each scaled service is down, before it starts again.
+const DURING_OUTAGE: usize = 10;
 
 /// What the driver saw of one order.
 #[derive(Clone, Debug)]
@@ -55,12 +59,25 @@ fn retryable(status: u16, body: &Value) -> bool {
         || status == 429
 }
 
-async fn place(sandbox: &Sandbox, customer: &Customer, index: usize, posts: &AtomicUsize) -> Placed {
-    // catalog-svc and the gateway run one replica each and are never killed.
-    let quote = crate::support::quote(sandbox, customer, &["BPC-157"]).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+async fn place(
+    sandbox: &Sandbox,
+    customer: &Customer,
+    quote_body: &Value,
+    index: usize,
+    posts: &AtomicUsize,
+) -> Placed {
+    // catalog-svc and the gateway run one replica each and are never killed, but the gateway may
+    // fail to verify the key while an identity-svc replica dies (a quote it then makes without
+    // answering is never used).
+    let quote = retry("a quote", || async {
+        let answer = sandbox.post(&customer.key, "/quotes", quote_body, &[]).await;
+        match answer.status {
+            201 => Ok(answer.body["data"]["quote"]["id"].as_str().unwrap().to_owned()),
+            status if retryable(status, &answer.body) => Err(format!("{status} {}", answer.body)),
+            status => panic!("quote {index}: {status} {}", answer.body),
+        }
+    })
+    .await;
     retry("an order", || async {
         posts.fetch_add(1, Ordering::Relaxed);
         let answer = sandbox
@@ -136,10 +153,14 @@ async fn five_hundred_orders_happen_exactly_once_while_a_replica_of_each_scaled_
         .env("WEBHOOKS_CONSUMER_RECLAIM_IDLE_MS", "3000")
         .env("WEBHOOKS_REQUEST_TIMEOUT_MS", "2000")
         .env("WEBHOOKS_DELIVERY_LEASE_MS", "5000")
-        .env("WEBHOOKS_RETRY_SCHEDULE_MS", "500,1000,2000,4000,8000");
+        .env("WEBHOOKS_RETRY_SCHEDULE_MS", "500,1000,2000,4000,8000")
+        // The gateway asks identity-svc about the driver's key every second rather than every
+        // 5 s, so its lookups meet the outages of identity-svc's replicas.
+        .env("GATEWAY_KEY_CACHE_TTL_MS", "1000");
     let sandbox = Sandbox::start_processes(&plan).await;
     let customer = sandbox.customer("Scale Sam", "all").await;
     subscribe(&sandbox, &customer, &webhooks.url("/sam"), &EVENTS).await;
+    let quote_body = quote_body(&two_tests(&sandbox, &customer, "peptides").await, &["BPC-157"]);
     let database = sqlx::PgPool::connect(&sandbox.database_url).await.unwrap();
 
     let sandbox = Arc::new(sandbox);
@@ -148,9 +169,10 @@ async fn five_hundred_orders_happen_exactly_once_while_a_replica_of_each_scaled_
     let posts = Arc::new(AtomicUsize::new(0));
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..WORKERS {
-        let (sandbox, customer, next, done, posts) = (
+        let (sandbox, customer, quote_body, next, done, posts) = (
             Arc::clone(&sandbox),
             customer.clone(),
+            quote_body.clone(),
             Arc::clone(&next),
             Arc::clone(&done),
             Arc::clone(&posts),
@@ -162,7 +184,7 @@ async fn five_hundred_orders_happen_exactly_once_while_a_replica_of_each_scaled_
                 if index >= ORDERS {
                     return placed;
                 }
-                let order = place(&sandbox, &customer, index, &posts).await;
+                let order = place(&sandbox, &customer, &quote_body, index, &posts).await;
                 pay(&sandbox, &customer, &order, index).await;
                 done.fetch_add(1, Ordering::Relaxed);
                 placed.push((index, order));
@@ -171,17 +193,22 @@ async fn five_hundred_orders_happen_exactly_once_while_a_replica_of_each_scaled_
     }
 
     // The chaos: at 100 and 300 orders done, kill replica 0, then replica 1, of each scaled
-    // service; start each again two seconds later.
+    // service; start each again once the survivors have completed DURING_OUTAGE more orders.
     let mut kills: Vec<DateTime<Utc>> = Vec::new();
+    let orders_done = |count: usize| {
+        let done = Arc::clone(&done);
+        async move { (done.load(Ordering::Relaxed) >= count).then_some(()) }
+    };
     for (threshold, replica) in [(100, 0), (300, 1)] {
-        while done.load(Ordering::Relaxed) < threshold {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let what = format!("{threshold} orders to be done");
+        platform::testing::wait_for(&what, Duration::from_secs(600), || orders_done(threshold)).await;
         for service in SCALED {
             sandbox.processes().kill(service, replica).await;
         }
         kills.push(Utc::now());
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        let during = done.load(Ordering::Relaxed) + DURING_OUTAGE;
+        let what = format!("{DURING_OUTAGE} orders to be done by the surviving replicas");
+        platform::testing::wait_for(&what, Duration::from_secs(120), || orders_done(during)).await;
         for service in SCALED {
             sandbox.processes().restart(service, replica).await;
         }

@@ -30,14 +30,19 @@ pub async fn two_tests(sandbox: &Sandbox, customer: &Customer, category: &str) -
     tests
 }
 
-/// Creates a quote for `compounds` with two tests of the peptides category.
-pub async fn quote(sandbox: &Sandbox, customer: &Customer, compounds: &[&str]) -> Value {
-    let tests = two_tests(sandbox, customer, "peptides").await;
-    let body = json!({
+/// The body of a quote for `compounds` with `tests` (of [`two_tests`]) of the peptides category.
+pub fn quote_body(tests: &[(String, i64)], compounds: &[&str]) -> Value {
+    json!({
         "categoryId": "peptides",
         "compoundNames": compounds,
         "testIds": tests.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>(),
-    });
+    })
+}
+
+/// Creates a quote for `compounds` with two tests of the peptides category.
+pub async fn quote(sandbox: &Sandbox, customer: &Customer, compounds: &[&str]) -> Value {
+    let tests = two_tests(sandbox, customer, "peptides").await;
+    let body = quote_body(&tests, compounds);
     let answer = sandbox.post(&customer.key, "/quotes", &body, &[]).await;
     assert_eq!(answer.status, 201, "{:?}", answer.body);
     answer.body["data"]["quote"].clone()
