@@ -3,7 +3,7 @@
 //! (service tokens); every other rpc needs a staff token with `identity.admin` ([`ACCESS`],
 //! enforced by the platform's access layer) and records the operator who called.
 
-use crate::domain::customer::{self, ApiKey, Customer, KeyRef, NewApiKey, NewCustomer};
+use crate::domain::customer::{ApiKey, Customer, KeyRef, NewApiKey, NewCustomer};
 use crate::domain::operator::Operator;
 use crate::service::{IdentityService, Verification};
 use crate::staff::StaffService;
