@@ -184,12 +184,8 @@ impl OrderDocument {
 
     /// The JSON body in its three pieces (envelope head, order, envelope tail), which joined
     /// are [`OrderDocument::into_json`].
-    pub fn pieces(&self) -> [&[u8]; 3] {
-        [
-            Self::HEAD.as_bytes(),
-            self.order.as_bytes(),
-            Self::TAIL.as_bytes(),
-        ]
+    pub fn pieces(&self) -> [&str; 3] {
+        [Self::HEAD, &self.order, Self::TAIL]
     }
 
     /// The JSON body.

@@ -23,15 +23,15 @@ pub struct Output {
 /// The REST body of a tool's answer: serialized here, or the order as orders-svc rendered it
 /// (kept in pieces, so that the answer is the one copy of it).
 pub enum Json {
-    Serialized(Vec<u8>),
+    Serialized(String),
     Order(operations::OrderDocument),
 }
 
 impl Json {
-    /// The body's bytes in pieces that joined are the JSON text.
-    pub fn pieces(&self) -> [&[u8]; 3] {
+    /// The body in pieces that joined are the JSON text.
+    pub fn pieces(&self) -> [&str; 3] {
         match self {
-            Json::Serialized(json) => [json, b"", b""],
+            Json::Serialized(json) => [json, "", ""],
             Json::Order(document) => document.pieces(),
         }
     }
@@ -108,11 +108,8 @@ fn replayable<T: Serialize>(outcome: Replayable<T>) -> Result<Output, ApiError> 
     })
 }
 
-/// The REST body as JSON bytes, written once into a buffer sized for a typical answer (an order
-/// is a few KiB) so that it seldom grows.
-fn serialize(body: &impl Serialize) -> Result<Vec<u8>, ApiError> {
-    let mut json = Vec::with_capacity(4096);
-    serde_json::to_writer(&mut json, body)
-        .map_err(|error| ApiError::internal(format!("serializing a tool result: {error}")))?;
-    Ok(json)
+/// The REST body as JSON text.
+fn serialize(body: &impl Serialize) -> Result<String, ApiError> {
+    serde_json::to_string(body)
+        .map_err(|error| ApiError::internal(format!("serializing a tool result: {error}")))
 }

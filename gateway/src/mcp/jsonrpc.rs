@@ -282,31 +282,21 @@ pub fn error(id: &Value, code: i64, message: &str) -> Vec<u8> {
 /// also return the serialized JSON in a TextContent block, for clients that do not read
 /// structured content), `isError`, and `_meta` with `lab/idempotentReplayed` for a replay. The
 /// answer is written once into one buffer with room for it: the pieces are copied in, then
-/// escaped into the text block by [`json_escape::push_escaped`] (compact JSON only needs `"` and
-/// `\` escaped inside a string: serde_json writes control characters escaped already).
-pub fn tool_result<const N: usize>(
-    id: &Value,
-    pieces: [&[u8]; N],
-    is_error: bool,
-    replayed: bool,
-) -> Vec<u8> {
+/// written again as one JSON string by serde_json (the text block).
+pub fn tool_result<const N: usize>(id: &Value, pieces: [&str; N], is_error: bool, replayed: bool) -> Vec<u8> {
     let length: usize = pieces.iter().map(|piece| piece.len()).sum();
-    let escaped: usize = pieces
-        .iter()
-        .map(|piece| json_escape::room_for(piece.len()))
-        .sum();
-    let mut body = Vec::with_capacity(length + escaped + 160);
+    // The text block escaped is at most twice the JSON (serialized JSON holds no raw control
+    // characters, so only `"` and `\` get a backslash).
+    let mut body = Vec::with_capacity(3 * length + 160);
     body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     let _ = serde_json::to_writer(&mut body, id);
     body.extend_from_slice(b",\"result\":{\"structuredContent\":");
     for piece in pieces {
-        body.extend_from_slice(piece);
+        body.extend_from_slice(piece.as_bytes());
     }
-    body.extend_from_slice(b",\"content\":[{\"type\":\"text\",\"text\":\"");
-    for piece in pieces {
-        json_escape::push_escaped(piece, &mut body);
-    }
-    body.extend_from_slice(b"\"}]");
+    body.extend_from_slice(b",\"content\":[{\"type\":\"text\",\"text\":");
+    let _ = serde_json::to_writer(&mut body, &format_args!("{}", Joined(pieces)));
+    body.extend_from_slice(b"}]");
     body.extend_from_slice(if is_error {
         b",\"isError\":true"
     } else {
@@ -317,6 +307,16 @@ pub fn tool_result<const N: usize>(
     }
     body.extend_from_slice(b"}}");
     body
+}
+
+/// Pieces shown as the one text they make joined: serde_json writes a `Display` value as one
+/// JSON string, escaping each piece as it comes.
+struct Joined<'a, const N: usize>([&'a str; N]);
+
+impl<const N: usize> std::fmt::Display for Joined<'_, N> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.iter().try_for_each(|piece| formatter.write_str(piece))
+    }
 }
 
 fn head(id: &Value) -> Vec<u8> {
@@ -423,7 +423,7 @@ mod tests {
         let order = json!({ "data": { "order": {
             "id": "o\"1", "note": "a\\b\nc\u{1}d é \u{2028}", "lines": [1, 2.5, null, true], "empty": ""
         } } });
-        let structured = serde_json::to_vec(&order).unwrap();
+        let structured = serde_json::to_string(&order).unwrap();
         let answer: Value = serde_json::from_slice(&tool_result(
             &json!(2),
             [&structured[..3], &structured[3..]],
@@ -433,19 +433,14 @@ mod tests {
         .unwrap();
         assert_eq!(answer["result"]["structuredContent"], order);
         let text = answer["result"]["content"][0]["text"].as_str().unwrap();
-        assert_eq!(
-            text.as_bytes(),
-            structured.as_slice(),
-            "the text block is the same JSON"
-        );
+        assert_eq!(text, structured, "the text block is the same JSON");
         assert_eq!(answer["result"]["content"][0]["type"], "text");
         assert_eq!(answer["result"]["isError"], false);
         assert_eq!(
             answer["result"]["_meta"],
             json!({ "lab/idempotentReplayed": true })
         );
-        let answer: Value =
-            serde_json::from_slice(&tool_result(&json!("x"), [b"{}".as_slice()], true, false)).unwrap();
+        let answer: Value = serde_json::from_slice(&tool_result(&json!("x"), ["{}"], true, false)).unwrap();
         assert_eq!(
             answer,
             json!({ "jsonrpc": "2.0", "id": "x", "result": {
@@ -455,39 +450,16 @@ mod tests {
     }
 
     #[test]
-    fn the_text_block_escapes_quotes_and_backslashes_exactly_as_serde_json_does_at_every_length() {
-        // With bytes that differ from a quote only in their high bit: ¢ (C2 A2), Ü (C3 9C),
-        // ܐ (DC 90).
-        let alphabet = [
-            "a", "\"", "\\", "é", "{", ":", "\"\"", "0", "¢", "Ü", "ܐ", "\u{1}",
-        ];
-        let mut state = 0x2545_f491_u32;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            state as usize
-        };
-        for length in 0..100 {
-            for _ in 0..8 {
-                let text: String = (0..length).map(|_| alphabet[next() % alphabet.len()]).collect();
-                // serde_json escapes control characters as well; serialized JSON has none raw.
-                let expected = serde_json::to_string(&text).unwrap().replace("\\u0001", "\u{1}");
-                let mut escaped = b"prefix".to_vec();
-                json_escape::push_escaped(text.as_bytes(), &mut escaped);
-                assert_eq!(
-                    std::str::from_utf8(&escaped).unwrap(),
-                    format!("prefix{}", &expected[1..expected.len() - 1]),
-                    "{text:?}"
-                );
-            }
-        }
-        // Blocks made only of quotes, and none at all.
-        for text in ["\"".repeat(100), "\\".repeat(77), "x".repeat(100)] {
-            let mut escaped = Vec::new();
-            json_escape::push_escaped(text.as_bytes(), &mut escaped);
-            let expected = serde_json::to_string(&text).unwrap();
-            assert_eq!(escaped, expected.as_bytes()[1..expected.len() - 1]);
+    fn the_text_block_is_the_joined_pieces_wherever_they_are_cut() {
+        let json = r#"{"id":"o\"1","note":"a \"quoted\" C:\\path\n\u0001 é ¢ Ü ܐ \u2028","x":[]}"#;
+        for cut in (0..=json.len()).filter(|&cut| json.is_char_boundary(cut)) {
+            let answer = tool_result(&json!(1), [&json[..cut], "", &json[cut..]], false, false);
+            let answer: Value = serde_json::from_slice(&answer).unwrap();
+            assert_eq!(answer["result"]["content"][0]["text"], json, "cut at {cut}");
+            assert_eq!(
+                answer["result"]["structuredContent"],
+                serde_json::from_str::<Value>(json).unwrap()
+            );
         }
     }
 }

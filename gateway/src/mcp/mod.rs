@@ -19,7 +19,6 @@
 //! `GET` and `DELETE` are 405 (the router's method fallback), with or without a key.
 
 pub mod call;
-pub mod fast_call;
 pub mod jsonrpc;
 pub mod schema;
 pub mod tools;
@@ -80,8 +79,8 @@ pub async fn endpoint(State(state): State<AppState>, caller: Caller, request: Re
         Err(rejection) => return rejection.into_response(),
     };
     match read_message(&body, protocol_version.as_ref(), &caller) {
-        // One await of the tool, whichever reader read the call: the handler's future (which
-        // axum moves into a box on every request) holds one tool call, not one per reader.
+        // One await of the tool: the handler's future (which axum moves into a box on every
+        // request) holds one tool call.
         Read::Call { id, name, arguments } => {
             answer(run_tool(&state, &caller, client, &id, &name, arguments).await)
         }
@@ -90,33 +89,19 @@ pub async fn endpoint(State(state): State<AppState>, caller: Caller, request: Re
 }
 
 /// A message read: a tool to call, or the finished answer of anything else.
-enum Read<'a> {
+enum Read {
     Call {
         id: Value,
-        name: Cow<'a, str>,
+        name: String,
         arguments: Map<String, Value>,
     },
     Answered(Response),
 }
 
-/// Reads the message of `body` and answers it, unless it is a `tools/call` whose tool is yet to
-/// run. The common `tools/call` is read in one pass ([`fast_call`]); anything else, and every
-/// refusal, goes through the full reader, which answers the same wherever the one-pass reader
-/// answers.
-fn read_message<'a>(body: &'a [u8], protocol_version: Option<&HeaderValue>, caller: &Caller) -> Read<'a> {
-    if let Some(call) = fast_call::read(body) {
-        if let Err(refusal) = transport::check_protocol_version(protocol_version) {
-            return Read::Answered(refused(&Refusal {
-                id: call.id,
-                ..refusal
-            }));
-        }
-        return Read::Call {
-            id: call.id,
-            name: Cow::Borrowed(call.name),
-            arguments: call.arguments,
-        };
-    }
+/// Reads the message of `body` with the one JSON-RPC reader ([`jsonrpc::parse`], then
+/// [`call_params`] for `tools/call`) and answers it, unless it is a `tools/call` whose tool is
+/// yet to run.
+fn read_message(body: &[u8], protocol_version: Option<&HeaderValue>, caller: &Caller) -> Read {
     let (id, method, params) = match jsonrpc::parse(body) {
         Err(refusal) => return Read::Answered(refused(&refusal)),
         Ok(Message::Notification { .. } | Message::Response) => {
@@ -145,7 +130,7 @@ fn read_message<'a>(body: &'a [u8], protocol_version: Option<&HeaderValue>, call
             Ok((name, arguments)) => {
                 return Read::Call {
                     id,
-                    name: Cow::Owned(name.into_owned()),
+                    name: name.into_owned(),
                     arguments,
                 };
             }
@@ -306,8 +291,8 @@ async fn run_tool(
 
 /// A business error as a tool result: the REST error envelope, as text and structured content.
 fn tool_error(id: &Value, error: &ApiError) -> Vec<u8> {
-    let envelope = serde_json::to_vec(&ErrorEnvelope::from(error)).unwrap_or_default();
-    jsonrpc::tool_result(id, [envelope.as_slice()], true, false)
+    let envelope = serde_json::to_string(&ErrorEnvelope::from(error)).unwrap_or_default();
+    jsonrpc::tool_result(id, [envelope.as_str()], true, false)
 }
 
 /// A JSON-RPC answer with 200.
