@@ -95,7 +95,10 @@ pub mod prelude {
     pub use crate::http::extract::{
         ApiJson, ApiQuery, EndpointId, IdempotencyKey, OptionalApiJson, OptionalIdempotencyKey, Reference,
     };
-    pub use crate::operations::{self, checkout, results, shipping, webhooks};
+    pub use crate::dto::data::{InstrumentDataEnvelope, RawDataEnvelope};
+    pub use crate::dto::export::{CoaExportPage, ExportQuery, InstrumentExportPage};
+    pub use crate::operations::data::ExportKind;
+    pub use crate::operations::{self, checkout, data, results, shipping, webhooks};
 }
 
 /// What an operation may use besides its inputs.
@@ -1059,6 +1062,67 @@ macro_rules! operation_table {
                 },
             }
             {
+                route: get "/orders/{reference}/raw-data",
+                tool: {
+                    name: "svc.order.raw_data.get",
+                    title: "Read an order's raw-data manifest",
+                    annotations: READ,
+                    guard: "",
+                    description: "Reads the manifest of the raw instrument files released by the order's QA-published \
+                            COAs: per file its import and result-set ids, vendor, file name, MIME type, size, server sha256, \
+                            a signed `downloadUrl` (and `nativeBundleUrl`), and provenance (client sha256, parser and \
+                            connector versions, sample and run ids, instrument, acquisition, import and integrity times, the \
+                            COAs that released it). Every URL expires at `expiresAt`, one hour after `generatedAt`: fetch \
+                            the files now, never store the links. A missing order, another customer's, one with \
+                            `publishRawData: false` and one without a published COA are the same not_found. Read-only.",
+                },
+                scope: { access: [RAW_DATA_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// The released instrument-file manifest of an order: every file a published COA released,
+                    /// with a signed download URL (one hour, shared by every URL of the manifest) and release-safe
+                    /// provenance. A missing order, another customer's order, an order with `publishRawData: false`
+                    /// and an order without a published COA all answer the same 404; 503
+                    /// `raw_data_unavailable` when the files cannot be signed now.
+                    handler: get_raw_data,
+                    openapi: (tag = "results", operation_id = "getOrderRawData",
+                        params(("reference" = String, Path, description = "order UUID, ORD-…, INV-… or ACC-…")),
+                        responses((status = 200, description = "the raw-data manifest", body = RawDataEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, reference: Reference| data::get_raw_data(cx.peers, &caller, reference),
+                },
+            }
+            {
+                route: get "/orders/{reference}/instrument-data",
+                tool: {
+                    name: "svc.order.instrument_data.get",
+                    title: "Read the instrument data behind an order's COAs",
+                    annotations: READ,
+                    guard: "",
+                    description: "Reads the structured instrument measurements behind the order's published COAs, one \
+                            run per released file: instrument and method (registry ids), run and sample ids, acquisition \
+                            time, the file (sha256, integrity check, parser, parse status) and its measurements (analyte, \
+                            retention time or m/z, SRM transition, response, reported concentration with unit, LOQ). The \
+                            file's signed `downloadUrl` is given only when the order publishes raw data; it expires at \
+                            `expiresAt` (one hour). Read-only.",
+                },
+                scope: { access: [INSTRUMENTS_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// The structured instrument measurements behind the order's published COAs, one run per
+                    /// released file, with run metadata and integrity checks. File downloads are signed only when
+                    /// the order publishes raw data.
+                    handler: get_order_instrument_data,
+                    openapi: (tag = "results", operation_id = "getOrderInstrumentData",
+                        params(("reference" = String, Path, description = "order UUID, ORD-…, INV-… or ACC-…")),
+                        responses((status = 200, description = "the order's instrument data", body = InstrumentDataEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, reference: Reference| data::get_order_instrument_data(cx.peers, &caller, reference),
+                },
+            }
+            {
                 route: get "/orders/{reference}/custody",
                 tool: {
                     name: "svc.order.custody.get",
@@ -1183,6 +1247,91 @@ macro_rules! operation_table {
                 call: {
                     answer: json,
                     run: |cx, caller: Caller, reference: Reference| results::list_analytes(cx.peers, &caller, reference),
+                },
+            }
+            {
+                route: get "/results/{reference}/instrument-data",
+                tool: {
+                    name: "svc.result.instrument_data.get",
+                    title: "Read the instrument data behind one COA",
+                    annotations: READ,
+                    guard: "",
+                    description: "Reads the structured instrument measurements behind one published COA (the files it \
+                            released and what parsed from each), like svc.order.instrument_data.get for a single COA. \
+                            `reference` is the COA id or an accession number. A retracted COA releases nothing: its runs \
+                            are empty. Read-only.",
+                },
+                scope: { access: [INSTRUMENTS_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// The structured instrument measurements behind one published COA: the files it released and
+                    /// what parsed from each. A retracted COA releases nothing (empty `runs`).
+                    handler: get_result_instrument_data,
+                    openapi: (tag = "results", operation_id = "getResultInstrumentData",
+                        params(("reference" = String, Path, description = "COA id or accession number (ACC-…)")),
+                        responses((status = 200, description = "the COA's instrument data", body = InstrumentDataEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, reference: Reference| data::get_result_instrument_data(cx.peers, &caller, reference),
+                },
+            }
+            {
+                route: get "/export/coas",
+                tool: {
+                    name: "svc.export.coas",
+                    title: "Export published COAs",
+                    annotations: READ,
+                    guard: "",
+                    description: "Bulk export of the customer's published COAs, one row per analyte, in publication order, \
+                            at most 5000 rows a call (`limit` for fewer). When `truncated` is true, call again with `since` = \
+                            `nextSince` (the last `publishedAt` received): no row is lost or repeated, also for rows sharing a \
+                            time or committed late. `nextCursor` appears only when one COA alone exceeds a page. The tool \
+                            answers JSON; CSV is the REST operation's. Read-only.",
+                },
+                scope: { access: [RESULTS_READ], origin: decided, idempotency: none },
+                rest: {
+                    /// Bulk export of every published COA, one row per analyte, in publication order: at most
+                    /// 5000 rows per call; when `truncated` is true, repeat with `since` = the last `publishedAt`
+                    /// (`nextSince`). A page never splits the rows of one publication, and publications are
+                    /// stamped in commit order, so paging neither loses nor repeats a row. `format=csv` streams RFC
+                    /// 4180 CSV (header line first) with the page fields in `X-Export-Truncated`,
+                    /// `X-Export-Next-Since` and `X-Export-Next-Cursor`.
+                    handler: export_coas,
+                    openapi: (tag = "results", operation_id = "exportCoas", params(ExportQuery),
+                        responses((status = 200, description = "one page of COA rows",
+                            content((CoaExportPage = "application/json"), (String = "text/csv"))))),
+                },
+                call: {
+                    answer: export,
+                    run: |cx, caller: Caller, query: ApiQuery<ExportQuery>| data::export(cx.peers, &caller, ExportKind::Coas, query),
+                },
+            }
+            {
+                route: get "/export/instrument-results",
+                tool: {
+                    name: "svc.export.instrument_results",
+                    title: "Export instrument measurements",
+                    annotations: READ,
+                    guard: "",
+                    description: "Bulk export of every instrument measurement released by the customer's published COAs, \
+                            one row per analyte measurement (COA, file, instrument, method, run, retention time or m/z, \
+                            response, reported concentration, LOQ), in publication order, at most 5000 rows a call. When \
+                            `truncated` is true, call again with `since` = `nextSince`; `nextCursor` appears only when one \
+                            COA alone exceeds a page. The tool answers JSON; CSV is the REST operation's. Read-only.",
+                },
+                scope: { access: [INSTRUMENTS_READ], origin: spec, idempotency: none },
+                rest: {
+                    /// Bulk export of every instrument measurement behind published COAs, one row per analyte
+                    /// measurement and releasing COA, in publication order: at most 5000 rows per call, paged by
+                    /// `since` like `GET /export/coas`; `format=csv` streams RFC 4180 CSV.
+                    handler: export_instrument_results,
+                    openapi: (tag = "results", operation_id = "exportInstrumentResults", params(ExportQuery),
+                        responses((status = 200, description = "one page of measurement rows",
+                            content((InstrumentExportPage = "application/json"), (String = "text/csv"))))),
+                },
+                call: {
+                    answer: export,
+                    run: |cx, caller: Caller, query: ApiQuery<ExportQuery>| data::export(cx.peers, &caller, ExportKind::InstrumentResults, query),
                 },
             }
             {

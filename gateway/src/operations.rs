@@ -4,6 +4,7 @@
 //! use cases are in [`webhooks`], payment preparation and the pay page's calls in [`checkout`].
 
 pub mod checkout;
+pub mod data;
 pub mod results;
 pub mod shipping;
 pub mod webhooks;

@@ -55,6 +55,14 @@ pub async fn execute(cli: Cli) -> anyhow::Result<Value> {
             let token = staff_token(connection, mesh::RESULTS_SVC, role).await?;
             crate::lab::results(connection, &token, command).await
         }
+        Command::Data(command) => {
+            let role = match command {
+                crate::DataCommand::Import { .. } => roles::LAB_ANALYST,
+                crate::DataCommand::Imports { .. } => "",
+            };
+            let token = staff_token(connection, mesh::RESULTS_SVC, role).await?;
+            crate::data::execute(connection, &token, command).await
+        }
         Command::Demo { order, qa_credential } => crate::demo::walk(connection, &order, &qa_credential).await,
         Command::Health => {
             // Any operator may look; the token carries no role.

@@ -16,6 +16,7 @@
 
 mod client;
 mod commands;
+mod data;
 mod demo;
 mod health;
 mod lab;
@@ -160,6 +161,10 @@ pub enum Command {
     /// amend (lab.qa); show (any operator).
     #[command(subcommand)]
     Results(ResultsCommand),
+    /// Raw instrument files: import into a sample's result set (lab.analyst), list (any
+    /// operator).
+    #[command(subcommand)]
+    Data(DataCommand),
     /// Walks an order through the lab with plausible results (demo).
     Demo {
         /// Order number (ORD-…) or id.
@@ -176,6 +181,62 @@ pub enum Command {
     /// The gateway's Redis and every peer service's health (identity-svc's among them), as the
     /// gateway sees them.
     Health,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DataCommand {
+    /// Imports a raw instrument file into a result set of a sample: stored as is, parsed into
+    /// measurements where the format is open (mzML, ANDI/AIA netCDF, vendor CSV report; a file
+    /// that does not parse is still stored, with its parse error). labctl sends the file's
+    /// sha256; the import is integrity-verified when results-svc computes the same. Importing
+    /// the same file into the same set again changes nothing. Files are released to the customer
+    /// by the COAs of the sample published after the import.
+    Import {
+        /// The file to import.
+        file: std::path::PathBuf,
+        /// Accession number of the sample (ACC-…).
+        #[arg(long)]
+        accession: String,
+        /// Result set of the sample, created on first use (for example hplc-purity).
+        #[arg(long)]
+        result_set: String,
+        /// Instrument vendor (Agilent, Waters, Thermo Fisher, Shimadzu, …).
+        #[arg(long)]
+        vendor: String,
+        #[arg(long)]
+        mime_type: Option<String>,
+        /// sha256 to claim instead of the one labctl computes (64 hex), for files collected
+        /// elsewhere whose hash travelled with them.
+        #[arg(long)]
+        client_sha256: Option<String>,
+        /// Registry id of the instrument (labctl instruments list).
+        #[arg(long)]
+        instrument: Option<String>,
+        /// Registry id of the method (labctl methods list).
+        #[arg(long)]
+        method: Option<String>,
+        /// Sample identifier in the instrument's sequence (default: read from the file).
+        #[arg(long)]
+        sample_identifier: Option<String>,
+        /// Run or injection identifier (default: read from the file).
+        #[arg(long)]
+        run_identifier: Option<String>,
+        /// Acquisition time, RFC 3339 (default: read from the file).
+        #[arg(long)]
+        acquired_at: Option<String>,
+        /// Format to parse as (mzml, andi-netcdf, vendor-csv); detected from the content when
+        /// absent.
+        #[arg(long)]
+        format: Option<String>,
+        /// The vendor's native bundle (for example a zipped .D directory), released with the file.
+        #[arg(long)]
+        native_bundle: Option<std::path::PathBuf>,
+    },
+    /// Lists the imported files of a sample with their parse status.
+    Imports {
+        /// Accession number (ACC-…).
+        accession: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -98,6 +98,10 @@ impl MeshSettings {
             // Links point at this process's own gateway.
             settings.gateway.site_url = String::new();
         }
+        if env_var("RESULTS_SITE_URL").is_none() && env_var("SITE_URL").is_none() {
+            // Raw-file download links point at this process's own gateway.
+            settings.results.blobs.public_base_url = String::new();
+        }
         settings.apply_common(&base, Some(base_port));
         Ok(settings)
     }
@@ -123,12 +127,16 @@ impl MeshSettings {
             orders: orders_svc::Settings::local(base.clone(), "", ""),
             payments: payments_svc::Settings::local(base.clone()),
             shipping: shipping_svc::Settings::local(base.clone()),
-            results: results_svc::Settings::local(base.clone()),
+            results: results_svc::Settings::local(
+                base.clone(),
+                std::env::temp_dir().join(format!("lab-blobs-{stream_prefix}")),
+            ),
             webhooks: webhooks_svc::Settings::local(base.clone()),
             metrics_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         };
         // The pay page is served by the sandbox's own gateway (its address is known at start).
         settings.payments.site_url = String::new();
+        settings.results.blobs.public_base_url = String::new();
         // Keys without an envelope may order in tests (as in development mode); the spend tests
         // set envelopes, and the refusal is tested on its own.
         settings.payments.spend_without_envelope = payments_svc::domain::spend::WithoutEnvelope::Allow;
@@ -208,11 +216,13 @@ pub async fn start(mut settings: MeshSettings) -> anyhow::Result<Mesh> {
     settings.shipping.catalog_addr = uri(catalog.local_addr());
     settings.shipping.identity_addr = identity_uri.clone();
     let site_url = settings.payments.site_url.clone();
+    // Download links point at this process's own gateway unless a site URL is configured.
+    let results_site_unset = settings.results.blobs.public_base_url.is_empty();
     let mut payments = payments_svc::Application::build(settings.payments).await?;
     // shipping-svc opens door pickups' hosted payments at payments-svc.
     settings.shipping.payments_addr = uri(payments.local_addr());
     let shipping = shipping_svc::Application::build(settings.shipping).await?;
-    let results = results_svc::Application::build(settings.results).await?;
+    let mut results = results_svc::Application::build(settings.results).await?;
     let webhooks = webhooks_svc::Application::build(settings.webhooks).await?;
     let (catalog_uri, payments_uri) = (uri(catalog.local_addr()), uri(payments.local_addr()));
     let (shipping_uri, results_uri, webhooks_uri) = (
@@ -240,6 +250,9 @@ pub async fn start(mut settings: MeshSettings) -> anyhow::Result<Mesh> {
     let gateway_uri = uri(gateway.grpc_addr());
     if site_url.is_empty() {
         payments.set_site_url(&uri(http_addr));
+    }
+    if results_site_unset {
+        results.set_site_url(&uri(http_addr));
     }
 
     let token = shutdown.clone();

@@ -26,6 +26,14 @@ pub const ACCESS: AccessTable = &[
     ("CreateOrder", access::customer(&[proto::scopes::ORDERS_WRITE])),
     ("GetOrder", access::customer(&[proto::scopes::ORDERS_READ])),
     ("GetOrderView", access::customer(&[proto::scopes::ORDERS_READ])),
+    (
+        "GetDataRelease",
+        access::customer_any(&[
+            proto::scopes::ORDERS_READ,
+            proto::scopes::RAW_DATA_READ,
+            proto::scopes::INSTRUMENTS_READ,
+        ]),
+    ),
     ("ListOrders", access::customer(&[proto::scopes::ORDERS_READ])),
     ("ReceiveSamples", access::staff(roles::LAB_TECHNICIAN)),
     ("StartTesting", access::staff(roles::LAB_TECHNICIAN)),
@@ -80,6 +88,22 @@ impl OrdersApi for OrdersGrpc {
             .await?;
         Ok(Response::new(GetOrderResponse {
             order: Some((&order).into()),
+        }))
+    }
+
+    async fn get_data_release(
+        &self,
+        request: Request<GetOrderRequest>,
+    ) -> Result<Response<proto::orders::DataRelease>, Status> {
+        let principal = principal(&request)?;
+        let order = self
+            .orders
+            .get_order(principal.customer()?, &request.get_ref().reference)
+            .await?;
+        Ok(Response::new(proto::orders::DataRelease {
+            order_id: order.id.to_string(),
+            order_number: order.order_number.clone(),
+            publish_raw_data: order.publish_raw_data,
         }))
     }
 

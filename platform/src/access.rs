@@ -37,6 +37,9 @@ pub struct Rule {
     pub any_operator: bool,
     /// Anyone, without a token (the handler authenticates by other means).
     pub public: bool,
+    /// API keys holding at least one of `scopes` suffice (a lookup several operations share,
+    /// each of which the gateway admits with its own scope).
+    pub any_scope: bool,
 }
 
 /// An rpc for API keys holding `scopes`.
@@ -47,6 +50,15 @@ pub const fn customer(scopes: &'static [&'static str]) -> Rule {
         services: &[],
         any_operator: false,
         public: false,
+        any_scope: false,
+    }
+}
+
+/// An rpc for API keys holding at least one of `scopes`.
+pub const fn customer_any(scopes: &'static [&'static str]) -> Rule {
+    Rule {
+        any_scope: true,
+        ..customer(scopes)
     }
 }
 
@@ -58,6 +70,7 @@ pub const fn staff(role: &'static str) -> Rule {
         services: &[],
         any_operator: false,
         public: false,
+        any_scope: false,
     }
 }
 
@@ -69,6 +82,7 @@ pub const fn services(names: &'static [&'static str]) -> Rule {
         services: names,
         any_operator: false,
         public: false,
+        any_scope: false,
     }
 }
 
@@ -79,6 +93,7 @@ pub const ANY_OPERATOR: Rule = Rule {
     services: &[],
     any_operator: true,
     public: false,
+    any_scope: false,
 };
 
 /// An rpc without a token (its handler authenticates the caller itself).
@@ -88,6 +103,7 @@ pub const PUBLIC: Rule = Rule {
     services: &[],
     any_operator: false,
     public: true,
+    any_scope: false,
 };
 
 impl Rule {
@@ -110,6 +126,17 @@ impl Rule {
     /// Checks `principal` against the rule.
     pub fn check(&self, principal: &Principal) -> Result<(), ApiError> {
         match principal.kind {
+            PrincipalKind::Customer if self.any_scope && !self.scopes.is_empty() => {
+                if self.scopes.iter().any(|scope| principal.scopes.iter().any(|held| held == scope)) {
+                    Ok(())
+                } else {
+                    Err(ApiError::new(
+                        ErrorCode::InsufficientScope,
+                        format!("the API key needs one of the scopes {}", self.scopes.join(", ")),
+                    )
+                    .with_details(serde_json::json!({ "anyOf": self.scopes })))
+                }
+            }
             PrincipalKind::Customer if !self.scopes.is_empty() => {
                 require_scopes(self.scopes, &principal.scopes)
             }
@@ -325,6 +352,20 @@ mod tests {
                 .code,
             ErrorCode::Forbidden
         );
+    }
+
+    #[test]
+    fn a_customer_needs_one_scope_of_an_any_scope_rule() {
+        let rule = customer_any(&["orders:read", "raw_data:read"]);
+        assert!(rule.check(&key(&["raw_data:read"])).is_ok());
+        assert!(rule.check(&key(&["orders:read", "webhooks:read"])).is_ok());
+        let error = rule.check(&key(&["webhooks:read"])).unwrap_err();
+        assert_eq!(error.code, ErrorCode::InsufficientScope);
+        assert_eq!(
+            error.details.unwrap()["anyOf"],
+            serde_json::json!(["orders:read", "raw_data:read"])
+        );
+        assert_eq!(rule.check(&operator(&["lab.qa"])).unwrap_err().code, ErrorCode::Forbidden);
     }
 
     #[test]

@@ -97,6 +97,7 @@ error_codes! {
     PickupAlreadyRequested => ("pickup_already_requested", 409, FailedPrecondition, "the shipment already has a door pickup"),
     RateLimited => ("rate_limited", 429, ResourceExhausted, "too many requests; retry after Retry-After seconds"),
     CatalogUnavailable => ("catalog_unavailable", 503, Unavailable, "no catalog has been imported yet"),
+    RawDataUnavailable => ("raw_data_unavailable", 503, Unavailable, "the released instrument files cannot be signed now (the file store refuses or is unreachable); nothing is wrong with the request, retry later"),
     ServiceUnavailable => ("service_unavailable", 503, Unavailable, "a dependency is unavailable; retry with the same Idempotency-Key"),
     Overloaded => ("overloaded", 503, Unavailable, "the gateway has as many requests in flight as it takes; retry after Retry-After seconds"),
     ChainUnavailable => ("chain_unavailable", 503, Unavailable, "the chain cannot be verified now: a provider is down, the two providers disagree, or a provider serves another chain than the configured one (details.reason); nothing was recorded, retry later"),
@@ -267,6 +268,7 @@ mod tests {
                 code,
                 ErrorCode::Internal
                     | ErrorCode::ServiceUnavailable
+                    | ErrorCode::RawDataUnavailable
                     | ErrorCode::CatalogUnavailable
                     | ErrorCode::Overloaded
                     | ErrorCode::ChainUnavailable

@@ -11,6 +11,7 @@
 
 pub mod consumer;
 pub mod convert;
+pub mod data;
 pub mod document;
 pub mod domain;
 pub mod events;
@@ -62,6 +63,9 @@ pub struct Settings {
     /// Letterhead and public base URL printed on COA documents (`RESULTS_LAB_NAME`,
     /// `RESULTS_LAB_ADDRESS`, `RESULTS_LAB_ACCREDITATION`, `SITE_URL`).
     pub letterhead: document::Letterhead,
+    /// Where raw instrument files are stored and how their download URLs are signed
+    /// (`RESULTS_BLOB_STORE`, docs/operations.md "Blob storage").
+    pub blobs: platform::blobs::BlobSettings,
 }
 
 impl Settings {
@@ -79,6 +83,7 @@ impl Settings {
         need.secret("RESULTS_COA_SIGNING_KEY", coa_signing_key.as_ref(), None);
         let coa_previous_keys = platform::config::file_or_value("RESULTS", "COA_PREVIOUS_KEYS")?;
         let letterhead = letterhead_from_env(&mut need);
+        let blobs = platform::blobs::BlobSettings::from_env("RESULTS", common.dev_mode, &mut need)?;
         need.finish()?;
         let settings = Self {
             common,
@@ -86,20 +91,24 @@ impl Settings {
             coa_previous_keys,
             consumer_block: Duration::from_secs(2),
             letterhead,
+            blobs,
         };
         // A key set that would be refused at build is refused here, before anything connects.
         settings.coa_keys()?;
         Ok(settings)
     }
 
-    /// Settings for tests and labd around `common`.
-    pub fn local(common: CommonSettings) -> Self {
+    /// Settings for tests and labd around `common`, storing files under `blob_dir`.
+    pub fn local(common: CommonSettings, blob_dir: impl Into<std::path::PathBuf>) -> Self {
+        let letterhead = document::Letterhead::default();
+        let blobs = platform::blobs::BlobSettings::local(blob_dir, &letterhead.public_base_url);
         Self {
             common,
             coa_signing_key: None,
             coa_previous_keys: None,
             consumer_block: Duration::from_secs(2),
-            letterhead: document::Letterhead::default(),
+            letterhead,
+            blobs,
         }
     }
 
@@ -144,6 +153,8 @@ impl Application {
     /// Connects and migrates the database and binds the gRPC listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let keys = settings.coa_keys()?;
+        // A store that cannot be opened is refused before anything connects.
+        platform::blobs::BlobStore::new(&settings.blobs, SCHEMA)?;
         let base = ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?;
         Ok(Self { settings, keys, base })
     }
@@ -153,8 +164,16 @@ impl Application {
         self.base.local_addr()
     }
 
+    /// Sets the public site URL (the gateway's) of download links and the COA letterhead, for a
+    /// mesh whose gateway address is known only after this service was built (labd's sandbox).
+    pub fn set_site_url(&mut self, url: &str) {
+        self.settings.blobs.public_base_url = url.to_owned();
+        self.settings.letterhead.public_base_url = url.to_owned();
+    }
+
     /// Serves until `shutdown` fires, then drains.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let store = platform::blobs::BlobStore::new(&self.settings.blobs, SCHEMA)?;
         let base = self.base;
         let results = Arc::new(service::ResultsService::new(
             base.pool.clone(),
@@ -180,7 +199,10 @@ impl Application {
             .run(shutdown.clone()),
         );
         let api = base.guarded(
-            ResultsServiceServer::new(grpc::ResultsGrpc::new(results)),
+            ResultsServiceServer::new(grpc::ResultsGrpc::new(
+                results,
+                Arc::new(data::DataService::new(base.pool.clone(), store)),
+            )),
             grpc::ACCESS,
         );
         base.serve(

@@ -29,6 +29,29 @@ macro_rules! select_coas {
     };
 }
 
+/// Key of the transaction-scoped advisory lock that orders publications and imports.
+pub const PUBLICATION_LOCK: i64 = 0x7265_7375_6c74_7331;
+
+/// Takes the publication lock (held until the caller's transaction ends) and returns the
+/// publication time: now, but strictly after every publication already committed. Stamps taken
+/// under the lock follow commit order, which the exports' `since` relies on (docs/data.md).
+pub async fn publication_stamp(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<DateTime<Utc>, sqlx::Error> {
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(PUBLICATION_LOCK)
+        .execute(&mut *conn)
+        .await?;
+    // A statement of its own: its snapshot, taken after the lock, sees every stamp committed
+    // before (read committed).
+    sqlx::query_scalar(
+        "SELECT greatest($1::timestamptz, clock_timestamp(), \
+           (SELECT published_at FROM results.coas WHERE published_at IS NOT NULL \
+              ORDER BY published_at DESC LIMIT 1) + interval '1 microsecond')",
+    )
+    .bind(now)
+    .fetch_one(conn)
+    .await
+}
+
 /// The facts of a sample results-svc learned from orders-svc.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SampleFacts {

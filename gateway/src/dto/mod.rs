@@ -10,6 +10,8 @@
 pub mod billing;
 pub mod catalog;
 pub mod common;
+pub mod data;
+pub mod export;
 pub mod lab;
 pub mod orders;
 pub mod quotes;

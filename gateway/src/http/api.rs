@@ -55,6 +55,8 @@ macro_rules! handlers {
     (@answer secret($status:ident), $answer:ident) => {
         no_store(replayable_response(StatusCode::$status, $answer))
     };
+    // An export page, streamed as JSON or CSV.
+    (@answer export, $answer:ident) => { $answer.into_response() };
     // The order as orders-svc rendered it, passed through without re-serializing.
     (@answer order, $answer:ident) => {
         ([(header::CONTENT_TYPE, "application/json")], $answer.into_json()).into_response()

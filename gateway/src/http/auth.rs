@@ -45,6 +45,7 @@ pub const PUBLIC_PATHS: &[&str] = &[
     crate::http::shipping::LABEL_FILE_PATH,
     crate::http::shipping::CARRIER_WEBHOOK_PATH,
     COA_DOCUMENT_PATH,
+    RAW_FILE_PATH,
     crate::http::pay::PAY_PAGE,
     crate::http::pay::PAY_CONFIRM,
     crate::http::pay_stablecoin::PAY_STABLECOIN,
@@ -52,6 +53,9 @@ pub const PUBLIC_PATHS: &[&str] = &[
 ];
 /// Where a COA's PDF is downloaded through the signed link of its result (the link authorizes).
 pub const COA_DOCUMENT_PATH: &str = "/api/v1/documents/coa/{coa_id}";
+/// Where a released instrument file of the local blob store is downloaded through a signed link
+/// (the link authorizes; `platform::blobs`).
+pub const RAW_FILE_PATH: &str = "/api/v1/files/results/{*key}";
 /// Where the public key that signs COA contents is published (a JWK set).
 pub const COA_SIGNING_KEY_PATH: &str = "/.well-known/coa-signing-key.json";
 

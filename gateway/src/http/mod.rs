@@ -174,6 +174,7 @@ pub fn assemble(state: AppState, front_door: FrontDoorLayer, more: axum::Router<
         )
         .merge(site_root)
         .route(auth::COA_DOCUMENT_PATH, get(results::coa_document))
+        .route(auth::RAW_FILE_PATH, get(results::raw_file))
         .merge(more)
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
@@ -220,7 +221,7 @@ mod tests {
                 count += 1;
             }
         }
-        assert_eq!((count, public), (30, 4));
+        assert_eq!((count, public), (35, 4));
         let create_order = &json["paths"]["/orders"]["post"];
         assert_eq!(create_order["parameters"][0]["name"], "Idempotency-Key");
         assert_eq!(create_order["parameters"][0]["in"], "header");

@@ -67,3 +67,54 @@ pub async fn coa_document(
     )
         .into_response())
 }
+
+/// Query of a local-store download link. Unknown parameters are refused: any change to the
+/// link fails.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileLink {
+    expires: i64,
+    signature: String,
+}
+
+/// `GET /api/v1/files/results/{key}?expires=…&signature=…`: a released instrument file through
+/// the signed link of a raw-data manifest or of instrument data (no key; an expired or altered
+/// link is 404). Links of an S3 store point at the store itself, not here.
+pub async fn raw_file(
+    State(state): State<AppState>,
+    Path(key): Path<String>,
+    query: Result<Query<FileLink>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ErrorResponse> {
+    let Ok(Query(link)) = query else {
+        return Err(platform::error::ApiError::new(
+            platform::error::ErrorCode::NotFound,
+            "file not found or link expired",
+        )
+        .into());
+    };
+    let download =
+        crate::operations::data::raw_file(&state.peers, key, link.expires, link.signature).await?;
+    let filename: String = download
+        .filename
+        .chars()
+        .map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' { c } else { '_' })
+        .collect();
+    Ok((
+        [
+            (
+                http::header::CONTENT_TYPE,
+                download
+                    .mime_type
+                    .unwrap_or_else(|| "application/octet-stream".to_owned()),
+            ),
+            (
+                http::header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{filename}\""),
+            ),
+            (http::header::CONTENT_LENGTH, download.size_bytes.to_string()),
+            (http::header::CACHE_CONTROL, "private, no-store".to_owned()),
+        ],
+        download.body,
+    )
+        .into_response())
+}

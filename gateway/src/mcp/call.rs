@@ -87,6 +87,13 @@ macro_rules! dispatch {
         })
     };
     (@answer json, $run:expr) => { read(Box::pin($run).await?) };
+    // An export page, collected as its JSON text.
+    (@answer export, $run:expr) => {
+        Ok(Output {
+            json: Json::Serialized(Box::pin(async { Box::pin($run).await?.into_json().await }).await?),
+            replayed: false,
+        })
+    };
     (@answer created, $run:expr) => { read(Box::pin($run).await?) };
     (@answer replayable, $run:expr) => { replayable(Box::pin($run).await?) };
     (@answer secret, $run:expr) => { replayable(Box::pin($run).await?) };

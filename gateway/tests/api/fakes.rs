@@ -279,6 +279,19 @@ impl OrdersService for Fake {
         Ok(Response::new(orders::GetOrderResponse { order: Some(order) }))
     }
 
+    async fn get_data_release(
+        &self,
+        request: Request<orders::GetOrderRequest>,
+    ) -> Result<Response<orders::DataRelease>, Status> {
+        self.record("GetDataRelease", &request)?;
+        let order = scripted_order(&request.get_ref().reference).await?;
+        Ok(Response::new(orders::DataRelease {
+            order_id: order.id,
+            order_number: order.order_number,
+            publish_raw_data: order.publish_raw_data,
+        }))
+    }
+
     async fn get_order_view(
         &self,
         request: Request<orders::GetOrderRequest>,

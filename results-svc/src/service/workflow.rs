@@ -208,7 +208,7 @@ impl ResultsService {
     /// Publishes an approved or held COA in the caller's transaction: signature over the
     /// canonical content, `coa.published`, and the original it amends becomes superseded.
     pub(super) async fn release(&self, tx: &mut PgConnection, mut coa: Coa) -> Result<(), sqlx::Error> {
-        let now = platform::time::now();
+        let now = repo::publication_stamp(tx, platform::time::now()).await?;
         coa.status = CoaStatus::Published;
         coa.published_at = Some(now);
         coa.signed_content = canonical_content(&coa, now);

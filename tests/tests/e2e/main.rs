@@ -21,6 +21,7 @@ mod metrics;
 mod order_read_model;
 mod overdue_invoices;
 mod production_config;
+mod raw_data;
 mod redis_acl;
 mod results_isolation;
 mod scaling;
