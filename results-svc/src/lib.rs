@@ -14,6 +14,7 @@ pub mod convert;
 pub mod document;
 pub mod domain;
 pub mod events;
+pub mod formats;
 pub mod grpc;
 pub mod repo;
 pub mod service;
