@@ -15,6 +15,7 @@ pub mod data;
 pub mod document;
 pub mod domain;
 pub mod events;
+pub mod formats;
 pub mod grpc;
 pub mod repo;
 pub mod service;
