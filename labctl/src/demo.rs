@@ -311,6 +311,7 @@ pub(crate) async fn walk(connection: &Connection, order: &str, qa_credential: &s
     let qa = staff_token(&qa_connection, mesh::RESULTS_SVC, roles::LAB_QA).await?;
     let mut results = results_client(connection).await?;
     let mut coas = Vec::new();
+    let mut imports = Vec::new();
     for sample in &received.samples {
         let mut dice = Dice::new(&sample.accession_number);
         let rows: Vec<AnalyteResult> = sample
@@ -347,6 +348,27 @@ pub(crate) async fn walk(connection: &Connection, order: &str, qa_credential: &s
                 Err(status) => return Err(status_error(status)),
             }
         }
+        // The instrument's report behind the results, released with the COA (raw-data manifest).
+        let report = quant_report(&sample.accession_number, &message.results, &mut dice);
+        let header = crate::data::header(
+            &sample.accession_number,
+            "demo-quant-report",
+            "Agilent",
+            format!("{}-quant.csv", sample.accession_number),
+            &report,
+            Some("text/csv".to_owned()),
+            None,
+            None,
+            None,
+        );
+        let imported = results
+            .import_instrument_file(request(crate::data::import_stream(header, report, None), &analyst))
+            .await
+            .map_err(status_error)?
+            .into_inner();
+        if let Some(import) = &imported.import {
+            imports.push(crate::data::import_json(import, imported.unchanged));
+        }
         let accession = || AccessionRequest {
             accession_number: sample.accession_number.clone(),
         };
@@ -370,7 +392,34 @@ pub(crate) async fn walk(connection: &Connection, order: &str, qa_credential: &s
         "paymentState": lab_order.payment_state,
         "samples": received.samples.iter().map(sample_json).collect::<Vec<_>>(),
         "coas": coas,
+        "imports": imports,
     }))
+}
+
+/// A vendor quantitation report (CSV, the layout of docs/results.md "Instrument file formats")
+/// with one row per recorded analyte: what an instrument's software would have exported.
+pub(crate) fn quant_report(accession: &str, rows: &[AnalyteResult], dice: &mut Dice) -> Vec<u8> {
+    let quote = |text: &str| format!("\"{}\"", text.replace('"', "\"\""));
+    let instrument = rows.first().map_or("LAB-GENERAL-01", |row| row.instrument.as_str());
+    let mut csv = format!(
+        "Report,Quantitation Report\r\nSoftware,labctl demo\r\nInstrument,{}\r\nRun ID,DEMO-{accession}\r\n\
+         Sample ID,{accession}\r\nAcquired,{}\r\n\r\nAnalyte,RT (min),Area,Calc. Conc.,Units,LOQ\r\n",
+        quote(instrument),
+        chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ"),
+    );
+    for row in rows {
+        let concentration = row.value.clone().unwrap_or_else(|| "ND".to_owned());
+        csv.push_str(&format!(
+            "{},{},{},{},{},{}\r\n",
+            quote(&row.analyte),
+            dice.decimal(1.5, 14.5, 3),
+            dice.decimal(1_000.0, 90_000.0, 1),
+            concentration,
+            quote(&row.unit),
+            row.loq.as_deref().unwrap_or(""),
+        ));
+    }
+    csv.into_bytes()
 }
 
 #[cfg(test)]

@@ -47,11 +47,10 @@ pub struct TestSample {
 pub async fn spawn_app() -> TestApp {
     let database_url = platform::testing::fresh_database().await;
     let stream_prefix = platform::testing::unique_stream_prefix();
-    let mut settings = Settings::local(platform::config::CommonSettings::local(
-        &database_url,
-        &platform::testing::redis_url(),
-        &stream_prefix,
-    ));
+    let mut settings = Settings::local(
+        platform::config::CommonSettings::local(&database_url, &platform::testing::redis_url(), &stream_prefix),
+        std::env::temp_dir().join(format!("lab-blobs-{stream_prefix}")),
+    );
     settings.consumer_block = Duration::from_millis(100);
     let application = Application::build(settings).await.expect("results-svc builds");
     let addr = application.local_addr();

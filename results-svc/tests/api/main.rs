@@ -2,6 +2,7 @@
 //! workflow's refusals and repeats, the payment gate of publication, retraction and amendment
 //! links, the tenant isolation of the customer's reads, and the revocation of staff tokens.
 
+mod data;
 mod helpers;
 mod reads;
 mod staff_tokens;

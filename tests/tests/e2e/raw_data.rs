@@ -10,7 +10,48 @@ use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use tests::{Customer, Sandbox};
 
-const SCOPES: &str = "quotes:write,orders:read,orders:write,results:read,raw_data:read,instruments:read";
+/// A vendor quantitation report (ours) and a real mzML file with SRM chromatograms (pymzML's, MIT),
+/// from results-svc's test data.
+const CSV_FILE: &str = "quant_report.csv";
+const MZML_FILE: &str = "mini.chrom.mzML";
+
+/// What quant_report.csv's analyte table says, as instrument data shows it: (analyte, retention
+/// time, area, reported concentration, unit, Q1, Q3).
+fn expected_csv_measurements() -> Value {
+    let rows = [
+        ("Benzo[a]pyrene", json!(12.384), json!(48211.7), json!("1.250"), "µg/kg", 253.1, 250.1),
+        ("Benz[a]anthracene, total", json!(11.902), json!(37654.2), json!("0.980"), "µg/kg", 229.1, 226.1),
+        ("Chrysene", json!(11.975), json!(29876.0), json!("0.7500"), "µg/kg", 229.1, 228.1),
+        ("Benzo[b]fluoranthene \"BbF\"", json!(13.511), Value::Null, Value::Null, "µg/kg", 253.1, 250.1),
+        ("Caffeine-d9 (ISTD)", json!(3.412), json!(1532201.5), Value::Null, "ng/mL", 204.1, 144.1),
+    ];
+    Value::Array(
+        rows.into_iter()
+            .map(|(analyte, rt, area, concentration, unit, q1, q3)| {
+                json!({ "analyte": analyte, "retentionTimeMin": rt, "response": area, "concentration": concentration,
+                        "concentrationUnit": unit, "precursorMz": q1, "productMz": q3 })
+            })
+            .collect(),
+    )
+}
+
+/// The fields of `measurements` that [`expected_csv_measurements`] names.
+fn csv_view(measurements: &Value) -> Value {
+    Value::Array(
+        measurements
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                json!({ "analyte": m["analyte"], "retentionTimeMin": m["retentionTimeMin"], "response": m["response"],
+                        "concentration": m["concentration"], "concentrationUnit": m["concentrationUnit"],
+                        "precursorMz": m["precursorMz"], "productMz": m["productMz"] })
+            })
+            .collect(),
+    )
+}
+
+const SCOPES: &str = "catalog:read,quotes:write,orders:read,orders:write,results:read,raw_data:read,instruments:read";
 
 fn instrument_file(name: &str) -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../results-svc/tests/data/instruments")).join(name)
@@ -225,14 +266,14 @@ async fn every_unreleased_case_answers_the_same_bytes_and_instrument_data_keeps_
     let runs = open.body["data"]["instrumentData"]["runs"].as_array().unwrap().clone();
     assert_eq!(runs.len(), 1);
     assert!(runs[0]["file"]["downloadUrl"].is_string());
-    assert_eq!(runs[0]["measurements"], expected_csv_measurements(), "{}", runs[0]);
+    assert_eq!(csv_view(&runs[0]["measurements"]), expected_csv_measurements(), "{}", runs[0]);
     let closed = sandbox.get(&agent.key, &format!("/results/{closed_accession}/instrument-data")).await;
     assert_eq!(closed.status, 200, "{:?}", closed.body);
     let data = &closed.body["data"]["instrumentData"];
     assert!(data["coaId"].is_string());
     assert!(data["runs"][0]["file"]["downloadUrl"].is_null(), "{data}");
     assert!(data["expiresAt"].is_null());
-    assert_eq!(data["runs"][0]["measurements"], expected_csv_measurements());
+    assert_eq!(csv_view(&data["runs"][0]["measurements"]), expected_csv_measurements());
     // Another customer's order is not found; a key without instruments:read is refused.
     let foreign = sandbox.get(&other.key, &format!("/orders/{open_id}/instrument-data")).await;
     assert_eq!(foreign.status, 404, "{:?}", foreign.body);
