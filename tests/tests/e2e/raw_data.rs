@@ -280,5 +280,39 @@ async fn every_unreleased_case_answers_the_same_bytes_and_instrument_data_keeps_
     let narrow = sandbox.customer("Narrow Key Co", "orders:read,raw_data:read").await;
     let refused = sandbox.get(&narrow.key, &format!("/orders/{open_id}/instrument-data")).await;
     assert_eq!((refused.status, refused.error_code()), (403, "insufficient_scope"));
+
+    // Exports: every measurement of both published COAs as JSON, the COA rows as RFC 4180 CSV.
+    let export = sandbox.get(&agent.key, "/export/instrument-results").await;
+    assert_eq!(export.status, 200, "{:?}", export.body);
+    assert_eq!(export.body["truncated"], false);
+    let rows = export.body["data"].as_array().unwrap();
+    assert_eq!(rows.len(), 10, "five measurements behind each of two COAs");
+    assert!(rows.windows(2).all(|pair| pair[0]["publishedAt"].as_str() <= pair[1]["publishedAt"].as_str()));
+    assert_eq!(export.body["nextSince"], rows[9]["publishedAt"]);
+    let response = sandbox
+        .http
+        .get(format!("{}/api/v1/agent/export/coas?format=csv", sandbox.base_url))
+        .bearer_auth(&agent.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/csv"));
+    assert_eq!(response.headers()["x-export-truncated"], "false");
+    let csv = response.text().await.unwrap();
+    let parsed = std::process::Command::new("python3")
+        .args(["-c", "import csv,io,json,sys; print(json.dumps(list(csv.DictReader(io.StringIO(sys.argv[1], newline='')))))", &csv])
+        .output()
+        .unwrap();
+    assert!(parsed.status.success(), "{}", String::from_utf8_lossy(&parsed.stderr));
+    let records: Vec<Value> = serde_json::from_slice(&parsed.stdout).unwrap();
+    assert!(csv.starts_with("publishedAt,coaId,submissionId,accessionNumber,"), "{csv}");
+    assert!(csv.ends_with("\r\n"));
+    assert_eq!(records.len(), 4, "two analyte rows of each of two COAs: {csv}");
+    assert!(records.iter().all(|r| r["status"] == "published" && r["orderNumber"].as_str().is_some_and(|n| n.starts_with("ORD-"))));
+    // The same page through MCP, JSON only.
+    let tool = sandbox.call_tool(&agent.key, "svc.export.coas", json!({ "limit": 3 })).await;
+    let page: Value = serde_json::from_str(tool["result"]["content"][0]["text"].as_str().unwrap_or("null")).unwrap_or(Value::Null);
+    assert_eq!((page["data"].as_array().map(Vec::len), page["truncated"].clone()), (Some(2), json!(true)), "{tool}");
     sandbox.stop().await;
 }
