@@ -27,7 +27,8 @@ have redis-server || ensure_apt_packages redis-server
 # email reaches; kubernetes_validate checks the rendered Kubernetes manifests offline (the k8s step;
 # pip accepts the import name for the package kubernetes-validate).
 ensure_python_test_packages stripe mcp prometheus_client aiosmtpd kubernetes_validate
-# The official MCP TypeScript SDK (tests/clients/node), driven by the e2e tests like the Python one.
+# The official MCP TypeScript SDK (tests/clients/node), driven by the e2e tests like the Python one,
+# and s3rver, the local S3 server of platform's blob tests.
 ensure_node_test_packages "$LAB_REPO_ROOT/tests/clients/node"
 # The COA PDF tests read the document's text (pdftotext) and decode its QR code (pdftoppm + zbarimg).
 { have pdftotext && have pdftoppm && have zbarimg; } || ensure_apt_packages poppler-utils zbar-tools
@@ -38,6 +39,8 @@ export LAB_REQUIRE_PYTHON_TOOLS=1
 # The hosted checkout page is tested in a real browser (chromium + npm playwright-core).
 ensure_browser_test_tools
 export LAB_REQUIRE_BROWSER=1
+# Tests that run npm tools (s3rver) fail instead of skipping when those are missing.
+export LAB_REQUIRE_NODE_TOOLS=1
 
 # Tests connect as a superuser to the `postgres` database and create a fresh database per test.
 export TEST_DATABASE_URL="$PG_ADMIN_URL"

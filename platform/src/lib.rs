@@ -10,6 +10,8 @@
 #![forbid(unsafe_code)]
 
 pub mod access;
+#[cfg(feature = "blobs")]
+pub mod blobs;
 pub mod config;
 pub mod consumer;
 pub mod db;

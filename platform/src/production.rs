@@ -90,6 +90,9 @@ pub const COMMITTED_SECRET_SHA256: &[&str] = &[
     "70be56f71dbda4aa46a46a265d87f86a2932736e34b8730050fd163e1b07876c", // gateway/tests/api/webhook_fake.rs CREATED_SECRET
     "68dce44705914671643832364878ca7ab33d1dfea929e80481a92f40835f0ece", // gateway/tests/api/webhook_fake.rs ROTATED_SECRET
     "b188cbc9cf0ba64de4f9533207489ce783e4703ea2a93974b3871b821bd396f0", // platform/src/label_links.rs DEVELOPMENT_KEY
+    "d0b38b31f96ba7ee9d308544657fc2d4d38c461088765788430abc40a58b7ab3", // platform/src/blobs/settings.rs DEVELOPMENT_DOWNLOAD_URL_KEY
+    "fc7322439f75eb4495fe7fa5a54b0bf6b87d0dea97e339735fee056c9b42f1c4", // platform/src/testing/s3rver.rs S3RVER_CREDENTIAL
+    "a9b7a0dc83b1e36eacf64aba833d30b8a80cfa3b51662d7d13a65a57c6bb41d9", // platform/src/blobs/settings_tests.rs KEY
     "9502cad44baf8fc7535c347cdbe867016d950782c228db4c7e9790bf60e0ece3", // payments-svc/tests/api/spend.rs KEY
     "ebb2542340758ab364336e70682c357bcf9b5f9d49a3f55ffe8b0c2dcf4b438c", // webhooks-svc/src/keyring.rs DEVELOPMENT_KEY
     "af7a23f0b3b1bd3cbfa3441df28bbaa88a9260d3ce23c2e1b7b9da61e88bc06f", // tests/src/easypost.rs API_KEY
