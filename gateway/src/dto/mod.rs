@@ -13,6 +13,7 @@ pub mod common;
 pub mod lab;
 pub mod orders;
 pub mod quotes;
+pub mod registry;
 pub mod results;
 pub mod shipping;
 pub mod stablecoin;
