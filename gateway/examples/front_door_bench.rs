@@ -593,6 +593,13 @@ impl OrdersService for FakeOrders {
         Ok(Response::new(GetOrderResponse { order: Some(order) }))
     }
 
+    async fn get_data_release(
+        &self,
+        _: Request<GetOrderRequest>,
+    ) -> Result<Response<proto::orders::DataRelease>, Status> {
+        Err(Status::unimplemented("not in this benchmark"))
+    }
+
     async fn get_order_view(
         &self,
         request: Request<GetOrderRequest>,

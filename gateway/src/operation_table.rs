@@ -79,6 +79,7 @@ pub mod prelude {
     pub use crate::dto::lab::{CustodyEnvelope, EtaEnvelope, OrderSamplesEnvelope};
     pub use crate::dto::orders::{CreateOrderRequest, OrderEnvelope, OrderList, OrdersQuery};
     pub use crate::dto::quotes::{CreateQuoteRequest, QuoteEnvelope};
+    pub use crate::dto::registry::{InstrumentList, InstrumentsQuery, MethodList, MethodsQuery};
     pub use crate::dto::results::{
         AnalyteList, CoaEnvelope, CoaList, ResultsQuery, VerificationEnvelope, VerificationList,
         VerifyBatchQuery, VerifyBatchRequest, VerifyQuery, VerifyRequest,
@@ -98,7 +99,7 @@ pub mod prelude {
     pub use crate::dto::data::{InstrumentDataEnvelope, RawDataEnvelope};
     pub use crate::dto::export::{CoaExportPage, ExportQuery, InstrumentExportPage};
     pub use crate::operations::data::ExportKind;
-    pub use crate::operations::{self, checkout, data, results, shipping, webhooks};
+    pub use crate::operations::{self, checkout, data, registry, results, shipping, webhooks};
 }
 
 /// What an operation may use besides its inputs.
@@ -346,6 +347,64 @@ macro_rules! operation_table {
                 call: {
                     answer: json,
                     run: |cx, caller: Caller, query: ApiQuery<CatalogQuery>| operations::list_catalog(cx.peers, &caller, query),
+                },
+            }
+            {
+                route: get "/instruments",
+                tool: {
+                    name: "svc.instrument.list",
+                    title: "List the lab's instruments",
+                    annotations: READ,
+                    guard: "",
+                    description: "Lists the laboratory's instrument registry in id order: each instrument (HPLC-UV, LC-MS/MS, \
+                            GC-MS headspace, ICP-MS, NMR, Karl Fischer, LAL reader, incubators, …) with manufacturer, model, \
+                            location, status (in_service, out_of_service, retired), calibration status (calibrated, due, \
+                            overdue: derived from the due date when read), last and next calibration, and its linked \
+                            equipment (autosampler, column, detector, balance, …). Filter by `kind` and `status`; page with \
+                            `limit` and `cursor`. A COA row's `instrument` names one of these. Read-only.",
+                },
+                scope: { access: [CATALOG_READ], origin: decided, idempotency: none },
+                rest: {
+                    /// Lists the lab-wide instrument registry with linked equipment and calibration state.
+                    ///
+                    /// The calibration status is derived at the time of the answer: `overdue` once past the
+                    /// due date, `due` within 30 days of it (or when never calibrated or so recorded).
+                    handler: list_instruments,
+                    openapi: (tag = "registry", operation_id = "listInstruments", params(InstrumentsQuery),
+                        responses((status = 200, description = "one page of instruments", body = InstrumentList))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, query: ApiQuery<InstrumentsQuery>| registry::list_instruments(cx.peers, &caller, query),
+                },
+            }
+            {
+                route: get "/methods",
+                tool: {
+                    name: "svc.method.list",
+                    title: "List the lab's methods",
+                    annotations: READ,
+                    guard: "",
+                    description: "Lists the laboratory's validated method registry in id order: technique, version, the \
+                            instrument kinds it runs on, the catalog matrices and tests it serves, its analytes with unit, \
+                            LOQ and LOD (decimal strings), validation status (validated, in_validation, withdrawn: withdrawn \
+                            methods stay listed) and reference (USP <233>, USP <467>, …). Filter by `technique`, `matrix` \
+                            (catalog matrix id), `analyte` (part of the name, case-insensitive) and `validationStatus`; page \
+                            with `limit` and `cursor`. Read-only.",
+                },
+                scope: { access: [CATALOG_READ], origin: decided, idempotency: none },
+                rest: {
+                    /// Lists the lab-wide method registry with analytes, limits and validation status.
+                    ///
+                    /// A withdrawn method stays listed with its status; a method's version goes up when its
+                    /// analytes or matrices change.
+                    handler: list_methods,
+                    openapi: (tag = "registry", operation_id = "listMethods", params(MethodsQuery),
+                        responses((status = 200, description = "one page of methods", body = MethodList))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, query: ApiQuery<MethodsQuery>| registry::list_methods(cx.peers, &caller, query),
                 },
             }
             {

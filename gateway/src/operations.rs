@@ -1,10 +1,12 @@
 //! Translation of each REST use case to its gRPC call: JSON shapes in, the service call with
 //! the caller's principal token (and idempotency key), JSON shapes out. REST handlers and the
 //! MCP tools (`crate::mcp::call`) call these, so every use case has exactly one mapping to gRPC. The webhook
-//! use cases are in [`webhooks`], payment preparation and the pay page's calls in [`checkout`].
+//! use cases are in [`webhooks`], payment preparation and the pay page's calls in [`checkout`],
+//! the instrument and method registries in [`registry`].
 
 pub mod checkout;
 pub mod data;
+pub mod registry;
 pub mod results;
 pub mod shipping;
 pub mod webhooks;

@@ -8,6 +8,7 @@ use proto::catalog::catalog_service_client::CatalogServiceClient;
 use proto::identity::identity_service_client::IdentityServiceClient;
 use proto::orders::orders_service_client::OrdersServiceClient;
 use proto::payments::payments_service_client::PaymentsServiceClient;
+use proto::results::registry_service_client::RegistryServiceClient;
 use proto::results::results_service_client::ResultsServiceClient;
 use proto::shipping::shipping_service_client::ShippingServiceClient;
 use proto::webhooks::webhooks_service_client::WebhooksServiceClient;
@@ -101,6 +102,11 @@ impl Peers {
 
     pub fn results(&self) -> ResultsServiceClient<Channel> {
         ResultsServiceClient::new(self.inner.results.clone())
+    }
+
+    /// results-svc's instrument and method registries (same channel as [`Peers::results`]).
+    pub fn registry(&self) -> RegistryServiceClient<Channel> {
+        RegistryServiceClient::new(self.inner.results.clone())
     }
 
     /// Asks every peer's gRPC health service (overall status) in parallel, each within `timeout`.

@@ -63,6 +63,8 @@ pub async fn execute(cli: Cli) -> anyhow::Result<Value> {
             let token = staff_token(connection, mesh::RESULTS_SVC, role).await?;
             crate::data::execute(connection, &token, command).await
         }
+        Command::Instruments(command) => crate::registry::instruments(connection, command).await,
+        Command::Methods(command) => crate::registry::methods(connection, command).await,
         Command::Demo { order, qa_credential } => crate::demo::walk(connection, &order, &qa_credential).await,
         Command::Health => {
             // Any operator may look; the token carries no role.

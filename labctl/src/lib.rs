@@ -21,9 +21,11 @@ mod demo;
 mod health;
 mod lab;
 mod operators;
+mod registry;
 mod shipments;
 
 pub use commands::execute;
+pub use registry::{InstrumentsCommand, MethodsCommand};
 
 use clap::{Args, Parser, Subcommand};
 
@@ -165,6 +167,12 @@ pub enum Command {
     /// operator).
     #[command(subcommand)]
     Data(DataCommand),
+    /// The instrument registry: list, show (any operator); upsert, calibrate, status (lab.qa).
+    #[command(subcommand)]
+    Instruments(InstrumentsCommand),
+    /// The method registry: list, show (any operator); upsert (lab.qa).
+    #[command(subcommand)]
+    Methods(MethodsCommand),
     /// Walks an order through the lab with plausible results (demo).
     Demo {
         /// Order number (ORD-…) or id.

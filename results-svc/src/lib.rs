@@ -5,7 +5,9 @@
 //! It serves `lab.results.v1.ResultsService` to labctl (staff steps), the gateway (customer reads,
 //! public verification), relays its outbox (`coa.published`, `coa.retracted`) to the results
 //! stream, and consumes the orders stream (samples, start of testing) and the payments stream
-//! (payment releases held COAs) as group `results-svc`.
+//! (payment releases held COAs) as group `results-svc`. On the same server it serves
+//! `lab.results.v1.RegistryService`, the lab-wide instrument and method registries
+//! ([`registry`], docs/registries.md).
 
 #![forbid(unsafe_code)]
 
@@ -17,6 +19,8 @@ pub mod domain;
 pub mod events;
 pub mod formats;
 pub mod grpc;
+pub mod grpc_registry;
+pub mod registry;
 pub mod repo;
 pub mod service;
 
@@ -26,6 +30,7 @@ use platform::config::CommonSettings;
 use platform::consumer::{ConsumerSettings, StreamConsumer};
 use platform::outbox::Outbox;
 use platform::service::{ServiceBase, ServiceIdentity};
+use proto::results::registry_service_server::{RegistryServiceServer, SERVICE_NAME as REGISTRY_GRPC_SERVICE};
 use proto::results::results_service_server::{ResultsServiceServer, SERVICE_NAME as GRPC_SERVICE};
 use secrecy::SecretString;
 use std::net::SocketAddr;
@@ -206,10 +211,16 @@ impl Application {
             )),
             grpc::ACCESS,
         );
+        let registry = base.guarded(
+            RegistryServiceServer::new(grpc_registry::RegistryGrpc::new(Arc::new(
+                registry::RegistryService::new(base.pool.clone()),
+            ))),
+            grpc_registry::ACCESS,
+        );
         base.serve(
-            vec![GRPC_SERVICE],
+            vec![GRPC_SERVICE, REGISTRY_GRPC_SERVICE],
             vec![consumer],
-            |router| router.add_service(api),
+            |router| router.add_service(api).add_service(registry),
             shutdown,
         )
         .await

@@ -15,6 +15,7 @@ pub mod export;
 pub mod lab;
 pub mod orders;
 pub mod quotes;
+pub mod registry;
 pub mod results;
 pub mod shipping;
 pub mod stablecoin;

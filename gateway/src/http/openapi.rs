@@ -49,6 +49,7 @@ pub const CURSOR_DESCRIPTION: &str = "Opaque pagination cursor: pass back `pagin
         (name = "billing", description = "invoices and payments"),
         (name = "shipping", description = "prepaid inbound labels, tracking and door pickups"),
         (name = "results", description = "QA-published certificates of analysis and their analyte rows"),
+        (name = "registry", description = "the lab-wide instrument and method registries"),
         (name = "verification", description = "public COA authenticity check (no key)"),
         (name = "webhooks", description = "signed webhook endpoints and their deliveries"),
     )

@@ -292,6 +292,8 @@ mod tests {
             names,
             [
                 "svc.catalog.search",
+                "svc.instrument.list",
+                "svc.method.list",
                 "svc.order.list",
                 "svc.order.get",
                 "svc.order.sample.list",

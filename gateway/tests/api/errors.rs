@@ -56,7 +56,12 @@ async fn every_response_carries_a_request_id_and_a_sane_incoming_one_is_kept() {
 async fn unknown_routes_are_enveloped_404s_and_wrong_methods_enveloped_405s() {
     let app = spawn_app().await;
     let customer = app.identity.keyed_customer(&["all"]).await;
-    let missing = app.get("/instruments", &customer.plaintext).await;
+    // An operation of the spec not built yet (GET /instruments was the example until it was built).
+    let unbuilt = gateway::scopes::NOT_BUILT
+        .iter()
+        .find(|operation| operation.method == "GET" && !operation.path.contains('{'))
+        .expect("a GET operation without path parameters is not built yet");
+    let missing = app.get(unbuilt.path, &customer.plaintext).await;
     error_envelope(missing, 404, "not_found").await;
     let outside = app
         .http

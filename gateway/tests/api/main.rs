@@ -1,5 +1,5 @@
 //! Integration tests of the gateway: one binary, a real identity-svc on a fresh database per test, fake
-//! peers.
+//! peers (the registries' tests run a real results-svc).
 
 mod authentication;
 mod documents;
@@ -13,6 +13,7 @@ mod input;
 mod orders;
 mod readiness;
 mod reads;
+mod registries;
 mod replicas;
 mod webhook_endpoints;
 mod webhook_fake;

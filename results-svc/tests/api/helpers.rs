@@ -10,6 +10,7 @@ use platform::tokens::testing::DevTokens;
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use proto::results as pb;
+use proto::results::registry_service_client::RegistryServiceClient;
 use proto::results::results_service_client::ResultsServiceClient;
 use results_svc::{Application, Settings};
 use sqlx::PgPool;
@@ -24,6 +25,8 @@ pub const TEST_ID: &str = "hplc-purity";
 pub struct TestApp {
     pub pool: PgPool,
     pub client: ResultsServiceClient<Channel>,
+    /// The instrument and method registries, on the same server.
+    pub registry: RegistryServiceClient<Channel>,
     pub keys: DevTokens,
     pub stream_prefix: String,
     shutdown: CancellationToken,
@@ -59,12 +62,16 @@ pub async fn spawn_app() -> TestApp {
     let client = ResultsServiceClient::connect(format!("http://{addr}"))
         .await
         .expect("connect to results-svc");
+    let registry = RegistryServiceClient::connect(format!("http://{addr}"))
+        .await
+        .expect("connect to results-svc's registry");
     let pool = PgPool::connect(&database_url)
         .await
         .expect("connect to the test database");
     TestApp {
         pool,
         client,
+        registry,
         keys: DevTokens::new(results_svc::SERVICE_NAME),
         stream_prefix,
         shutdown,

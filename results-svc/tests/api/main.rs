@@ -1,9 +1,11 @@
 //! Integration tests of results-svc over gRPC, against the real PostgreSQL and Redis: the lab
 //! workflow's refusals and repeats, the payment gate of publication, retraction and amendment
-//! links, the tenant isolation of the customer's reads, and the revocation of staff tokens.
+//! links, the tenant isolation of the customer's reads, the revocation of staff tokens, and the
+//! instrument and method registries.
 
 mod data;
 mod helpers;
 mod reads;
+mod registry;
 mod staff_tokens;
 mod workflow;

@@ -250,6 +250,8 @@ async fn a_key_without_orders_write_neither_sees_nor_can_call_svc_order_create()
         visible,
         [
             "svc.catalog.search",
+            "svc.instrument.list",
+            "svc.method.list",
             "svc.quote.create",
             "svc.order.list",
             "svc.order.get",
