@@ -67,6 +67,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     // The label is large next to the other event payloads: boxed, it keeps `Data` small.
     builder = builder.boxed(".lab.shipping.v1.ShipmentLabelCreated.label");
+    // An import stream's header next to its many byte chunks: boxed, the chunk stays small.
+    builder = builder.boxed(".lab.results.v1.ImportChunk.part.header");
     builder.compile_fds(descriptors)?;
     Ok(())
 }

@@ -76,6 +76,8 @@ pub mod prelude {
         PreparePaymentRequest, PreparedPaymentEnvelope, SpendEnvelopeEnvelope,
     };
     pub use crate::dto::catalog::{CatalogPage, CatalogQuery};
+    pub use crate::dto::data::{InstrumentDataEnvelope, RawDataEnvelope};
+    pub use crate::dto::export::{CoaExportPage, ExportQuery, InstrumentExportPage};
     pub use crate::dto::lab::{CustodyEnvelope, EtaEnvelope, OrderSamplesEnvelope};
     pub use crate::dto::orders::{CreateOrderRequest, OrderEnvelope, OrderList, OrdersQuery};
     pub use crate::dto::quotes::{CreateQuoteRequest, QuoteEnvelope};
@@ -96,8 +98,6 @@ pub mod prelude {
     pub use crate::http::extract::{
         ApiJson, ApiQuery, EndpointId, IdempotencyKey, OptionalApiJson, OptionalIdempotencyKey, Reference,
     };
-    pub use crate::dto::data::{InstrumentDataEnvelope, RawDataEnvelope};
-    pub use crate::dto::export::{CoaExportPage, ExportQuery, InstrumentExportPage};
     pub use crate::operations::data::ExportKind;
     pub use crate::operations::{self, checkout, data, registry, results, shipping, webhooks};
 }

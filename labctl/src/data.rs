@@ -39,7 +39,7 @@ pub(crate) fn import_stream(
     bundle: Option<Vec<u8>>,
 ) -> impl futures::Stream<Item = pb::ImportChunk> + Send + 'static {
     let mut messages = vec![pb::ImportChunk {
-        part: Some(pb::import_chunk::Part::Header(header)),
+        part: Some(pb::import_chunk::Part::Header(Box::new(header))),
     }];
     messages.extend(file.chunks(CHUNK_BYTES).map(|chunk| pb::ImportChunk {
         part: Some(pb::import_chunk::Part::FileChunk(chunk.to_vec())),
@@ -53,7 +53,10 @@ pub(crate) fn import_stream(
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 fn file_name(path: &std::path::Path) -> anyhow::Result<String> {
@@ -90,7 +93,11 @@ pub(crate) fn header(
     }
 }
 
-pub(crate) async fn execute(connection: &Connection, token: &str, command: DataCommand) -> anyhow::Result<Value> {
+pub(crate) async fn execute(
+    connection: &Connection,
+    token: &str,
+    command: DataCommand,
+) -> anyhow::Result<Value> {
     let mut client = crate::lab::results_client(connection).await?;
     match command {
         DataCommand::Import {
@@ -147,12 +154,21 @@ pub(crate) async fn execute(connection: &Connection, token: &str, command: DataC
         }
         DataCommand::Imports { accession } => {
             let answer = client
-                .list_imports(request(pb::AccessionRequest { accession_number: accession }, token))
+                .list_imports(request(
+                    pb::AccessionRequest {
+                        accession_number: accession,
+                    },
+                    token,
+                ))
                 .await
                 .map_err(status_error)?
                 .into_inner();
             Ok(Value::Array(
-                answer.imports.iter().map(|import| import_json(import, true)).collect(),
+                answer
+                    .imports
+                    .iter()
+                    .map(|import| import_json(import, true))
+                    .collect(),
             ))
         }
     }

@@ -362,7 +362,10 @@ pub(crate) async fn walk(connection: &Connection, order: &str, qa_credential: &s
             None,
         );
         let imported = results
-            .import_instrument_file(request(crate::data::import_stream(header, report, None), &analyst))
+            .import_instrument_file(request(
+                crate::data::import_stream(header, report, None),
+                &analyst,
+            ))
             .await
             .map_err(status_error)?
             .into_inner();
@@ -400,7 +403,9 @@ pub(crate) async fn walk(connection: &Connection, order: &str, qa_credential: &s
 /// with one row per recorded analyte: what an instrument's software would have exported.
 pub(crate) fn quant_report(accession: &str, rows: &[AnalyteResult], dice: &mut Dice) -> Vec<u8> {
     let quote = |text: &str| format!("\"{}\"", text.replace('"', "\"\""));
-    let instrument = rows.first().map_or("LAB-GENERAL-01", |row| row.instrument.as_str());
+    let instrument = rows
+        .first()
+        .map_or("LAB-GENERAL-01", |row| row.instrument.as_str());
     let mut csv = format!(
         "Report,Quantitation Report\r\nSoftware,labctl demo\r\nInstrument,{}\r\nRun ID,DEMO-{accession}\r\n\
          Sample ID,{accession}\r\nAcquired,{}\r\n\r\nAnalyte,RT (min),Area,Calc. Conc.,Units,LOQ\r\n",

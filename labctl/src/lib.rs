@@ -191,6 +191,8 @@ pub enum Command {
     Health,
 }
 
+// Parsed once per process: the size of the import's arguments does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum DataCommand {
     /// Imports a raw instrument file into a result set of a sample: stored as is, parsed into

@@ -121,7 +121,11 @@ async fn labctl(mesh: &labd::Mesh, args: &[&str]) -> anyhow::Result<serde_json::
 }
 
 /// Pages the whole CSV export: (rows, bytes, calls, elapsed).
-async fn export_all(http: &reqwest::Client, base: &str, key: &str) -> anyhow::Result<(u64, u64, u32, Duration)> {
+async fn export_all(
+    http: &reqwest::Client,
+    base: &str,
+    key: &str,
+) -> anyhow::Result<(u64, u64, u32, Duration)> {
     let started = Instant::now();
     let (mut rows, mut bytes, mut calls, mut since) = (0u64, 0u64, 0u32, None::<String>);
     loop {
@@ -185,9 +189,31 @@ async fn main() -> anyhow::Result<()> {
     settings.gateway.rate_limit.burst = 1_000_000;
     let mesh = labd::start(settings).await?;
     let base = format!("http://{}/api/v1/agent", mesh.http_addr);
-    let customer = labctl(&mesh, &["customers", "ensure", "--name", "Bench", "--email", "bench@example.com"]).await?;
+    let customer = labctl(
+        &mesh,
+        &[
+            "customers",
+            "ensure",
+            "--name",
+            "Bench",
+            "--email",
+            "bench@example.com",
+        ],
+    )
+    .await?;
     let customer_id: uuid::Uuid = customer["id"].as_str().unwrap_or_default().parse()?;
-    let key = labctl(&mesh, &["keys", "create", "--customer", &customer_id.to_string(), "--scopes", "all"]).await?;
+    let key = labctl(
+        &mesh,
+        &[
+            "keys",
+            "create",
+            "--customer",
+            &customer_id.to_string(),
+            "--scopes",
+            "all",
+        ],
+    )
+    .await?;
     let key = key["key"].as_str().unwrap_or_default().to_owned();
     let http = reqwest::Client::new();
 
@@ -231,8 +257,10 @@ async fn main() -> anyhow::Result<()> {
     mesh.stop().await;
     let mut admin = PgConnection::connect(&args.admin_url).await?;
     let name = database_url.rsplit('/').next().unwrap_or_default().to_owned();
-    sqlx::raw_sql(AssertSqlSafe(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")))
-        .execute(&mut admin)
-        .await?;
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+    )))
+    .execute(&mut admin)
+    .await?;
     Ok(())
 }

@@ -127,7 +127,11 @@ impl Rule {
     pub fn check(&self, principal: &Principal) -> Result<(), ApiError> {
         match principal.kind {
             PrincipalKind::Customer if self.any_scope && !self.scopes.is_empty() => {
-                if self.scopes.iter().any(|scope| principal.scopes.iter().any(|held| held == scope)) {
+                if self
+                    .scopes
+                    .iter()
+                    .any(|scope| principal.scopes.iter().any(|held| held == scope))
+                {
                     Ok(())
                 } else {
                     Err(ApiError::new(
@@ -365,7 +369,10 @@ mod tests {
             error.details.unwrap()["anyOf"],
             serde_json::json!(["orders:read", "raw_data:read"])
         );
-        assert_eq!(rule.check(&operator(&["lab.qa"])).unwrap_err().code, ErrorCode::Forbidden);
+        assert_eq!(
+            rule.check(&operator(&["lab.qa"])).unwrap_err().code,
+            ErrorCode::Forbidden
+        );
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! here.
 
 use crate::convert::{customer_coa, results_filter};
-use crate::domain::analyte::UncheckedRow;
 use crate::data::{self, DataService};
+use crate::domain::analyte::UncheckedRow;
 use crate::service::{ResultsService, Step};
 use platform::access::{self, AccessTable};
 use platform::error::ApiError;
@@ -45,7 +45,8 @@ pub const ACCESS: AccessTable = &[
 ];
 
 /// The stream of one export page.
-type ExportStream = std::pin::Pin<Box<dyn futures::Stream<Item = Result<pb::ExportChunk, Status>> + Send + 'static>>;
+type ExportStream =
+    std::pin::Pin<Box<dyn futures::Stream<Item = Result<pb::ExportChunk, Status>> + Send + 'static>>;
 
 impl ResultsGrpc {
     /// One export page for the calling customer, streamed.
@@ -110,8 +111,14 @@ impl ResultsGrpc {
 const DOWNLOAD_CHUNK_BYTES: usize = 256 * 1024;
 
 fn order_id(text: &str) -> Result<uuid::Uuid, Status> {
-    uuid::Uuid::parse_str(text.trim())
-        .map_err(|_| ApiError::field(platform::error::ErrorCode::InvalidRequest, "orderId", "orderId is a UUID").into())
+    uuid::Uuid::parse_str(text.trim()).map_err(|_| {
+        ApiError::field(
+            platform::error::ErrorCode::InvalidRequest,
+            "orderId",
+            "orderId is a UUID",
+        )
+        .into()
+    })
 }
 
 /// Reads an import stream: the header first, then the file's chunks, then the bundle's, each
@@ -119,14 +126,19 @@ fn order_id(text: &str) -> Result<uuid::Uuid, Status> {
 async fn read_upload(mut stream: tonic::Streaming<pb::ImportChunk>) -> Result<data::Upload, Status> {
     use pb::import_chunk::Part;
     let invalid = |message: &str| -> Status {
-        ApiError::field(platform::error::ErrorCode::InvalidRequest, "file", message.to_owned()).into()
+        ApiError::field(
+            platform::error::ErrorCode::InvalidRequest,
+            "file",
+            message.to_owned(),
+        )
+        .into()
     };
     let mut header = None;
     let mut file = bytes::BytesMut::new();
     let mut bundle: Option<bytes::BytesMut> = None;
     while let Some(chunk) = stream.message().await? {
         match (chunk.part, &header) {
-            (Some(Part::Header(h)), None) => header = Some(h),
+            (Some(Part::Header(h)), None) => header = Some(*h),
             (Some(Part::Header(_)), Some(_)) => return Err(invalid("the stream carries a second header")),
             (_, None) => return Err(invalid("the stream's first message is the header")),
             (Some(Part::FileChunk(bytes)), Some(_)) if bundle.is_none() => {
@@ -141,7 +153,9 @@ async fn read_upload(mut stream: tonic::Streaming<pb::ImportChunk>) -> Result<da
             (Some(Part::BundleChunk(bytes)), Some(_)) => {
                 let bundle = bundle.get_or_insert_with(bytes::BytesMut::new);
                 if bundle.len() + bytes.len() > data::MAX_FILE_BYTES {
-                    return Err(invalid("the native bundle is larger than the import limit (64 MiB)"));
+                    return Err(invalid(
+                        "the native bundle is larger than the import limit (64 MiB)",
+                    ));
                 }
                 bundle.extend_from_slice(&bytes);
             }
@@ -183,7 +197,10 @@ impl ResultsApi for ResultsGrpc {
     type ExportCoasStream = ExportStream;
     type ExportInstrumentResultsStream = ExportStream;
 
-    async fn export_coas(&self, request: Request<pb::ExportRequest>) -> Result<Response<ExportStream>, Status> {
+    async fn export_coas(
+        &self,
+        request: Request<pb::ExportRequest>,
+    ) -> Result<Response<ExportStream>, Status> {
         self.export(request, data::export::Export::Coas)
     }
 
@@ -284,8 +301,16 @@ impl ResultsApi for ResultsGrpc {
             let end = (offset + DOWNLOAD_CHUNK_BYTES).min(download.bytes.len());
             chunks.push(Ok(pb::DownloadChunk {
                 data: download.bytes.slice(offset..end).to_vec(),
-                filename: if offset == 0 { download.filename.clone() } else { String::new() },
-                mime_type: if offset == 0 { download.mime_type.clone() } else { None },
+                filename: if offset == 0 {
+                    download.filename.clone()
+                } else {
+                    String::new()
+                },
+                mime_type: if offset == 0 {
+                    download.mime_type.clone()
+                } else {
+                    None
+                },
                 size_bytes: size,
             }));
             offset = end;

@@ -35,7 +35,10 @@ pub const PUBLICATION_LOCK: i64 = 0x7265_7375_6c74_7331;
 /// Takes the publication lock (held until the caller's transaction ends) and returns the
 /// publication time: now, but strictly after every publication already committed. Stamps taken
 /// under the lock follow commit order, which the exports' `since` relies on (docs/data.md).
-pub async fn publication_stamp(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<DateTime<Utc>, sqlx::Error> {
+pub async fn publication_stamp(
+    conn: &mut PgConnection,
+    now: DateTime<Utc>,
+) -> Result<DateTime<Utc>, sqlx::Error> {
     sqlx::query("SELECT pg_advisory_xact_lock($1)")
         .bind(PUBLICATION_LOCK)
         .execute(&mut *conn)

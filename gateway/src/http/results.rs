@@ -92,12 +92,17 @@ pub async fn raw_file(
         )
         .into());
     };
-    let download =
-        crate::operations::data::raw_file(&state.peers, key, link.expires, link.signature).await?;
+    let download = crate::operations::data::raw_file(&state.peers, key, link.expires, link.signature).await?;
     let filename: String = download
         .filename
         .chars()
-        .map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_graphic() && c != '"' && c != '\\' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     Ok((
         [

@@ -19,7 +19,11 @@ pub fn raw_data_not_found() -> ApiError {
     ApiError::new(ErrorCode::NotFound, "raw data not found")
 }
 
-async fn data_release(peers: &Peers, caller: &Caller, reference: String) -> Result<orders::DataRelease, ApiError> {
+async fn data_release(
+    peers: &Peers,
+    caller: &Caller,
+    reference: String,
+) -> Result<orders::DataRelease, ApiError> {
     Ok(peers
         .orders()
         .get_data_release(outgoing(
@@ -33,7 +37,11 @@ async fn data_release(peers: &Peers, caller: &Caller, reference: String) -> Resu
 
 /// `GET /orders/{reference}/raw-data`: the manifest of the files released by the order's
 /// published COAs, with signed URLs that expire together one hour after `generatedAt`.
-pub async fn get_raw_data(peers: &Peers, caller: &Caller, reference: String) -> Result<RawDataEnvelope, ApiError> {
+pub async fn get_raw_data(
+    peers: &Peers,
+    caller: &Caller,
+    reference: String,
+) -> Result<RawDataEnvelope, ApiError> {
     let not_found = |error: ApiError| match error.code {
         ErrorCode::NotFound | ErrorCode::InvalidRequest => raw_data_not_found(),
         _ => error,
@@ -136,7 +144,12 @@ pub struct RawFileDownload {
 
 /// `GET /api/v1/files/results/{key}?expires=…&signature=…`: the file's bytes (no key; a bad,
 /// altered or expired link is 404). The first message names the file; the body streams the rest.
-pub async fn raw_file(peers: &Peers, key: String, expires: i64, signature: String) -> Result<RawFileDownload, ApiError> {
+pub async fn raw_file(
+    peers: &Peers,
+    key: String,
+    expires: i64,
+    signature: String,
+) -> Result<RawFileDownload, ApiError> {
     use futures::StreamExt;
     let mut request = tonic::Request::new(pb::OpenDownloadRequest {
         key,
@@ -193,12 +206,22 @@ pub async fn export(
     let csv = match format.as_str() {
         "" | "json" => false,
         "csv" => true,
-        _ => return Err(ApiError::field(ErrorCode::InvalidRequest, "query.format", "format is json or csv")),
+        _ => {
+            return Err(ApiError::field(
+                ErrorCode::InvalidRequest,
+                "query.format",
+                "format is json or csv",
+            ));
+        }
     };
     if let Some(limit) = query.limit
         && !(1..=5000).contains(&limit)
     {
-        return Err(ApiError::field(ErrorCode::InvalidRequest, "query.limit", "limit is 1 to 5000"));
+        return Err(ApiError::field(
+            ErrorCode::InvalidRequest,
+            "query.limit",
+            "limit is 1 to 5000",
+        ));
     }
     let request = pb::ExportRequest {
         since: query.since.map(platform::time::to_timestamp),
@@ -255,13 +278,24 @@ impl ExportPage {
             Err(status) => Err(status),
         });
         let mut headers = http::HeaderMap::new();
-        headers.insert(http::header::CACHE_CONTROL, http::HeaderValue::from_static("private, no-store"));
-        headers.insert("x-export-truncated", http::HeaderValue::from_static(if self.head.truncated { "true" } else { "false" }));
+        headers.insert(
+            http::header::CACHE_CONTROL,
+            http::HeaderValue::from_static("private, no-store"),
+        );
+        headers.insert(
+            "x-export-truncated",
+            http::HeaderValue::from_static(if self.head.truncated { "true" } else { "false" }),
+        );
         headers.insert("x-export-row-count", http::HeaderValue::from(self.head.row_count));
         if let Some(since) = next_since.and_then(|since| http::HeaderValue::from_str(&since).ok()) {
             headers.insert("x-export-next-since", since);
         }
-        if let Some(cursor) = self.head.next_cursor.as_deref().and_then(|c| http::HeaderValue::from_str(c).ok()) {
+        if let Some(cursor) = self
+            .head
+            .next_cursor
+            .as_deref()
+            .and_then(|c| http::HeaderValue::from_str(c).ok())
+        {
             headers.insert("x-export-next-cursor", cursor);
         }
         if self.csv {
@@ -271,10 +305,17 @@ impl ExportPage {
             );
             return (headers, axum::body::Body::from_stream(rows)).into_response();
         }
-        headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
-        let body = futures::stream::once(futures::future::ready(Ok(bytes::Bytes::from_static(b"{\"data\":["))))
-            .chain(rows)
-            .chain(futures::stream::once(futures::future::ready(Ok(bytes::Bytes::from(tail)))));
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        let body = futures::stream::once(futures::future::ready(Ok(bytes::Bytes::from_static(
+            b"{\"data\":[",
+        ))))
+        .chain(rows)
+        .chain(futures::stream::once(futures::future::ready(Ok(
+            bytes::Bytes::from(tail),
+        ))));
         (headers, axum::body::Body::from_stream(body)).into_response()
     }
 

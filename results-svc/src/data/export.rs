@@ -42,7 +42,11 @@ impl Format {
         match text.trim() {
             "" | "json" => Ok(Format::Json),
             "csv" => Ok(Format::Csv),
-            _ => Err(ApiError::field(ErrorCode::InvalidRequest, "format", "format is json or csv")),
+            _ => Err(ApiError::field(
+                ErrorCode::InvalidRequest,
+                "format",
+                "format is json or csv",
+            )),
         }
     }
 }
@@ -62,11 +66,17 @@ impl Start {
         let Some(cursor) = cursor.filter(|cursor| !cursor.is_empty()) else {
             return Ok(Start::Since(since));
         };
-        let invalid = || ApiError::new(ErrorCode::InvalidCursor, "the export cursor is malformed or was edited");
+        let invalid = || {
+            ApiError::new(
+                ErrorCode::InvalidCursor,
+                "the export cursor is malformed or was edited",
+            )
+        };
         let text = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
         let text = String::from_utf8(text).map_err(|_| invalid())?;
         let (micros, skip) = text.split_once(':').ok_or_else(invalid)?;
-        let at = DateTime::from_timestamp_micros(micros.parse().map_err(|_| invalid())?).ok_or_else(invalid)?;
+        let at =
+            DateTime::from_timestamp_micros(micros.parse().map_err(|_| invalid())?).ok_or_else(invalid)?;
         let skip: i64 = skip.parse().map_err(|_| invalid())?;
         if skip <= 0 {
             return Err(invalid());
@@ -127,15 +137,58 @@ fn rows_sql(export: Export) -> &'static str {
 pub fn columns(export: Export) -> &'static [&'static str] {
     match export {
         Export::Coas => &[
-            "publishedAt", "coaId", "submissionId", "accessionNumber", "orderId", "orderNumber", "compound",
-            "lotNumber", "version", "status", "analyte", "testId", "value", "qualifier", "unit", "loq", "lod",
-            "specification", "outcome", "method", "instrument", "measuredAt",
+            "publishedAt",
+            "coaId",
+            "submissionId",
+            "accessionNumber",
+            "orderId",
+            "orderNumber",
+            "compound",
+            "lotNumber",
+            "version",
+            "status",
+            "analyte",
+            "testId",
+            "value",
+            "qualifier",
+            "unit",
+            "loq",
+            "lod",
+            "specification",
+            "outcome",
+            "method",
+            "instrument",
+            "measuredAt",
         ],
         Export::InstrumentResults => &[
-            "publishedAt", "coaId", "accessionNumber", "orderId", "orderNumber", "importId", "resultSetId",
-            "resultSet", "filename", "sha256", "instrumentId", "instrumentName", "methodId", "runIdentifier",
-            "sampleIdentifier", "acquiredAt", "position", "analyte", "kind", "retentionTimeMin", "mz",
-            "precursorMz", "productMz", "response", "responseUnit", "concentration", "concentrationUnit", "loq",
+            "publishedAt",
+            "coaId",
+            "accessionNumber",
+            "orderId",
+            "orderNumber",
+            "importId",
+            "resultSetId",
+            "resultSet",
+            "filename",
+            "sha256",
+            "instrumentId",
+            "instrumentName",
+            "methodId",
+            "runIdentifier",
+            "sampleIdentifier",
+            "acquiredAt",
+            "position",
+            "analyte",
+            "kind",
+            "retentionTimeMin",
+            "mz",
+            "precursorMz",
+            "productMz",
+            "response",
+            "responseUnit",
+            "concentration",
+            "concentrationUnit",
+            "loq",
         ],
     }
 }
@@ -150,7 +203,9 @@ enum Field {
 impl Field {
     fn json(&self) -> serde_json::Value {
         match self {
-            Field::Text(text) => text.clone().map_or(serde_json::Value::Null, serde_json::Value::String),
+            Field::Text(text) => text
+                .clone()
+                .map_or(serde_json::Value::Null, serde_json::Value::String),
             Field::Number(number) => number
                 .and_then(serde_json::Number::from_f64)
                 .map_or(serde_json::Value::Null, serde_json::Value::Number),
@@ -339,25 +394,36 @@ pub async fn run(
 }
 
 /// Plans a page: how many rows, where the next starts.
-async fn plan(conn: &mut PgConnection, export: Export, customer_id: Uuid, start: Start, limit: i64) -> Result<Head, ApiError> {
+async fn plan(
+    conn: &mut PgConnection,
+    export: Export,
+    customer_id: Uuid,
+    start: Start,
+    limit: i64,
+) -> Result<Head, ApiError> {
     let limit = if limit <= 0 { MAX_ROWS } else { limit.min(MAX_ROWS) };
     let (from, inclusive, skip) = bounds(start);
     // The publication time of the row just after a full page, if there is one.
-    let next: Option<DateTime<Utc>> =
-        sqlx::query_scalar(AssertSqlSafe(format!("SELECT published_at FROM ({}) page OFFSET $4 LIMIT 1", rows_sql(export))))
-            .bind(customer_id)
-            .bind(from)
-            .bind(inclusive)
-            .bind(skip + limit)
-            .fetch_optional(&mut *conn)
-            .await?;
+    let next: Option<DateTime<Utc>> = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT published_at FROM ({}) page OFFSET $4 LIMIT 1",
+        rows_sql(export)
+    )))
+    .bind(customer_id)
+    .bind(from)
+    .bind(inclusive)
+    .bind(skip + limit)
+    .fetch_optional(&mut *conn)
+    .await?;
     let Some(next) = next else {
-        let count: i64 = sqlx::query_scalar(AssertSqlSafe(format!("SELECT count(*) FROM ({}) page", rows_sql(export))))
-            .bind(customer_id)
-            .bind(from)
-            .bind(inclusive)
-            .fetch_one(&mut *conn)
-            .await?;
+        let count: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT count(*) FROM ({}) page",
+            rows_sql(export)
+        )))
+        .bind(customer_id)
+        .bind(from)
+        .bind(inclusive)
+        .fetch_one(&mut *conn)
+        .await?;
         let row_count = (count - skip).max(0);
         let last = last_time(conn, export, customer_id, start, row_count).await?;
         return Ok(Head {
@@ -425,13 +491,16 @@ async fn last_time(
         return Ok(None);
     }
     let (from, inclusive, skip) = bounds(start);
-    Ok(sqlx::query_scalar(AssertSqlSafe(format!("SELECT published_at FROM ({}) page OFFSET $4 LIMIT 1", rows_sql(export))))
-        .bind(customer_id)
-        .bind(from)
-        .bind(inclusive)
-        .bind(skip + rows - 1)
-        .fetch_optional(conn)
-        .await?)
+    Ok(sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT published_at FROM ({}) page OFFSET $4 LIMIT 1",
+        rows_sql(export)
+    )))
+    .bind(customer_id)
+    .bind(from)
+    .bind(inclusive)
+    .bind(skip + rows - 1)
+    .fetch_optional(conn)
+    .await?)
 }
 
 /// Streams `rows` rows after `start`, rendered, in chunks of about 64 KiB.
@@ -463,7 +532,9 @@ async fn stream_rows(
         }
     }
     if !renderer.buffer.is_empty() {
-        let _ = send.send(Ok(Part::Rows(std::mem::take(&mut renderer.buffer)))).await;
+        let _ = send
+            .send(Ok(Part::Rows(std::mem::take(&mut renderer.buffer))))
+            .await;
     }
     Ok(())
 }

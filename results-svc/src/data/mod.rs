@@ -140,7 +140,10 @@ fn optional_text(field: &str, value: Option<String>, max: usize) -> Result<Optio
 fn file_name(field: &str, value: &str) -> Result<String, ApiError> {
     let name = required_text(field, value, 255)?;
     if name.contains(['/', '\\']) || name == "." || name == ".." {
-        return Err(invalid(field, format!("{field} is a file name without a directory")));
+        return Err(invalid(
+            field,
+            format!("{field} is a file name without a directory"),
+        ));
     }
     Ok(name)
 }
@@ -149,7 +152,13 @@ fn file_name(field: &str, value: &str) -> Result<String, ApiError> {
 fn blob_key(order_id: Uuid, import_id: Uuid, part: &str, filename: &str) -> String {
     let safe: String = filename
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     format!("raw/{order_id}/{import_id}/{part}/{safe}")
 }
@@ -206,13 +215,19 @@ impl DataService {
                 if hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()) {
                     Ok(hash)
                 } else {
-                    Err(invalid("clientSha256", "clientSha256 is 64 hexadecimal characters"))
+                    Err(invalid(
+                        "clientSha256",
+                        "clientSha256 is 64 hexadecimal characters",
+                    ))
                 }
             })
             .transpose()?;
         let format = match header.format.filter(|name| !name.trim().is_empty()) {
             Some(name) => Some(Format::from_name(name.trim()).ok_or_else(|| {
-                invalid("format", "format is one of mzml, andi-netcdf, vendor-csv (or absent: detected)")
+                invalid(
+                    "format",
+                    "format is one of mzml, andi-netcdf, vendor-csv (or absent: detected)",
+                )
             })?),
             None => None,
         };
@@ -220,11 +235,19 @@ impl DataService {
             return Err(invalid("file", "the file is empty"));
         }
         if file.len() > MAX_FILE_BYTES {
-            return Err(invalid("file", format!("a file is at most {MAX_FILE_BYTES} bytes")));
+            return Err(invalid(
+                "file",
+                format!("a file is at most {MAX_FILE_BYTES} bytes"),
+            ));
         }
         let bundle_name = match (&bundle, header.native_bundle_filename) {
             (Some(_), Some(name)) => Some(file_name("nativeBundleFilename", &name)?),
-            (Some(_), None) => return Err(invalid("nativeBundleFilename", "a native bundle needs its file name")),
+            (Some(_), None) => {
+                return Err(invalid(
+                    "nativeBundleFilename",
+                    "a native bundle needs its file name",
+                ));
+            }
             (None, Some(_)) => return Err(invalid("nativeBundle", "the native bundle's bytes are missing")),
             (None, None) => None,
         };
@@ -232,12 +255,16 @@ impl DataService {
 
         let sample = {
             let mut conn = self.pool.acquire().await?;
-            if let Some(existing) = repo::same_import(&mut conn, &accession, &result_set, &filename, &sha256).await? {
+            if let Some(existing) =
+                repo::same_import(&mut conn, &accession, &result_set, &filename, &sha256).await?
+            {
                 return Ok((existing, true));
             }
             crate::repo::find_sample(&mut conn, &accession)
                 .await?
-                .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no received sample {accession}")))?
+                .ok_or_else(|| {
+                    ApiError::new(ErrorCode::NotFound, format!("no received sample {accession}"))
+                })?
         };
 
         // Parsing is CPU work on up to MAX_FILE_BYTES: off the async workers.
@@ -295,7 +322,10 @@ impl DataService {
             filename: filename.clone(),
             mime_type,
             size_bytes: i64::try_from(file.len()).unwrap_or(i64::MAX),
-            integrity_verified_at: client_sha256.as_ref().filter(|hash| **hash == sha256).map(|_| now),
+            integrity_verified_at: client_sha256
+                .as_ref()
+                .filter(|hash| **hash == sha256)
+                .map(|_| now),
             sha256: sha256.clone(),
             client_sha256,
             format: format.map(|format| format.name().to_owned()),
@@ -303,7 +333,8 @@ impl DataService {
                 .map(formats::parser_version)
                 .unwrap_or_else(|| "none (no open format applies)".to_owned()),
             connector_version,
-            sample_identifier: sample_identifier.or_else(|| parsed.as_ref().and_then(|p| p.sample_identifier.clone())),
+            sample_identifier: sample_identifier
+                .or_else(|| parsed.as_ref().and_then(|p| p.sample_identifier.clone())),
             run_identifier: run_identifier.or_else(|| parsed.as_ref().and_then(|p| p.run_identifier.clone())),
             instrument_name: parsed
                 .as_ref()
@@ -311,12 +342,16 @@ impl DataService {
                 .or_else(|| instrument.clone()),
             instrument_id: instrument,
             method_id: method,
-            acquired_at: header.acquired_at.or_else(|| parsed.as_ref().and_then(|p| p.acquired_at)),
+            acquired_at: header
+                .acquired_at
+                .or_else(|| parsed.as_ref().and_then(|p| p.acquired_at)),
             imported_at: now,
             imported_by: operator.name.clone(),
             imported_by_id: Some(operator.id),
             storage_key: storage_key.clone(),
-            native_bundle_size_bytes: bundle.as_ref().map(|b| i64::try_from(b.len()).unwrap_or(i64::MAX)),
+            native_bundle_size_bytes: bundle
+                .as_ref()
+                .map(|b| i64::try_from(b.len()).unwrap_or(i64::MAX)),
             native_bundle_filename: bundle_name,
             native_bundle_key: bundle_key.clone(),
             parse_status,
@@ -454,7 +489,12 @@ impl DataService {
 
     /// Opens a stored file behind a local download link: the link's signature and expiry, and
     /// that the file is still released. Every refusal is the same `not_found`.
-    pub async fn open_download(&self, key: &str, expires: i64, signature: &str) -> Result<Download, ApiError> {
+    pub async fn open_download(
+        &self,
+        key: &str,
+        expires: i64,
+        signature: &str,
+    ) -> Result<Download, ApiError> {
         let not_found = || ApiError::new(ErrorCode::NotFound, "file not found or link expired");
         self.store
             .open_local_link(key, expires, signature, platform::time::now())

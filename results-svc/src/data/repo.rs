@@ -190,13 +190,12 @@ pub async fn insert_import(
     .bind(import.imported_at)
     .execute(&mut *conn)
     .await?;
-    let result_set_id: Uuid = sqlx::query_scalar(
-        "SELECT id FROM results.result_sets WHERE accession_number = $1 AND name = $2",
-    )
-    .bind(&import.accession_number)
-    .bind(&import.result_set)
-    .fetch_one(&mut *conn)
-    .await?;
+    let result_set_id: Uuid =
+        sqlx::query_scalar("SELECT id FROM results.result_sets WHERE accession_number = $1 AND name = $2")
+            .bind(&import.accession_number)
+            .bind(&import.result_set)
+            .fetch_one(&mut *conn)
+            .await?;
     let inserted = sqlx::query(
         "INSERT INTO results.instrument_imports (id, result_set_id, accession_number, customer_id, order_id, vendor, \
            filename, mime_type, size_bytes, sha256, client_sha256, integrity_verified_at, format, parser_version, \
@@ -282,11 +281,16 @@ pub async fn insert_import(
 }
 
 /// Every import of an accession, lab-wide, oldest first.
-pub async fn imports_of_accession(conn: &mut PgConnection, accession: &str) -> Result<Vec<ImportRow>, sqlx::Error> {
-    sqlx::query_as(select_imports!("WHERE i.accession_number = $1 ORDER BY i.imported_at, i.id"))
-        .bind(accession)
-        .fetch_all(conn)
-        .await
+pub async fn imports_of_accession(
+    conn: &mut PgConnection,
+    accession: &str,
+) -> Result<Vec<ImportRow>, sqlx::Error> {
+    sqlx::query_as(select_imports!(
+        "WHERE i.accession_number = $1 ORDER BY i.imported_at, i.id"
+    ))
+    .bind(accession)
+    .fetch_all(conn)
+    .await
 }
 
 /// Whether the customer's order has a COA in force (status `published`).
@@ -339,7 +343,10 @@ pub async fn imports_released_by(
 }
 
 /// The measurements of `imports`, in import then position order.
-pub async fn measurements_of(conn: &mut PgConnection, imports: &[Uuid]) -> Result<Vec<MeasurementRow>, sqlx::Error> {
+pub async fn measurements_of(
+    conn: &mut PgConnection,
+    imports: &[Uuid],
+) -> Result<Vec<MeasurementRow>, sqlx::Error> {
     sqlx::query_as(
         "SELECT import_id, position, analyte, kind, retention_time_min, mz, precursor_mz, product_mz, response, \
            response_unit, concentration, concentration_unit, loq \
@@ -352,7 +359,10 @@ pub async fn measurements_of(conn: &mut PgConnection, imports: &[Uuid]) -> Resul
 
 /// What a local download link may open: a released file (or native bundle) stored under `key`:
 /// (file name, MIME type).
-pub async fn released_blob(conn: &mut PgConnection, key: &str) -> Result<Option<(String, Option<String>)>, sqlx::Error> {
+pub async fn released_blob(
+    conn: &mut PgConnection,
+    key: &str,
+) -> Result<Option<(String, Option<String>)>, sqlx::Error> {
     sqlx::query_as(concat!(
         "SELECT CASE WHEN i.storage_key = $1 THEN i.filename ELSE i.native_bundle_filename END, \
            CASE WHEN i.storage_key = $1 THEN i.mime_type ELSE 'application/octet-stream' END \

@@ -29,9 +29,13 @@ fn header(accession: &str, filename: &str, file: &[u8]) -> pb::ImportHeader {
     }
 }
 
-async fn import(app: &TestApp, header: pb::ImportHeader, file: &[u8]) -> Result<pb::ImportResponse, tonic::Status> {
+async fn import(
+    app: &TestApp,
+    header: pb::ImportHeader,
+    file: &[u8],
+) -> Result<pb::ImportResponse, tonic::Status> {
     let mut messages = vec![pb::ImportChunk {
-        part: Some(pb::import_chunk::Part::Header(header)),
+        part: Some(pb::import_chunk::Part::Header(Box::new(header))),
     }];
     // Small chunks: the service reassembles them in order.
     messages.extend(file.chunks(100).map(|chunk| pb::ImportChunk {
@@ -47,7 +51,11 @@ async fn import(app: &TestApp, header: pb::ImportHeader, file: &[u8]) -> Result<
 fn data_key(app: &TestApp, customer: Uuid) -> String {
     app.keys.customer(
         customer,
-        &[proto::scopes::RAW_DATA_READ, proto::scopes::INSTRUMENTS_READ, proto::scopes::RESULTS_READ],
+        &[
+            proto::scopes::RAW_DATA_READ,
+            proto::scopes::INSTRUMENTS_READ,
+            proto::scopes::RESULTS_READ,
+        ],
     )
 }
 
@@ -55,13 +63,21 @@ fn data_key(app: &TestApp, customer: Uuid) -> String {
 async fn an_import_parses_once_and_a_repeat_or_a_race_of_the_same_file_stores_nothing_more() {
     let app = spawn_app().await;
     let sample = app.sample_in_testing(Uuid::now_v7()).await;
-    let first = import(&app, header(&sample.accession, "quant.csv", CSV), CSV).await.unwrap();
+    let first = import(&app, header(&sample.accession, "quant.csv", CSV), CSV)
+        .await
+        .unwrap();
     let stored = first.import.unwrap();
     assert!(!first.unchanged);
-    assert_eq!((stored.parse_status.as_str(), stored.measurement_count), ("parsed", 5));
+    assert_eq!(
+        (stored.parse_status.as_str(), stored.measurement_count),
+        ("parsed", 5)
+    );
     assert_eq!(stored.sha256, sha256_hex(CSV));
     assert!(stored.integrity_verified_at.is_some());
-    assert_eq!(stored.instrument_name.as_deref(), Some("Agilent 6470 Triple Quad LC/MS, SN SG2204A112"));
+    assert_eq!(
+        stored.instrument_name.as_deref(),
+        Some("Agilent 6470 Triple Quad LC/MS, SN SG2204A112")
+    );
     assert_eq!(stored.run_identifier.as_deref(), Some("B240514-03"));
 
     // The same file again, twice at once: the stored import answers, unchanged.
@@ -90,13 +106,20 @@ async fn an_import_parses_once_and_a_repeat_or_a_race_of_the_same_file_stores_no
     assert_eq!(failed.measurement_count, 0);
 
     // Refusals: unknown sample, a path for a name, no header, a bad hash.
-    let refused = import(&app, header("ACC-NOPE", "a.csv", CSV), CSV).await.unwrap_err();
+    let refused = import(&app, header("ACC-NOPE", "a.csv", CSV), CSV)
+        .await
+        .unwrap_err();
     assert_eq!(refused.code(), tonic::Code::NotFound);
-    let refused = import(&app, header(&sample.accession, "../etc/passwd", CSV), CSV).await.unwrap_err();
+    let refused = import(&app, header(&sample.accession, "../etc/passwd", CSV), CSV)
+        .await
+        .unwrap_err();
     assert_eq!(refused.code(), tonic::Code::InvalidArgument);
     let mut bad_hash = header(&sample.accession, "c.csv", CSV);
     bad_hash.client_sha256 = Some("xyz".into());
-    assert_eq!(import(&app, bad_hash, CSV).await.unwrap_err().code(), tonic::Code::InvalidArgument);
+    assert_eq!(
+        import(&app, bad_hash, CSV).await.unwrap_err().code(),
+        tonic::Code::InvalidArgument
+    );
     let imports: i64 = sqlx::query_scalar("SELECT count(*) FROM results.instrument_imports")
         .fetch_one(&app.pool)
         .await
@@ -111,21 +134,37 @@ async fn a_published_coa_releases_earlier_imports_whose_local_links_return_the_e
     let sample = app.sample_in_testing(customer).await;
     app.pay(&sample).await;
     app.approved(&sample.accession).await;
-    import(&app, header(&sample.accession, "quant.csv", CSV), CSV).await.unwrap();
+    import(&app, header(&sample.accession, "quant.csv", CSV), CSV)
+        .await
+        .unwrap();
     let key = data_key(&app, customer);
     let request = || pb::RawDataRequest {
         order_id: sample.order_id.to_string(),
         order_number: "ORD-1".into(),
     };
     let mut client = app.client.clone();
-    let unpublished = client.get_raw_data_manifest(outgoing(request(), &key)).await.unwrap_err();
+    let unpublished = client
+        .get_raw_data_manifest(outgoing(request(), &key))
+        .await
+        .unwrap_err();
     assert_eq!(unpublished.code(), tonic::Code::NotFound);
 
     crate::helpers::wait_until_paid(&app, &sample).await;
-    let coa = app.publish_as(&app.qa(), &sample.accession).await.unwrap().coa.unwrap();
+    let coa = app
+        .publish_as(&app.qa(), &sample.accession)
+        .await
+        .unwrap()
+        .coa
+        .unwrap();
     // Imported after publication: released by no COA yet.
-    import(&app, header(&sample.accession, "late.csv", CSV), CSV).await.unwrap();
-    let manifest = client.get_raw_data_manifest(outgoing(request(), &key)).await.unwrap().into_inner();
+    import(&app, header(&sample.accession, "late.csv", CSV), CSV)
+        .await
+        .unwrap();
+    let manifest = client
+        .get_raw_data_manifest(outgoing(request(), &key))
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(manifest.files.len(), 1, "{manifest:?}");
     let file = &manifest.files[0];
     assert_eq!(file.releases[0].coa_id, coa.id);
@@ -155,21 +194,37 @@ async fn a_published_coa_releases_earlier_imports_whose_local_links_return_the_e
     assert_eq!(bytes, CSV);
     // An altered link opens nothing.
     for (key, expires, signature) in [
-        (key_path.replace("quant", "late"), expires, query["signature"].clone()),
+        (
+            key_path.replace("quant", "late"),
+            expires,
+            query["signature"].clone(),
+        ),
         (key_path.to_owned(), expires + 1, query["signature"].clone()),
-        (key_path.to_owned(), expires, format!("A{}", &query["signature"][1..])),
+        (
+            key_path.to_owned(),
+            expires,
+            format!("A{}", &query["signature"][1..]),
+        ),
     ] {
-        let refused = client.open_download(open(&key, expires, &signature)).await.unwrap_err();
+        let refused = client
+            .open_download(open(&key, expires, &signature))
+            .await
+            .unwrap_err();
         assert_eq!(refused.code(), tonic::Code::NotFound);
     }
     // Another customer sees no manifest of this order.
     let other = data_key(&app, Uuid::now_v7());
-    let foreign = client.get_raw_data_manifest(outgoing(request(), &other)).await.unwrap_err();
+    let foreign = client
+        .get_raw_data_manifest(outgoing(request(), &other))
+        .await
+        .unwrap_err();
     assert_eq!(foreign.code(), tonic::Code::NotFound);
 }
 
 fn percent_decode(text: &str) -> String {
-    percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned()
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// Inserts `coas` published COAs of `customer` with `rows` analyte rows each; every `per_stamp`
@@ -231,7 +286,11 @@ async fn export_page(
         format: "json".into(),
         limit,
     };
-    let mut stream = client.export_coas(outgoing(request, token)).await.unwrap().into_inner();
+    let mut stream = client
+        .export_coas(outgoing(request, token))
+        .await
+        .unwrap()
+        .into_inner();
     let Some(pb::export_chunk::Part::Head(head)) = stream.message().await.unwrap().unwrap().part else {
         panic!("the head comes first");
     };
@@ -263,7 +322,10 @@ async fn page_through(app: &TestApp, token: &str, limit: i32) -> Vec<(String, St
             assert_eq!(Some(last["publishedAt"].as_str().unwrap().to_owned()), next_since);
         }
         keys.extend(rows.iter().map(|row| {
-            (row["coaId"].as_str().unwrap().to_owned(), row["analyte"].as_str().unwrap().to_owned())
+            (
+                row["coaId"].as_str().unwrap().to_owned(),
+                row["analyte"].as_str().unwrap().to_owned(),
+            )
         }));
         if !truncated {
             return keys;
@@ -303,12 +365,16 @@ async fn a_publication_committed_while_a_reader_pages_comes_after_every_row_the_
     let token = app.customer(customer);
     // Publication A takes its stamp and holds its transaction open.
     let mut a = app.pool.begin().await.unwrap();
-    let stamp_a = results_svc::repo::publication_stamp(&mut a, platform::time::now()).await.unwrap();
+    let stamp_a = results_svc::repo::publication_stamp(&mut a, platform::time::now())
+        .await
+        .unwrap();
     // Publication B waits for A's lock.
     let pool = app.pool.clone();
     let b = tokio::spawn(async move {
         let mut b = pool.begin().await.unwrap();
-        let stamp = results_svc::repo::publication_stamp(&mut b, platform::time::now()).await.unwrap();
+        let stamp = results_svc::repo::publication_stamp(&mut b, platform::time::now())
+            .await
+            .unwrap();
         (b, stamp)
     });
     // The reader pages to the end: neither A nor B is visible.
@@ -323,14 +389,25 @@ async fn a_publication_committed_while_a_reader_pages_comes_after_every_row_the_
     assert!(stamp_b > stamp_a, "stamps follow commit order");
     insert_coa_at(&mut b, customer, "LATE-B", stamp_b).await;
     b.commit().await.unwrap();
-    assert!(platform::time::rfc3339(stamp_a) > last_seen.clone().unwrap(), "stamped after every visible row");
+    assert!(
+        platform::time::rfc3339(stamp_a) > last_seen.clone().unwrap(),
+        "stamped after every visible row"
+    );
     // The reader continues from the last publishedAt it saw: both late publications arrive.
     let (rows, _, _, _) = export_page(&app, &token, last_seen.as_deref(), None, 5000).await;
-    let accessions: Vec<&str> = rows.iter().map(|row| row["accessionNumber"].as_str().unwrap()).collect();
+    let accessions: Vec<&str> = rows
+        .iter()
+        .map(|row| row["accessionNumber"].as_str().unwrap())
+        .collect();
     assert_eq!(accessions, ["LATE-A", "LATE-B"]);
 }
 
-async fn insert_coa_at(tx: &mut sqlx::PgConnection, customer: Uuid, accession: &str, at: chrono::DateTime<chrono::Utc>) {
+async fn insert_coa_at(
+    tx: &mut sqlx::PgConnection,
+    customer: Uuid,
+    accession: &str,
+    at: chrono::DateTime<chrono::Utc>,
+) {
     sqlx::query(
         "INSERT INTO results.samples (accession_number, customer_id, order_id, order_number, line_number, compound, \
            test_ids, test_names, received_at) VALUES ($1, $2, gen_random_uuid(), 'ORD-LATE', 1, 'BPC-157', \

@@ -51,7 +51,11 @@ pub async fn spawn_app() -> TestApp {
     let database_url = platform::testing::fresh_database().await;
     let stream_prefix = platform::testing::unique_stream_prefix();
     let mut settings = Settings::local(
-        platform::config::CommonSettings::local(&database_url, &platform::testing::redis_url(), &stream_prefix),
+        platform::config::CommonSettings::local(
+            &database_url,
+            &platform::testing::redis_url(),
+            &stream_prefix,
+        ),
         std::env::temp_dir().join(format!("lab-blobs-{stream_prefix}")),
     );
     settings.consumer_block = Duration::from_millis(100);

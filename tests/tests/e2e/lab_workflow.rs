@@ -474,14 +474,26 @@ async fn the_labctl_demo_walks_a_paid_order_to_a_published_coa_with_plausible_re
     assert_eq!(import["parseStatus"], "parsed", "{walked}");
     assert_eq!(import["measurementCount"], rows.len(), "{import}");
     assert!(import["integrityVerifiedAt"].is_string());
-    let manifest = sandbox.get(&agent.key, &format!("/orders/{order_id}/raw-data")).await;
+    let manifest = sandbox
+        .get(&agent.key, &format!("/orders/{order_id}/raw-data"))
+        .await;
     assert_eq!(manifest.status, 200, "{:?}", manifest.body);
-    let files = manifest.body["data"]["rawData"]["files"].as_array().unwrap().clone();
+    let files = manifest.body["data"]["rawData"]["files"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(files.len(), walked["samples"].as_array().unwrap().len());
     assert_eq!(files[0]["sha256"], import["sha256"]);
-    let data = sandbox.get(&agent.key, &format!("/results/{accession}/instrument-data")).await;
+    let data = sandbox
+        .get(&agent.key, &format!("/results/{accession}/instrument-data"))
+        .await;
     let measurements = &data.body["data"]["instrumentData"]["runs"][0]["measurements"];
-    assert_eq!(measurements.as_array().map(Vec::len), Some(rows.len()), "{:?}", data.body);
+    assert_eq!(
+        measurements.as_array().map(Vec::len),
+        Some(rows.len()),
+        "{:?}",
+        data.body
+    );
     wait_for_status(&sandbox, &agent.key, &order_id, "completed").await;
     crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
