@@ -69,7 +69,7 @@ WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "P
 # Environment variables that hold credentials: they must come from a Secret (valueFrom).
 CREDENTIAL_NAME = re.compile(
     r"(^|_)(DATABASE_URL|REDIS_URL|SMTP_URL|PASSWORD|SECRET|SECRETS|SECRET_KEY|SECRET_KEYS|"
-    r"PEPPER|SIGNING_KEY|API_KEY|CREDENTIAL|WEBHOOK_SECRET)$"
+    r"PEPPER|SIGNING_KEY|API_KEY|CREDENTIAL|WEBHOOK_SECRET|SECRET_ACCESS_KEY|DOWNLOAD_URL_KEY)$"
 )
 URL_WITH_PASSWORD = re.compile(r"^[a-z][a-z0-9+.-]*://[^/@\s:]+:[^/@\s]+@", re.IGNORECASE)
 # What each process needs outside development mode (shared with the Rust tests).

@@ -4,7 +4,7 @@ default: the rendered prod overlay passes as it is, and fails, naming the variab
 setting of production-settings.json is dropped from its Deployment, set to a refused value, or
 when the site URL of the lab-settings ConfigMap is not public https; and that it refuses the
 mesh's mutual TLS misplaced: a gRPC probe on the TLS port, a TLS file no volume provides, a key
-outside a Secret or in another process's Secret.
+outside a Secret or in another process's Secret, and the blob store's S3 secret written as a literal.
 
 Usage (deploy/k8s/validate.sh runs it after rendering): test_check_manifests.py PROD_RENDER.yaml
 """
@@ -112,6 +112,15 @@ def main() -> int:
     tls_case("orders-svc key outside its volumes", key_elsewhere, "GRPC_TLS_KEY_FILE")
     tls_case("orders-svc key from a ConfigMap", key_from_config_map, "GRPC_TLS_KEY_FILE")
     tls_case("orders-svc with the gateway's key", key_of_another_process, "lab-grpc-gateway")
+
+    # The blob store's secrets come from Secrets, never literals.
+    def literal_s3_secret(docs):
+        for variable in container_env(docs, "results-svc"):
+            if variable["name"] == "AWS_SECRET_ACCESS_KEY":
+                variable.pop("valueFrom")
+                variable["value"] = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+    tls_case("results-svc with a literal S3 secret", literal_s3_secret, "AWS_SECRET_ACCESS_KEY")
 
     for problem in problems:
         print(f"FAILED {problem}", file=sys.stderr)
