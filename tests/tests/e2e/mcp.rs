@@ -601,6 +601,21 @@ async fn every_tool_answers_structured_content_that_validates_against_its_output
     let coa = call("svc.result.get", json!({ "reference": accession })).await;
     assert_eq!(coa["data"]["result"]["accessionNumber"], accession.as_str());
     call("svc.result.analyte.list", json!({ "reference": accession })).await;
+    call("svc.order.raw_data.get", json!({ "reference": order_id })).await;
+    call("svc.order.instrument_data.get", json!({ "reference": order_id })).await;
+    call(
+        "svc.result.instrument_data.get",
+        json!({ "reference": accession }),
+    )
+    .await;
+    let exported = call("svc.export.coas", json!({ "limit": 10 })).await;
+    assert!(
+        exported["data"].as_array().is_some_and(|rows| !rows.is_empty()),
+        "{exported}"
+    );
+    call("svc.export.instrument_results", json!({})).await;
+    call("svc.instrument.list", json!({ "kind": "hplc-uv" })).await;
+    call("svc.method.list", json!({ "limit": 5 })).await;
     let verified = call("svc.coa.verify", json!({ "accession": accession })).await;
     assert_eq!(verified["data"]["verification"]["status"], "authentic");
     call(

@@ -552,3 +552,55 @@ async fn every_unreleased_case_answers_the_same_bytes_and_instrument_data_keeps_
     );
     sandbox.stop().await;
 }
+
+#[tokio::test]
+async fn with_an_s3_store_the_manifest_hands_out_presigned_urls_that_return_the_exact_bytes() {
+    // A real S3-compatible server (s3rver, npm): presigned SigV4 URLs, refused once expired. It
+    // does not check signatures (docs/operations.md, "Blob storage"), so tampering is tested on
+    // the local store above.
+    let Some(s3) = platform::testing::s3rver::S3rver::start() else {
+        return;
+    };
+    let store = s3.settings();
+    let sandbox = Sandbox::start_with(|settings| settings.results.blobs = store).await;
+    let staff = lab_staff(&sandbox).await;
+    let agent = sandbox.customer("S3 Raw Data Co", SCOPES).await;
+    let (order_id, _, sample) = paid_order(&sandbox, &agent, &staff, "raw-data-s3", true).await;
+    let accession = sample["accessionNumber"].as_str().unwrap();
+    record_and_submit(&sandbox, &staff, &sample).await;
+    let mzml = instrument_file(MZML_FILE);
+    import(&sandbox, &staff, accession, "lcms-identity", &mzml, &[]).await;
+    approve_and_publish(&sandbox, &staff, accession).await;
+    let answer = sandbox
+        .get(&agent.key, &format!("/orders/{order_id}/raw-data"))
+        .await;
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    assert_matches_spec_schema(&answer.body);
+    let file = &answer.body["data"]["rawData"]["files"][0];
+    let url = file["downloadUrl"].as_str().unwrap();
+    assert!(url.starts_with(&s3.endpoint), "an S3 presigned URL: {url}");
+    assert!(
+        url.contains("X-Amz-Signature=") && url.contains("X-Amz-Expires="),
+        "{url}"
+    );
+    let (status, bytes) = raw_get(&sandbox, None, url).await;
+    assert_eq!(status, 200);
+    assert_eq!(bytes, std::fs::read(&mzml).unwrap());
+    assert_eq!(sha256_hex(&bytes), file["sha256"].as_str().unwrap());
+    // The instrument data parsed from the mzML file: SRM transitions with Q1 and Q3.
+    let data = sandbox
+        .get(&agent.key, &format!("/orders/{order_id}/instrument-data"))
+        .await;
+    let measurements = data.body["data"]["instrumentData"]["runs"][0]["measurements"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(measurements.len(), 3, "pymzML's file has three SRM chromatograms");
+    assert!(
+        measurements.iter().all(|m| m["kind"] == "srm_transition"
+            && m["precursorMz"].is_number()
+            && m["productMz"].is_number()),
+        "{measurements:?}"
+    );
+    sandbox.stop().await;
+}
