@@ -29,6 +29,9 @@ pub const MIN_SECRET_CHARS: usize = 32;
 /// `platform/tests/committed_secrets.rs` scans the repository and fails when a committed secret
 /// is missing here (it prints the line to add).
 pub const COMMITTED_SECRET_SHA256: &[&str] = &[
+    "583383dcd42b679b8f8f741181e57589c3c0fa2b5ead69ddaac510874a288542", // deploy/docker/compose.yaml MINIO_ROOT_PASSWORD
+    "bd9e059adf75ff040c77b2ce4276d0a230381bdebc8134714e14149b3f16b499", // deploy/docker/compose.yaml MC_HOST_local
+    "a2832b8cf1fa925dcdb6c41b796b8327da765f8b6b3e55573384e4bf872ffb47", // deploy/docker/compose.yaml AWS_ACCESS_KEY_ID
     "326bd0800ed1e5271cc8494dc955eafc698acf47df952aeffe5b10e271cd3400", // deploy/k8s/overlays/dev/kustomization.yaml identity-svc
     "44ad9aae17915923f3d563adf3bb8e408a218635781766a78d22a2ddcb00e268", // deploy/k8s/overlays/dev/kustomization.yaml identity-svc
     "a4f066464611cf971333c7e3f4891b6744847279f008a138e31c254908c9782b", // deploy/k8s/overlays/dev/kustomization.yaml identity-svc
