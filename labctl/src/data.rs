@@ -5,9 +5,9 @@
 use crate::client::{request, status_error, timestamp};
 use crate::{Connection, DataCommand};
 use anyhow::Context;
+use platform::production::sha256_hex;
 use proto::results as pb;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 /// Bytes per message of an import stream.
 const CHUNK_BYTES: usize = 256 * 1024;
@@ -50,13 +50,6 @@ pub(crate) fn import_stream(
         }));
     }
     futures::stream::iter(messages)
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
 }
 
 fn file_name(path: &std::path::Path) -> anyhow::Result<String> {

@@ -146,9 +146,9 @@ fn url_password(value: &str) -> Option<String> {
     (!password.is_empty()).then(|| password.to_owned())
 }
 
-/// SHA-256 of `text`, lower-case hex.
-pub fn sha256_hex(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
+/// SHA-256 of `bytes` (text or a file's content), lower-case hex.
+pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
+    hex::encode(Sha256::digest(bytes.as_ref()))
 }
 
 /// True when `value`, or a secret part of it, is a secret committed to this repository.

@@ -111,14 +111,7 @@ impl ResultsGrpc {
 const DOWNLOAD_CHUNK_BYTES: usize = 256 * 1024;
 
 fn order_id(text: &str) -> Result<uuid::Uuid, Status> {
-    uuid::Uuid::parse_str(text.trim()).map_err(|_| {
-        ApiError::field(
-            platform::error::ErrorCode::InvalidRequest,
-            "orderId",
-            "orderId is a UUID",
-        )
-        .into()
-    })
+    Ok(platform::ids::parse_uuid("orderId", text)?)
 }
 
 /// Reads an import stream: the header first, then the file's chunks, then the bundle's, each

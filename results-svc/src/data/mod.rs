@@ -14,8 +14,8 @@ use chrono::{DateTime, Duration, Utc};
 use platform::blobs::{BlobError, BlobStore};
 use platform::error::{ApiError, ErrorCode};
 use platform::principal::OperatorRef;
+use platform::production::sha256_hex;
 use repo::{ImportRow, MeasurementRow, NewImport};
-use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -161,13 +161,6 @@ fn blob_key(order_id: Uuid, import_id: Uuid, part: &str, filename: &str) -> Stri
         })
         .collect();
     format!("raw/{order_id}/{import_id}/{part}/{safe}")
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
 }
 
 fn store_error(error: BlobError) -> ApiError {
