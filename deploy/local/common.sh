@@ -349,16 +349,20 @@ ensure_lab_venv() {
 }
 
 # ensure_python_test_packages PACKAGE... — the Python packages the tests use, installed into the
-# private venv (ensure_lab_venv) when their import name does not import (for example PyPI `stripe`,
+# private venv (ensure_lab_venv) when their import name does not import (MODULE=PACKAGE where the
+# two differ, as grpc=grpcio; for example PyPI `stripe`,
 # whose webhook verifier checks our signatures exactly as a customer's would). The venv's bin comes
 # first on PATH so `python3` finds the packages.
 ensure_python_test_packages() {
     ensure_lab_venv
     local venv="$LAB_STATE_DIR/venv"
     local missing=()
-    local package
+    local package module
     for package in "$@"; do
-        if ! "$venv/bin/python3" -c "import $package" >/dev/null 2>&1; then
+        # MODULE=PACKAGE where the import name is not a name pip accepts (grpc=grpcio).
+        module="${package%%=*}"
+        package="${package#*=}"
+        if ! "$venv/bin/python3" -c "import $module" >/dev/null 2>&1; then
             missing+=("$package")
         fi
     done

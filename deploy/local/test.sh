@@ -25,8 +25,11 @@ have redis-server || ensure_apt_packages redis-server
 # jsonschema, which checks every tool's output against its outputSchema); prometheus_client's
 # OpenMetrics parser reads the metrics endpoints; aiosmtpd is the real SMTP server the label
 # email reaches; kubernetes_validate checks the rendered Kubernetes manifests offline (the k8s step;
-# pip accepts the import name for the package kubernetes-validate).
-ensure_python_test_packages stripe mcp prometheus_client aiosmtpd kubernetes_validate
+# pip accepts the import name for the package kubernetes-validate); grpcio and grpcio-reflection
+# are the reflection client that is not ours, calling the services directly
+# (tests/clients/python/grpc_reflection_flow.py).
+ensure_python_test_packages stripe mcp prometheus_client aiosmtpd kubernetes_validate \
+    grpc=grpcio grpc_reflection=grpcio-reflection
 # The official MCP TypeScript SDK (tests/clients/node), driven by the e2e tests like the Python one,
 # and s3rver, the local S3 server of platform's blob tests.
 ensure_node_test_packages "$LAB_REPO_ROOT/tests/clients/node"

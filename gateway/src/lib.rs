@@ -225,6 +225,7 @@ impl Application {
         // The operations API over mutual TLS when configured, like every service.
         let grpc_router = platform::grpc::server_builder()
             .tls(self.settings.common.grpc_tls.clone())
+            .reflection(self.settings.common.grpc_reflection)
             .add_service(health)
             .add_service(operations);
         let grpc = platform::grpc::serve(grpc_router, self.grpc_listener, shutdown.clone());

@@ -15,6 +15,21 @@ pub(crate) async fn staff_token(
     audience: &str,
     role: &str,
 ) -> anyhow::Result<String> {
+    let roles = if role.is_empty() {
+        Vec::new()
+    } else {
+        vec![role.to_owned()]
+    };
+    Ok(issue_staff_token(connection, audience, roles).await?.token)
+}
+
+/// Exchanges the operator's credential for a staff token for `audience` carrying `roles`:
+/// the whole answer (token, expiry, operator).
+pub(crate) async fn issue_staff_token(
+    connection: &Connection,
+    audience: &str,
+    roles: Vec<String>,
+) -> anyhow::Result<proto::identity::IssueStaffTokenResponse> {
     anyhow::ensure!(
         !connection.credential.trim().is_empty(),
         "no operator credential: set LABCTL_CREDENTIAL (or --credential) to your lab_op_… credential"
@@ -22,18 +37,14 @@ pub(crate) async fn staff_token(
     let message = proto::identity::IssueStaffTokenRequest {
         credential: connection.credential.trim().to_owned(),
         audience: audience.to_owned(),
-        roles: if role.is_empty() {
-            Vec::new()
-        } else {
-            vec![role.to_owned()]
-        },
+        roles,
     };
     let response = identity(connection)
         .await?
         .issue_staff_token(tonic::Request::new(message))
         .await
         .map_err(status_error)?;
-    Ok(response.into_inner().token)
+    Ok(response.into_inner())
 }
 
 impl Connection {

@@ -21,6 +21,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<Value> {
     let connection = &cli.connection;
     match cli.command {
         Command::Tokens(command) => Ok(tokens(command)),
+        Command::Token { audience, roles } => token(connection, &audience, roles, cli.json).await,
         Command::Customers(command) => {
             let token = staff_token(connection, mesh::IDENTITY_SVC, roles::IDENTITY_ADMIN).await?;
             customers(connection, &token, command).await
@@ -72,6 +73,32 @@ pub async fn execute(cli: Cli) -> anyhow::Result<Value> {
             crate::health::health(connection, &token).await
         }
     }
+}
+
+/// A staff token of the operator for `audience` with `roles`: the bare token, or with `json`
+/// the token and what it grants.
+async fn token(
+    connection: &Connection,
+    audience: &str,
+    roles: Vec<String>,
+    json: bool,
+) -> anyhow::Result<Value> {
+    let roles: Vec<String> = roles
+        .into_iter()
+        .map(|role| role.trim().to_owned())
+        .filter(|role| !role.is_empty())
+        .collect();
+    let issued = crate::client::issue_staff_token(connection, audience, roles.clone()).await?;
+    if !json {
+        return Ok(Value::String(issued.token));
+    }
+    Ok(json!({
+        "token": issued.token,
+        "audience": audience,
+        "roles": roles,
+        "operator": issued.operator,
+        "expiresAt": timestamp(issued.expires_at.as_ref()),
+    }))
 }
 
 /// Generates a signing key (local; nothing is sent anywhere).

@@ -186,6 +186,22 @@ pub enum Command {
     /// Principal-token signing keys.
     #[command(subcommand)]
     Tokens(TokensCommand),
+    /// Prints a short-lived staff token of the signed-in operator (10 minutes) for a script or
+    /// a reflection client calling one service directly: send it as `authorization: Bearer …`
+    /// metadata. Only the token without `--json`; with it, the token, its audience, roles,
+    /// operator and expiry. The token can only be used at `--audience`, carries only the
+    /// `--role`s asked for (each one the operator holds) and is refused once the operator's
+    /// credential is revoked (docs/internal-api.md).
+    Token {
+        /// The service the token is for: gateway, identity-svc, catalog-svc, orders-svc,
+        /// payments-svc, shipping-svc, results-svc or webhooks-svc.
+        #[arg(long)]
+        audience: String,
+        /// A role the token carries (repeat for several, or separate with commas); none: the
+        /// operator's identity only, for what any operator may do (reads).
+        #[arg(long = "role", value_delimiter = ',')]
+        roles: Vec<String>,
+    },
     /// The gateway's Redis and every peer service's health (identity-svc's among them), as the
     /// gateway sees them.
     Health,
@@ -541,9 +557,26 @@ pub enum ResultsCommand {
 
 /// Renders a command result for people or scripts.
 pub fn render(value: &serde_json::Value, json: bool) -> String {
-    if json {
-        value.to_string()
-    } else {
-        serde_json::to_string_pretty(value).unwrap_or_default()
+    match value {
+        _ if json => value.to_string(),
+        // A bare text result (`labctl token`) prints as is, for `$(labctl token …)`.
+        serde_json::Value::String(text) => text.clone(),
+        _ => serde_json::to_string_pretty(value).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render;
+    use serde_json::json;
+
+    #[test]
+    fn a_bare_text_result_prints_as_is_for_command_substitution_and_as_json_with_json() {
+        let token = json!("eyJhbGciOiJFZERTQSJ9.payload.signature");
+        assert_eq!(render(&token, false), "eyJhbGciOiJFZERTQSJ9.payload.signature");
+        assert_eq!(render(&token, true), "\"eyJhbGciOiJFZERTQSJ9.payload.signature\"");
+        let object = json!({ "token": "t" });
+        assert_eq!(render(&object, false), "{\n  \"token\": \"t\"\n}");
+        assert_eq!(render(&object, true), "{\"token\":\"t\"}");
     }
 }

@@ -73,6 +73,10 @@ pub struct CommonSettings {
     /// gRPC probes, which cannot present a client certificate (`<PREFIX>_GRPC_HEALTH_ADDR` or
     /// `GRPC_HEALTH_ADDR`; `crate::grpc::serve_health`); `None`: nowhere.
     pub grpc_health_addr: Option<SocketAddr>,
+    /// Whether the process's gRPC listener answers server reflection (`<PREFIX>_GRPC_REFLECTION`
+    /// or `GRPC_REFLECTION`: `1`/`true`, `0`/`false`; on by default in development mode, off
+    /// otherwise). Reflection reveals the schema, never data (docs/internal-api.md).
+    pub grpc_reflection: bool,
 }
 
 impl std::fmt::Debug for CommonSettings {
@@ -84,6 +88,7 @@ impl std::fmt::Debug for CommonSettings {
             .field("database_max_connections", &self.database_max_connections)
             .field("grpc_tls", &self.grpc_tls)
             .field("grpc_health_addr", &self.grpc_health_addr)
+            .field("grpc_reflection", &self.grpc_reflection)
             .finish_non_exhaustive()
     }
 }
@@ -122,17 +127,27 @@ impl CommonSettings {
             .or_else(|| env_var("GRPC_HEALTH_ADDR"))
             .map(|value| socket_addr(&format!("{prefix}_GRPC_HEALTH_ADDR"), &value))
             .transpose()?;
+        let dev_mode = dev_mode_from_env()?;
+        // Reflection reveals the schema, never data: on for development, a choice otherwise.
+        let grpc_reflection = flag(
+            &format!("{prefix}_GRPC_REFLECTION"),
+            env_var(&format!("{prefix}_GRPC_REFLECTION"))
+                .or_else(|| env_var("GRPC_REFLECTION"))
+                .as_deref(),
+            dev_mode,
+        )?;
         let settings = Self {
             grpc_addr: socket_addr(&format!("{prefix}_GRPC_ADDR"), &grpc_addr)?,
             database_url,
             redis_url: prefixed_or_common(prefix, "REDIS_URL", "redis://127.0.0.1:6379"),
             stream_prefix: prefixed_or_common(prefix, "STREAM_PREFIX", "lab"),
-            dev_mode: dev_mode_from_env()?,
+            dev_mode,
             token_signing_key: file_or_value(prefix, "TOKEN_SIGNING_KEY")?.map(SecretString::from),
             token_trusted_keys: file_or_value(prefix, "LAB_TOKEN_TRUSTED_KEYS")?,
             database_max_connections,
             grpc_tls: crate::grpc::tls::MeshTls::from_env(prefix)?,
             grpc_health_addr: health_addr,
+            grpc_reflection,
         };
         // Connection passwords and the signing key must not be values of this repository.
         let mut need =
@@ -174,6 +189,7 @@ impl CommonSettings {
             database_max_connections: 0,
             grpc_tls: None,
             grpc_health_addr: None,
+            grpc_reflection: true,
         }
     }
 
@@ -187,10 +203,17 @@ impl CommonSettings {
 
 /// Reads `LAB_DEV_MODE`: `1`/`true` turns development mode on, `0`/`false`/unset leaves it off.
 pub fn dev_mode_from_env() -> anyhow::Result<bool> {
-    match env_var(DEV_MODE_VAR).as_deref().map(str::trim) {
-        None | Some("0") | Some("false") => Ok(false),
+    flag(DEV_MODE_VAR, env_var(DEV_MODE_VAR).as_deref(), false)
+}
+
+/// The on/off setting `name` whose value is `value`: `1`/`true` on, `0`/`false` off, unset
+/// `default`; anything else an error naming the setting.
+pub fn flag(name: &str, value: Option<&str>, default: bool) -> anyhow::Result<bool> {
+    match value.map(str::trim) {
+        None => Ok(default),
         Some("1") | Some("true") => Ok(true),
-        Some(other) => anyhow::bail!("{DEV_MODE_VAR}={other:?} must be 1, true, 0 or false"),
+        Some("0") | Some("false") => Ok(false),
+        Some(other) => anyhow::bail!("{name}={other:?} must be 1, true, 0 or false"),
     }
 }
 
@@ -251,6 +274,29 @@ mod tests {
         assert_eq!(accepted.expose_secret(), "a-real-one");
         let fallback = refuse_development_secret(true, "PEPPER", None, dev).unwrap();
         assert_eq!(fallback.expose_secret(), dev);
+    }
+
+    #[test]
+    fn an_on_off_setting_reads_its_four_spellings_falls_back_when_unset_and_names_itself_when_wrong() {
+        for (value, default, expected) in [
+            (None, true, true),
+            (None, false, false),
+            (Some("1"), false, true),
+            (Some(" true "), false, true),
+            (Some("0"), true, false),
+            (Some("false"), true, false),
+        ] {
+            assert_eq!(
+                flag("GRPC_REFLECTION", value, default).unwrap(),
+                expected,
+                "{value:?}"
+            );
+        }
+        let wrong = flag("ORDERS_GRPC_REFLECTION", Some("yes"), true).unwrap_err();
+        assert!(
+            wrong.to_string().contains("ORDERS_GRPC_REFLECTION=\"yes\""),
+            "{wrong}"
+        );
     }
 
     #[test]

@@ -199,6 +199,10 @@ pub const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30)
 pub struct MeshRouter {
     routes: tonic::service::RoutesBuilder,
     tls: Option<tls::MeshTls>,
+    /// The full names of the services added, which reflection advertises.
+    services: Vec<&'static str>,
+    /// Whether [`serve`] adds gRPC server reflection ([`MeshRouter::reflection`]).
+    reflection: bool,
 }
 
 impl MeshRouter {
@@ -206,6 +210,16 @@ impl MeshRouter {
     /// `None` (development).
     pub fn tls(mut self, tls: Option<tls::MeshTls>) -> Self {
         self.tls = tls;
+        self
+    }
+
+    /// Serves gRPC server reflection (`grpc.reflection.v1` and `v1alpha`) beside the services
+    /// when `enabled` (`CommonSettings::grpc_reflection`): reflection answers the descriptors
+    /// of the services added here (with their proto comments), so that `grpcurl`, Postman or a
+    /// reflection client can list and call them. It reveals the schema, never data: every call
+    /// of a service still needs its token and role.
+    pub fn reflection(mut self, enabled: bool) -> Self {
+        self.reflection = enabled;
         self
     }
 
@@ -223,10 +237,38 @@ impl MeshRouter {
             + 'static,
         S::Future: Send + 'static,
     {
+        self.services.push(S::NAME);
         self.routes.add_service(service);
         self
     }
+
+    /// Adds the reflection services when reflection is on, advertising the services added so
+    /// far and reflection itself.
+    fn with_reflection(mut self) -> anyhow::Result<Self> {
+        if !self.reflection {
+            return Ok(self);
+        }
+        let builder = || {
+            let mut builder = tonic_reflection::server::Builder::configure()
+                .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+                .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET);
+            for name in self.services.iter().copied().chain(REFLECTION_SERVICES) {
+                builder = builder.with_service_name(name);
+            }
+            builder
+        };
+        let (v1, v1alpha) = (builder().build_v1()?, builder().build_v1alpha()?);
+        self.routes.add_service(v1);
+        self.routes.add_service(v1alpha);
+        Ok(self)
+    }
 }
+
+/// The full names of the reflection services, as reflection lists them.
+pub const REFLECTION_SERVICES: [&str; 2] = [
+    "grpc.reflection.v1.ServerReflection",
+    "grpc.reflection.v1alpha.ServerReflection",
+];
 
 /// Returns an empty [`MeshRouter`]: add the services, then [`serve`] it.
 pub fn server_builder() -> MeshRouter {
@@ -243,6 +285,7 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    let router = router.with_reflection()?;
     let mut server = tonic::transport::Server::builder();
     if let Some(tls) = &router.tls {
         server = server.tls_config(tls.server_config())?;

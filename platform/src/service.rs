@@ -188,6 +188,7 @@ impl ServiceBase {
         let router = add_services(
             crate::grpc::server_builder()
                 .tls(self.common.grpc_tls.clone())
+                .reflection(self.common.grpc_reflection)
                 .add_service(health),
         );
         tracing::info!(

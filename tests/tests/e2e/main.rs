@@ -10,6 +10,7 @@ mod coa_lifecycle;
 mod customer_bound;
 mod errors;
 mod forged_events;
+mod grpc_reflection;
 mod grpc_tls;
 mod idempotency;
 mod input_sweep;
