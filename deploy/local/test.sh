@@ -31,7 +31,7 @@ have redis-server || ensure_apt_packages redis-server
 ensure_python_test_packages stripe mcp prometheus_client aiosmtpd kubernetes_validate \
     grpc=grpcio grpc_reflection=grpcio-reflection
 # The official MCP TypeScript SDK (tests/clients/node), driven by the e2e tests like the Python one,
-# and s3rver, the local S3 server of platform's blob tests.
+# s3rver, the local S3 server of platform's blob tests, and buf, the proto contract check.
 ensure_node_test_packages "$LAB_REPO_ROOT/tests/clients/node"
 # The COA PDF tests read the document's text (pdftotext) and decode its QR code (pdftoppm + zbarimg).
 { have pdftotext && have pdftoppm && have zbarimg; } || ensure_apt_packages poppler-utils zbar-tools
@@ -96,6 +96,9 @@ step() {
     # (deploy/local/deny.sh).
     step "deny" bash deploy/local/deny.sh
     step "advisories" bash deploy/local/deny.sh advisories
+    # Seconds: buf lint and buf breaking of proto/ against every state of proto/ on this branch
+    # since the check exists (deploy/local/proto-check.sh; docs/internal-api.md).
+    step "proto" bash deploy/local/proto-check.sh
     step "test" cargo test --workspace --no-fail-fast $locked
 }
 
