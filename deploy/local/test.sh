@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: the Kubernetes manifests, formatting, lints, the dependency policy
-# (deny.toml), then every unit, integration and end-to-end test.
+# (deny.toml), the protobuf contract (buf), then every unit, integration and end-to-end test.
 # PostgreSQL and Redis are reused when running, installed and started privately otherwise; the tests
 # create and drop their own databases through TEST_DATABASE_URL and use unique stream prefixes.
 #

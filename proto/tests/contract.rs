@@ -1,220 +1,324 @@
-//! The proto contract check (`proto/buf.yaml`, run by deploy/local/proto-check.sh in the suite)
-//! catches what breaks callers: each test copies the protos twice, changes one copy the way a
-//! careless edit would, and runs `buf breaking` of the changed copy against the untouched one.
-//! The binary is npm `@bufbuild/buf` (tests/clients/node); without it the tests skip, unless
-//! `LAB_REQUIRE_NODE_TOOLS` is set (as deploy/local/test.sh sets it).
+//! The proto contract (docs/internal-api.md, "The proto contract") with a fixture: the protos
+//! pass `buf lint`, and `buf breaking` with proto/buf.yaml fails a deliberately breaking change
+//! and passes a compatible one.
+//!
+//! Each breaking test copies `lab/` and `buf.yaml` twice into a scratch directory, edits one
+//! real field, rpc or enum value of the second copy by exact text replacement, and compares the
+//! two directories (no git needed); the violation must name the expected buf rule.
+//!
+//! buf is npm `@bufbuild/buf`, found where deploy/local/proto-check.sh looks:
+//! `tests/clients/node/node_modules/.bin/buf` (`npm ci` there, as deploy/local/test.sh does),
+//! `<LAB_STATE_DIR or .local>/node/node_modules/.bin/buf`, then `PATH`. Without it the tests
+//! print why and pass, unless `LAB_REQUIRE_NODE_TOOLS=1` (test.sh sets it): then they fail.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn proto_dir() -> PathBuf {
+/// The `proto` crate's directory: the buf module (`buf.yaml` and `lab/`).
+fn module_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The buf binary, where deploy/local/proto-check.sh looks for it.
-fn buf() -> Option<PathBuf> {
-    let root = proto_dir().join("..");
+/// The buf to run, if one is installed.
+fn buf_binary() -> Option<PathBuf> {
+    let root = module_dir().join("..");
     let state = std::env::var_os("LAB_STATE_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join(".local"));
-    let found = [
+    let candidates = [
         root.join("tests/clients/node/node_modules/.bin/buf"),
         state.join("node/node_modules/.bin/buf"),
-    ]
-    .into_iter()
-    .find(|path| path.is_file())
-    .or_else(|| {
-        std::env::split_paths(&std::env::var_os("PATH")?)
-            .map(|dir| dir.join("buf"))
-            .find(|path| path.is_file())
-    });
-    if found.is_none() {
+    ];
+    let on_path = std::env::var_os("PATH")
+        .map(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join("buf"))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    candidates.into_iter().chain(on_path).find(|path| path.is_file())
+}
+
+/// buf, or `None` (with a printed reason) when it is missing and not required.
+fn buf() -> Option<PathBuf> {
+    let binary = buf_binary();
+    if binary.is_none() {
         assert!(
-            std::env::var_os("LAB_REQUIRE_NODE_TOOLS").is_none(),
-            "LAB_REQUIRE_NODE_TOOLS is set but buf is not installed (bash deploy/local/test.sh installs npm @bufbuild/buf)"
+            std::env::var("LAB_REQUIRE_NODE_TOOLS").as_deref() != Ok("1"),
+            "LAB_REQUIRE_NODE_TOOLS=1 but buf is missing (npm ci in tests/clients/node, as bash \
+             deploy/local/test.sh does)"
         );
-        println!("note: buf is not installed; skipping");
+        println!(
+            "skipped: buf is not installed (npm ci in tests/clients/node); the proto contract was \
+             not checked"
+        );
     }
-    found
+    binary
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
+/// A scratch directory of one test, removed on drop.
+struct Scratch(PathBuf);
 
-/// A copy of the module (buf.yaml and lab/) in a fresh directory under the system's temp dir.
-struct Module(PathBuf);
-
-impl Module {
-    fn copy(name: &str) -> Self {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let dir = std::env::temp_dir().join(format!("proto-contract-{}-{nanos}-{name}", std::process::id()));
-        copy_dir(&proto_dir().join("lab"), &dir.join("lab"));
-        std::fs::copy(proto_dir().join("buf.yaml"), dir.join("buf.yaml")).unwrap();
+impl Scratch {
+    fn new(test: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("proto-contract-{}-{test}", std::process::id()));
+        // A leftover of an earlier run with the same process id.
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the scratch directory");
         Self(dir)
     }
 
-    /// Replaces `from` (which must occur exactly once) with `to` in the file `path`.
-    fn edit(&self, path: &str, from: &str, to: &str) {
-        let file = self.0.join(path);
-        let text = std::fs::read_to_string(&file).unwrap();
-        assert_eq!(text.matches(from).count(), 1, "{from:?} occurs once in {path}");
-        std::fs::write(&file, text.replace(from, to)).unwrap();
+    /// A fresh copy of the module (`buf.yaml` and `lab/`) named `name` in the scratch directory.
+    fn copy_of_module(&self, name: &str) -> PathBuf {
+        let copy = self.0.join(name);
+        std::fs::create_dir_all(&copy).expect("create the copy");
+        std::fs::copy(module_dir().join("buf.yaml"), copy.join("buf.yaml")).expect("copy buf.yaml");
+        copy_tree(&module_dir().join("lab"), &copy.join("lab"));
+        copy
     }
 }
 
-impl Drop for Module {
+impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
-/// `buf breaking` of `changed` against `baseline`.
-fn breaking(buf: &Path, changed: &Module, baseline: &Module) -> Output {
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create a directory of the copy");
+    for entry in std::fs::read_dir(from).expect("read a directory of the module") {
+        let path = entry.expect("a directory entry").path();
+        let target = to.join(path.file_name().expect("a file name"));
+        if path.is_dir() {
+            copy_tree(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).expect("copy a file of the module");
+        }
+    }
+}
+
+/// Replaces the one occurrence of `from` in `module/file` by `to`.
+fn edit(module: &Path, file: &str, from: &str, to: &str) {
+    let path = module.join(file);
+    let text = std::fs::read_to_string(&path).expect("read the proto file");
+    assert_eq!(
+        text.matches(from).count(),
+        1,
+        "{file} should contain {from:?} exactly once (the fixture edits a real declaration)"
+    );
+    std::fs::write(&path, text.replacen(from, to, 1)).expect("write the proto file");
+}
+
+/// `buf breaking <changed> --against <baseline>`, violations as `path(line,col) : error RULE : …`.
+fn breaking(buf: &Path, changed: &Path, baseline: &Path) -> Output {
     Command::new(buf)
         .arg("breaking")
-        .arg(&changed.0)
+        .arg(changed)
         .arg("--against")
-        .arg(&baseline.0)
-        // One JSON object per finding, naming its rule (`"type":"FIELD_NO_DELETE"`).
-        .arg("--error-format=json")
+        .arg(baseline)
+        .arg("--error-format=msvs")
         .output()
-        .expect("buf runs")
+        .unwrap_or_else(|error| panic!("{} does not run (is node installed?): {error}", buf.display()))
 }
 
-/// Asserts that the change `edit` makes to a copy breaks the contract under `rule`.
-fn assert_breaks(name: &str, edit: impl FnOnce(&Module), rule: &str) {
-    let Some(buf) = buf() else { return };
-    let baseline = Module::copy(&format!("{name}-baseline"));
-    let changed = Module::copy(name);
-    edit(&changed);
-    let output = breaking(&buf, &changed, &baseline);
-    let report =
-        String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
-    assert!(
-        !output.status.success(),
-        "buf breaking accepted the change:\n{report}"
+fn text(output: &Output) -> String {
+    format!(
+        "exit status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Copies the module twice, edits the second copy (`file`: `from` → `to`) and runs buf breaking.
+fn compare_after_edit(test: &str, file: &str, from: &str, to: &str) -> Option<Output> {
+    let buf = buf()?;
+    let scratch = Scratch::new(test);
+    let baseline = scratch.copy_of_module("baseline");
+    let changed = scratch.copy_of_module("changed");
+    edit(&changed, file, from, to);
+    Some(breaking(&buf, &changed, &baseline))
+}
+
+/// Asserts that buf reported violations (exit status 100) naming every rule of `rules` (a copy
+/// that does not compile also exits with 100, under the rule COMPILE).
+fn assert_breaks(output: &Output, rules: &[&str]) {
+    assert_eq!(
+        output.status.code(),
+        Some(100),
+        "buf breaking should report breaking changes:\n{}",
+        text(output)
     );
-    assert!(report.contains(rule), "expected {rule} in:\n{report}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for rule in rules {
+        assert!(
+            stdout.contains(&format!(" : error {rule} : ")),
+            "buf breaking should name the rule {rule}:\n{}",
+            text(output)
+        );
+    }
 }
 
-const ORDERS: &str = "lab/orders/v1/orders.proto";
+fn assert_keeps(output: &Output) {
+    assert!(
+        output.status.success(),
+        "buf breaking should accept the change:\n{}",
+        text(output)
+    );
+}
 
 #[test]
 fn the_protos_pass_lint() {
     let Some(buf) = buf() else { return };
-    let output = Command::new(buf)
+    let output = Command::new(&buf)
         .arg("lint")
-        .arg(proto_dir())
+        .arg(module_dir())
+        .arg("--error-format=msvs")
         .output()
-        .expect("buf runs");
-    assert!(
-        output.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-#[test]
-fn an_unchanged_copy_and_an_added_field_keep_the_contract() {
-    let Some(buf) = buf() else { return };
-    let baseline = Module::copy("added-baseline");
-    let changed = Module::copy("added");
-    assert!(breaking(&buf, &changed, &baseline).status.success());
-    changed.edit(
-        ORDERS,
-        "  int64 total_cents = 19;\n",
-        "  int64 total_cents = 19;\n  // A new field, on a new number.\n  string added_for_the_test = 999;\n",
-    );
-    let output = breaking(&buf, &changed, &baseline);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stdout)
-    );
+        .expect("buf lint runs");
+    assert!(output.status.success(), "buf lint:\n{}", text(&output));
 }
 
 #[test]
 fn removing_a_field_breaks_the_contract() {
+    let Some(output) = compare_after_edit(
+        "remove-field",
+        "lab/orders/v1/events.proto",
+        "  string quote_id = 5;\n",
+        "",
+    ) else {
+        return;
+    };
     assert_breaks(
-        "removed",
-        |module| module.edit(ORDERS, "  int64 total_cents = 19;\n", ""),
-        "FIELD_NO_DELETE",
+        &output,
+        &[
+            "FIELD_NO_DELETE_UNLESS_NUMBER_RESERVED",
+            "FIELD_NO_DELETE_UNLESS_NAME_RESERVED",
+        ],
     );
+}
+
+#[test]
+fn removing_a_field_with_its_number_and_name_reserved_keeps_the_contract() {
+    // What the release after next does with the legacy_* twins (docs/architecture.md).
+    let Some(output) = compare_after_edit(
+        "remove-reserved-field",
+        "lab/orders/v1/events.proto",
+        "  string legacy_status = 3;\n",
+        "  reserved 3;\n  reserved \"legacy_status\";\n",
+    ) else {
+        return;
+    };
+    assert_keeps(&output);
+}
+
+#[test]
+fn removing_a_field_with_only_its_number_reserved_breaks_the_contract() {
+    let Some(output) = compare_after_edit(
+        "remove-number-reserved-field",
+        "lab/orders/v1/events.proto",
+        "  string legacy_status = 3;\n",
+        "  reserved 3;\n",
+    ) else {
+        return;
+    };
+    assert_breaks(&output, &["FIELD_NO_DELETE_UNLESS_NAME_RESERVED"]);
 }
 
 #[test]
 fn renumbering_a_tag_breaks_the_contract() {
-    assert_breaks(
-        "renumbered",
-        |module| {
-            module.edit(
-                ORDERS,
-                "  int64 total_cents = 19;\n",
-                "  int64 total_cents = 998;\n",
-            )
-        },
-        "FIELD_NO_DELETE",
-    );
+    // The old number disappears without a reservation (the name cannot be reserved: it is in use).
+    let Some(output) = compare_after_edit(
+        "renumber-field",
+        "lab/orders/v1/events.proto",
+        "  string quote_id = 5;\n",
+        "  string quote_id = 25;\n",
+    ) else {
+        return;
+    };
+    assert_breaks(&output, &["FIELD_NO_DELETE_UNLESS_NUMBER_RESERVED"]);
 }
 
 #[test]
 fn changing_a_field_type_breaks_the_contract() {
-    assert_breaks(
-        "retyped",
-        |module| {
-            module.edit(
-                ORDERS,
-                "  int64 total_cents = 19;\n",
-                "  string total_cents = 19;\n",
-            )
-        },
-        "FIELD_SAME_TYPE",
-    );
+    let Some(output) = compare_after_edit(
+        "change-field-type",
+        "lab/orders/v1/events.proto",
+        "  int64 total_cents = 10;\n",
+        "  string total_cents = 10;\n",
+    ) else {
+        return;
+    };
+    assert_breaks(&output, &["FIELD_SAME_TYPE"]);
 }
 
 #[test]
 fn renaming_a_field_breaks_the_contract() {
-    assert_breaks(
-        "renamed",
-        |module| {
-            module.edit(
-                ORDERS,
-                "  int64 total_cents = 19;\n",
-                "  int64 total_amount_cents = 19;\n",
-            )
-        },
-        "FIELD_SAME_NAME",
-    );
+    let Some(output) = compare_after_edit(
+        "rename-field",
+        "lab/orders/v1/events.proto",
+        "  string quote_id = 5;\n",
+        "  string quote_reference = 5;\n",
+    ) else {
+        return;
+    };
+    assert_breaks(&output, &["FIELD_SAME_NAME", "FIELD_SAME_JSON_NAME"]);
 }
 
 #[test]
 fn removing_an_rpc_breaks_the_contract() {
+    let Some(output) = compare_after_edit(
+        "remove-rpc",
+        "lab/orders/v1/orders.proto",
+        "  rpc GetEta(GetOrderRequest) returns (GetEtaResponse);\n",
+        "",
+    ) else {
+        return;
+    };
+    assert_breaks(&output, &["RPC_NO_DELETE"]);
+}
+
+#[test]
+fn removing_an_enum_value_breaks_the_contract() {
+    let Some(output) = compare_after_edit(
+        "remove-enum-value",
+        "lab/common/v1/common.proto",
+        "  ORDER_STATUS_REPORTING = 8;\n",
+        "",
+    ) else {
+        return;
+    };
     assert_breaks(
-        "rpc",
-        |module| {
-            let file = module.0.join("lab/gateway/v1/operations.proto");
-            let text = std::fs::read_to_string(&file).unwrap();
-            let line = text
-                .lines()
-                .find(|line| line.trim_start().starts_with("rpc CheckPeers("))
-                .expect("the CheckPeers rpc")
-                .to_owned();
-            module.edit("lab/gateway/v1/operations.proto", &format!("{line}\n"), "");
-        },
-        "RPC_NO_DELETE",
+        &output,
+        &[
+            "ENUM_VALUE_NO_DELETE_UNLESS_NUMBER_RESERVED",
+            "ENUM_VALUE_NO_DELETE_UNLESS_NAME_RESERVED",
+        ],
     );
+}
+
+#[test]
+fn adding_a_field_keeps_the_contract() {
+    let Some(output) = compare_after_edit(
+        "add-field",
+        "lab/orders/v1/events.proto",
+        "  string quote_id = 5;\n",
+        "  string quote_id = 5;\n  // A note on the order.\n  string note = 17;\n",
+    ) else {
+        return;
+    };
+    assert_keeps(&output);
+}
+
+#[test]
+fn adding_an_enum_value_last_keeps_the_contract() {
+    let Some(output) = compare_after_edit(
+        "add-enum-value",
+        "lab/common/v1/common.proto",
+        "  ORDER_STATUS_CANCELLED = 10;\n",
+        "  ORDER_STATUS_CANCELLED = 10;\n  ORDER_STATUS_ON_HOLD = 11;\n",
+    ) else {
+        return;
+    };
+    assert_keeps(&output);
 }
