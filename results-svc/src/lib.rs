@@ -185,6 +185,7 @@ impl Application {
             base.pool.clone(),
             self.keys,
             self.settings.letterhead.clone(),
+            store.clone(),
         ));
         let consumer_settings = ConsumerSettings::new(
             platform::streams::GROUP_RESULTS,

@@ -567,3 +567,37 @@ impl CoaRow {
         })
     }
 }
+
+/// The stored document of a COA: its blob key and SHA-256 (hex), once kept.
+pub async fn coa_document(
+    conn: &mut PgConnection,
+    id: Uuid,
+) -> Result<Option<(String, String)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT document_key, document_sha256 FROM results.coas \
+         WHERE id = $1 AND document_key IS NOT NULL",
+    )
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Records the stored document of a COA that has none yet; false when another rendering was
+/// kept first (that one is the document).
+pub async fn keep_coa_document(
+    conn: &mut PgConnection,
+    id: Uuid,
+    key: &str,
+    sha256: &str,
+) -> Result<bool, sqlx::Error> {
+    let kept = sqlx::query(
+        "UPDATE results.coas SET document_key = $2, document_sha256 = $3 \
+         WHERE id = $1 AND document_key IS NULL",
+    )
+    .bind(id)
+    .bind(key)
+    .bind(sha256)
+    .execute(conn)
+    .await?;
+    Ok(kept.rows_affected() == 1)
+}

@@ -13,6 +13,7 @@ pub use workflow::Step;
 
 use crate::document::Letterhead;
 use crate::domain::coa_keys::CoaKeys;
+use platform::blobs::BlobStore;
 use sqlx::PgPool;
 
 /// The results use cases and what they need.
@@ -22,14 +23,17 @@ pub struct ResultsService {
     /// The current key (signs new COAs and download links) and every key a COA may name.
     keys: CoaKeys,
     letterhead: Letterhead,
+    /// Where each published COA's PDF is kept once rendered (`documents`).
+    store: BlobStore,
 }
 
 impl ResultsService {
-    pub fn new(pool: PgPool, keys: CoaKeys, letterhead: Letterhead) -> Self {
+    pub fn new(pool: PgPool, keys: CoaKeys, letterhead: Letterhead, store: BlobStore) -> Self {
         Self {
             pool,
             keys,
             letterhead,
+            store,
         }
     }
 

@@ -198,7 +198,13 @@ impl ResultsService {
                     coa.status = CoaStatus::Held;
                     repo::update_coa(&mut tx, &coa, None).await?;
                 }
-                self.finish(tx, id, false).await
+                let step = self.finish(tx, id, false).await?;
+                if step.coa.status == CoaStatus::Published {
+                    // Its bytes fixed at issue (a COA released later, when payment lands, is
+                    // kept at its first download).
+                    self.keep_document(&step.coa).await;
+                }
+                Ok(step)
             }
             CoaStatus::Held | CoaStatus::Published => self.finish(tx, coa.id, true).await,
             _ => Err(coa.conflict("published")),

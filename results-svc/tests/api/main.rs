@@ -4,6 +4,7 @@
 //! instrument and method registries.
 
 mod data;
+mod documents;
 mod helpers;
 mod reads;
 mod registry;
