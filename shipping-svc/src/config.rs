@@ -7,6 +7,7 @@ use crate::domain::Address;
 use crate::domain::pickup::PickupRules;
 use crate::mail::MailTransport;
 use chrono::{NaiveDate, NaiveTime};
+use platform::blobs::BlobSettings;
 use platform::config::{CommonSettings, env_var, file_or_value, prefixed_or_common};
 use platform::production::{MIN_SECRET_CHARS, Requirements};
 use secrecy::SecretString;
@@ -63,6 +64,10 @@ pub struct Settings {
     pub mail: MailTransport,
     pub pickup: PickupRules,
     pub consumer: ConsumerTiming,
+    /// Where label PDFs are kept (`SHIPPING_BLOB_STORE`, docs/operations.md "Blob storage"):
+    /// a local directory or an S3 bucket; never linked to directly (downloads go through the
+    /// signed label route).
+    pub blobs: BlobSettings,
 }
 
 /// The demo lab's receiving address.
@@ -85,7 +90,14 @@ impl Settings {
     /// Settings with the defaults around `common` (tests and labd): sandbox carrier, mail to
     /// files under the system temporary directory.
     pub fn local(common: CommonSettings) -> Self {
+        let blobs = BlobSettings::local(
+            std::env::temp_dir()
+                .join(format!("lab-blobs-{}", common.stream_prefix))
+                .join("shipping"),
+            "http://127.0.0.1:8080",
+        );
         Self {
+            blobs,
             common,
             catalog_addr: "http://127.0.0.1:50051".to_owned(),
             payments_addr: "http://127.0.0.1:50053".to_owned(),
@@ -251,6 +263,8 @@ impl Settings {
                     anyhow::anyhow!("{ENV_PREFIX}_PICKUP_HOLIDAYS must be YYYY-MM-DD dates, comma-separated")
                 })?;
         }
+        settings.blobs =
+            BlobSettings::from_env_without_links(ENV_PREFIX, settings.common.dev_mode, &mut need)?;
         need.finish()?;
         Ok(settings)
     }

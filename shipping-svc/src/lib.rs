@@ -79,6 +79,7 @@ impl Application {
             }
         };
         let mailer = mail::Mailer::new(&settings.mail_from, &settings.mail)?;
+        let files = platform::blobs::BlobStore::new(&settings.blobs, "labels")?;
         let service = service::ShippingService::new(
             base.pool.clone(),
             &settings,
@@ -86,6 +87,7 @@ impl Application {
             tokens,
             signing_key.expose_secret().as_bytes().to_vec(),
             mailer,
+            files,
         )?;
         Ok(Self {
             settings,
@@ -127,7 +129,8 @@ impl Application {
             )
             .run(shutdown.clone()),
         );
-        let mut workers = vec![consumer];
+        // Labels bought before the label store existed move out of the database.
+        let mut workers = vec![consumer, self.service.spawn_label_move(shutdown.clone())];
         if matches!(self.settings.carrier, CarrierSettings::EasyPost(_)) {
             workers.push(self.service.spawn_webhook_event_pruning(shutdown.clone()));
         }

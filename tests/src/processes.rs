@@ -199,6 +199,9 @@ impl ProcessMesh {
             // running at the same time.
             ("DATABASE_MAX_CONNECTIONS", "4".to_owned()),
             ("LAB_DEV_MODE", "1".to_owned()),
+            // The development defaults of the blob stores (label and COA PDFs, raw files) live
+            // under the state directory: this mesh's own, shared by the replicas of a service.
+            ("LAB_STATE_DIR", log_dir.join("state").display().to_string()),
             (
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned()),

@@ -88,6 +88,17 @@ impl BlobSettings {
         Self::from_lookup(prefix, dev_mode, need, &env_var)
     }
 
+    /// [`Self::from_env`] for a service that keeps blobs but never links to them (its files
+    /// are served through its own API: shipping-svc's labels): a local store needs no
+    /// `<PREFIX>_DOWNLOAD_URL_KEY`, and the settings hold a random one.
+    pub fn from_env_without_links(
+        prefix: &str,
+        dev_mode: bool,
+        need: &mut Requirements,
+    ) -> anyhow::Result<Self> {
+        Self::read(prefix, dev_mode, need, &env_var, false)
+    }
+
     /// [`Self::from_env`] over any variable lookup (the tests' fixed environments); the public
     /// site root still comes from [`Requirements::site_url`].
     pub fn from_lookup(
@@ -95,6 +106,16 @@ impl BlobSettings {
         dev_mode: bool,
         need: &mut Requirements,
         lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> anyhow::Result<Self> {
+        Self::read(prefix, dev_mode, need, lookup, true)
+    }
+
+    fn read(
+        prefix: &str,
+        dev_mode: bool,
+        need: &mut Requirements,
+        lookup: &dyn Fn(&str) -> Option<String>,
+        links: bool,
     ) -> anyhow::Result<Self> {
         let store_variable = format!("{prefix}_BLOB_STORE");
         let location = match lookup(&store_variable) {
@@ -114,8 +135,12 @@ impl BlobSettings {
             local => local,
         };
         let key_variable = format!("{prefix}_DOWNLOAD_URL_KEY");
-        let configured_key = read_secret(&key_variable, lookup)?;
-        if matches!(location, BlobLocation::Local { .. }) {
+        let configured_key = if links {
+            read_secret(&key_variable, lookup)?
+        } else {
+            None
+        };
+        if links && matches!(location, BlobLocation::Local { .. }) {
             need.refuse_if(configured_key.is_none(), || {
                 format!(
                     "{key_variable} is not set: the HMAC key of local download links (32 characters or more)"
@@ -127,7 +152,7 @@ impl BlobSettings {
         // store, whose links S3 signs) a random one, so no process outside development mode
         // ever holds the published key.
         let download_url_key = configured_key.unwrap_or_else(|| {
-            if dev_mode {
+            if dev_mode && links {
                 DEVELOPMENT_DOWNLOAD_URL_KEY.to_owned().into()
             } else {
                 hex::encode(rand::random::<[u8; 32]>()).into()

@@ -179,3 +179,40 @@ fn malformed_store_urls_are_refused() {
         assert!(settings.is_err(), "{value}");
     }
 }
+
+#[test]
+fn a_store_without_links_needs_no_link_key_outside_development_mode() {
+    let variables: HashMap<String, String> = HashMap::from([(
+        "SHIPPING_BLOB_STORE".to_owned(),
+        "file:///var/lib/lab/labels".to_owned(),
+    )]);
+    let mut need = Requirements::new("shipping-svc", false);
+    let settings = BlobSettings::read(
+        "SHIPPING",
+        false,
+        &mut need,
+        &|name| variables.get(name).cloned(),
+        false,
+    )
+    .unwrap();
+    // (The site root is the only other requirement, read from the process environment.)
+    if let Err(refused) = need.finish() {
+        assert!(!refused.to_string().contains("DOWNLOAD_URL_KEY"), "{refused}");
+    }
+    assert_eq!(
+        settings.location,
+        BlobLocation::Local {
+            dir: PathBuf::from("/var/lib/lab/labels")
+        }
+    );
+    assert_ne!(
+        settings.download_url_key.expose_secret(),
+        DEVELOPMENT_DOWNLOAD_URL_KEY,
+        "never the published key"
+    );
+    // The store itself is still required.
+    let mut need = Requirements::new("shipping-svc", false);
+    let _ = BlobSettings::read("SHIPPING", false, &mut need, &|_| None, false);
+    let refused = need.finish().unwrap_err().to_string();
+    assert!(refused.contains("SHIPPING_BLOB_STORE"), "{refused}");
+}

@@ -121,11 +121,12 @@ pub async fn next_package_number(conn: &mut PgConnection) -> Result<i64, sqlx::E
         .await
 }
 
-/// Stores the bought label on the claimed shipment.
+/// Stores the bought label on the claimed shipment: the row names its kept file (`key`) and
+/// SHA-256.
 pub async fn store_bought(
     conn: &mut PgConnection,
     shipment: &Shipment,
-    pdf: &[u8],
+    key: &str,
     sha256: &str,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
@@ -148,11 +149,11 @@ pub async fn store_bought(
     .execute(&mut *conn)
     .await?;
     sqlx::query(
-        "INSERT INTO shipping.labels (shipment_id, pdf, sha256, created_at) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (shipment_id) DO UPDATE SET pdf = EXCLUDED.pdf, sha256 = EXCLUDED.sha256",
+        "INSERT INTO shipping.labels (shipment_id, pdf, blob_key, sha256, created_at) VALUES ($1, NULL, $2, $3, $4) \
+         ON CONFLICT (shipment_id) DO UPDATE SET pdf = NULL, blob_key = EXCLUDED.blob_key, sha256 = EXCLUDED.sha256",
     )
     .bind(shipment.id)
-    .bind(pdf)
+    .bind(key)
     .bind(sha256)
     .bind(shipment.updated_at)
     .execute(conn)
@@ -160,12 +161,60 @@ pub async fn store_bought(
     Ok(())
 }
 
-/// The label PDF of a shipment.
-pub async fn label_pdf(conn: &mut PgConnection, shipment_id: Uuid) -> Result<Option<Vec<u8>>, sqlx::Error> {
-    sqlx::query_scalar("SELECT pdf FROM shipping.labels WHERE shipment_id = $1")
-        .bind(shipment_id)
-        .fetch_optional(conn)
-        .await
+/// Where a label's PDF is.
+pub enum LabelFile {
+    /// In the blob store under `key`.
+    Kept { key: String, sha256: String },
+    /// In the row (bought before labels were kept in the store).
+    Inline { pdf: Vec<u8>, sha256: String },
+}
+
+/// The label file of a shipment.
+pub async fn label_file(
+    conn: &mut PgConnection,
+    shipment_id: Uuid,
+) -> Result<Option<LabelFile>, sqlx::Error> {
+    let row: Option<(Option<Vec<u8>>, Option<String>, String)> =
+        sqlx::query_as("SELECT pdf, blob_key, sha256 FROM shipping.labels WHERE shipment_id = $1")
+            .bind(shipment_id)
+            .fetch_optional(conn)
+            .await?;
+    Ok(row.and_then(|(pdf, key, sha256)| match (key, pdf) {
+        (Some(key), _) => Some(LabelFile::Kept { key, sha256 }),
+        (None, Some(pdf)) => Some(LabelFile::Inline { pdf, sha256 }),
+        (None, None) => None,
+    }))
+}
+
+/// Up to `limit` labels still inline: (shipment id, PDF, SHA-256).
+pub async fn inline_labels(
+    conn: &mut PgConnection,
+    limit: i64,
+) -> Result<Vec<(Uuid, Vec<u8>, String)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT shipment_id, pdf, sha256 FROM shipping.labels \
+         WHERE blob_key IS NULL AND pdf IS NOT NULL ORDER BY shipment_id LIMIT $1",
+    )
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
+/// Records that an inline label is now kept under `key` and drops the row's copy; a row moved
+/// already is left as it is.
+pub async fn mark_label_kept(
+    conn: &mut PgConnection,
+    shipment_id: Uuid,
+    key: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE shipping.labels SET blob_key = $2, pdf = NULL WHERE shipment_id = $1 AND blob_key IS NULL",
+    )
+    .bind(shipment_id)
+    .bind(key)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// The customer's shipment (label bought) named by `reference`.

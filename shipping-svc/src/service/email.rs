@@ -45,11 +45,10 @@ impl ShippingService {
         if record.status == "sent" {
             return Ok(());
         }
-        let pdf = {
-            let mut conn = self.pool.acquire().await?;
-            repo::shipments::label_pdf(&mut conn, shipment.id).await?
-        }
-        .ok_or_else(|| ApiError::internal("a bought shipment has no label file"))?;
+        let pdf = self
+            .label_pdf(shipment.id)
+            .await?
+            .ok_or_else(|| ApiError::internal("a bought shipment has no label file"))?;
         let steps = shipment
             .packing_steps
             .iter()

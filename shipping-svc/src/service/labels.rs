@@ -115,7 +115,10 @@ impl ShippingService {
         )
         .map_err(ApiError::internal)?;
         let sha256 = hex::encode(Sha256::digest(&pdf));
-        repo::shipments::store_bought(&mut tx, &shipment, &pdf, &sha256).await?;
+        // The file first: a row never names a label the store does not hold (a purchase that
+        // fails to commit leaves an unnamed file, replaced by the retry's).
+        let key = self.keep_label(shipment.id, &pdf, &sha256).await?;
+        repo::shipments::store_bought(&mut tx, &shipment, &key, &sha256).await?;
         OUTBOX.enqueue(&mut tx, events::label_created(&shipment)).await?;
         tx.commit().await?;
         tracing::info!(

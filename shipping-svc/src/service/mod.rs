@@ -7,8 +7,10 @@
 //! * [`read`]: shipments, labels, signed label downloads, the order's shipping block.
 //! * [`email`]: emailing the label when a bank invoice is paid, once.
 //! * [`pickups`]: door-pickup options, requests and booking after payment.
+//! * [`files`]: the label PDFs in the blob store (and moving older ones out of the database).
 
 pub mod email;
+pub mod files;
 pub mod labels;
 pub mod pickups;
 pub mod read;
@@ -49,6 +51,8 @@ pub struct ShippingService {
     mailer: Mailer,
     pickup: Arc<PickupRules>,
     idempotency: IdempotencyStore,
+    /// Label PDFs (`files`).
+    files: platform::blobs::BlobStore,
 }
 
 impl ShippingService {
@@ -60,6 +64,7 @@ impl ShippingService {
         tokens: TokenIssuer,
         signing_key: Vec<u8>,
         mailer: Mailer,
+        files: platform::blobs::BlobStore,
     ) -> anyhow::Result<Self> {
         let tls = settings.common.grpc_tls.as_ref();
         Ok(Self {
@@ -79,6 +84,7 @@ impl ShippingService {
             mailer,
             pickup: Arc::new(settings.pickup.clone()),
             idempotency: IdempotencyStore::new(crate::SCHEMA),
+            files,
         })
     }
 

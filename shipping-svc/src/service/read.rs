@@ -127,13 +127,13 @@ impl ShippingService {
         if expires <= platform::time::now().timestamp() {
             return Err(not_found());
         }
-        let mut conn = self.pool.acquire().await?;
-        let shipment = repo::shipments::by_id(&mut conn, id)
-            .await?
-            .ok_or_else(not_found)?;
-        let pdf = repo::shipments::label_pdf(&mut conn, id)
-            .await?
-            .ok_or_else(not_found)?;
+        let shipment = {
+            let mut conn = self.pool.acquire().await?;
+            repo::shipments::by_id(&mut conn, id)
+                .await?
+                .ok_or_else(not_found)?
+        };
+        let pdf = self.label_pdf(id).await?.ok_or_else(not_found)?;
         Ok((pdf, format!("label-{}.pdf", shipment.tracking_number)))
     }
 

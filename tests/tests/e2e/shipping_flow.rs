@@ -540,3 +540,85 @@ async fn a_stablecoin_order_gets_no_label_before_its_payment_settles() {
     crate::support::assert_order_views_fresh(&sandbox).await;
     sandbox.stop().await;
 }
+
+/// The label row of a shipment: (inline PDF, blob key, SHA-256).
+async fn label_row(pool: &sqlx::PgPool, tracking: &str) -> (Option<Vec<u8>>, Option<String>, String) {
+    sqlx::query_as(
+        "SELECT l.pdf, l.blob_key, l.sha256 FROM shipping.labels l \
+         JOIN shipping.shipments s ON s.id = l.shipment_id WHERE s.tracking_number = $1",
+    )
+    .bind(tracking)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_label_pdf_lives_in_the_label_store_and_one_kept_in_the_database_moves_there_when_read() {
+    let sandbox = Sandbox::start().await;
+    let agent = sandbox.customer("Label Store Lou", "all").await;
+    let (order_id, _, _) = bank_order(&sandbox, &agent, "label-store-0001").await;
+    let order = labelled_order(&sandbox, &agent, &order_id).await;
+    let tracking = order["shipping"]["trackingNumber"].as_str().unwrap().to_owned();
+    let pool = sqlx::PgPool::connect(&sandbox.database_url).await.unwrap();
+    // labd's sandbox keeps shipping-svc's files under the system's temp directory.
+    let store = std::env::temp_dir()
+        .join(format!("lab-blobs-{}", sandbox.stream_prefix))
+        .join("shipping");
+
+    let (inline, key, sha256) = label_row(&pool, &tracking).await;
+    assert!(inline.is_none(), "no copy in the database");
+    let key = key.expect("the row names its file");
+    assert!(
+        key.starts_with("labels/") && key.ends_with(&format!("/{sha256}.pdf")),
+        "{key}"
+    );
+    let kept = std::fs::read(store.join(&key)).expect("the file is in the label store");
+    assert_eq!(platform::production::sha256_hex(&kept), sha256);
+
+    let label = sandbox
+        .get(&agent.key, &format!("/shipments/{tracking}/label"))
+        .await;
+    let url = label.body["data"]["label"]["labelUrl"]
+        .as_str()
+        .unwrap()
+        .replace("http://127.0.0.1:8080", &sandbox.base_url);
+    let download = |url: String| {
+        let http = sandbox.http.clone();
+        async move {
+            let response = http.get(&url).send().await.unwrap();
+            (
+                response.status().as_u16(),
+                response.bytes().await.unwrap().to_vec(),
+            )
+        }
+    };
+    assert_eq!(download(url.clone()).await, (200, kept.clone()));
+
+    // A label bought before the store existed: its PDF in the row, no file. Reading it serves
+    // the PDF and moves it into the store.
+    std::fs::remove_file(store.join(&key)).unwrap();
+    sqlx::query(
+        "UPDATE shipping.labels SET pdf = $2, blob_key = NULL \
+         WHERE shipment_id = (SELECT id FROM shipping.shipments WHERE tracking_number = $1)",
+    )
+    .bind(&tracking)
+    .bind(&kept)
+    .execute(&pool)
+    .await
+    .unwrap();
+    assert_eq!(download(url.clone()).await, (200, kept.clone()));
+    let (inline, moved_key, _) = label_row(&pool, &tracking).await;
+    assert_eq!((inline, moved_key.as_deref()), (None, Some(key.as_str())));
+    assert_eq!(std::fs::read(store.join(&key)).unwrap(), kept);
+
+    // A kept file that no longer matches its hash is refused, never served.
+    let mut altered = kept.clone();
+    let last = altered.len() - 10;
+    altered[last] ^= 0x01;
+    std::fs::write(store.join(&key), &altered).unwrap();
+    let (status, body) = download(url).await;
+    assert_eq!(status, 500);
+    assert!(!body.starts_with(b"%PDF"));
+    sandbox.stop().await;
+}
