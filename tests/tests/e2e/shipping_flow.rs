@@ -622,3 +622,63 @@ async fn a_label_pdf_lives_in_the_label_store_and_one_kept_in_the_database_moves
     assert!(!body.starts_with(b"%PDF"));
     sandbox.stop().await;
 }
+
+#[tokio::test]
+async fn labels_kept_in_the_database_move_to_the_label_store_when_shipping_svc_starts() {
+    let plan = tests::processes::Plan::new(env!("CARGO_BIN_EXE_lab-process"));
+    let sandbox = Sandbox::start_processes(&plan).await;
+    let agent = sandbox.customer("Label Move Mo", "all").await;
+    let (order_id, _, _) = bank_order(&sandbox, &agent, "label-move-0001").await;
+    let order = labelled_order(&sandbox, &agent, &order_id).await;
+    let tracking = order["shipping"]["trackingNumber"].as_str().unwrap().to_owned();
+    let pool = sqlx::PgPool::connect(&sandbox.database_url).await.unwrap();
+    let (_, key, sha256) = label_row(&pool, &tracking).await;
+    let key = key.expect("kept in the store");
+    let label = sandbox
+        .get(&agent.key, &format!("/shipments/{tracking}/label"))
+        .await;
+    let url = label.body["data"]["label"]["labelUrl"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let pdf = sandbox
+        .http
+        .get(&url)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+        .to_vec();
+    assert_eq!(platform::production::sha256_hex(&pdf), sha256);
+
+    // shipping-svc stops; its label becomes a row of the time before the store.
+    sandbox.processes().kill("shipping-svc", 0).await;
+    sqlx::query(
+        "UPDATE shipping.labels SET pdf = $2, blob_key = NULL \
+         WHERE shipment_id = (SELECT id FROM shipping.shipments WHERE tracking_number = $1)",
+    )
+    .bind(&tracking)
+    .bind(&pdf)
+    .execute(&pool)
+    .await
+    .unwrap();
+
+    // Started again, it moves the label before anyone reads it.
+    sandbox.processes().restart("shipping-svc", 0).await;
+    let moved = wait_for(
+        "the label to move to the store",
+        Duration::from_secs(30),
+        || async {
+            let (inline, moved, _) = label_row(&pool, &tracking).await;
+            (inline.is_none()).then_some(moved).flatten()
+        },
+    )
+    .await;
+    assert_eq!(moved, key);
+    let again = sandbox.http.get(&url).send().await.unwrap();
+    assert_eq!(again.status(), 200);
+    assert_eq!(again.bytes().await.unwrap().to_vec(), pdf);
+    sandbox.stop().await;
+}
