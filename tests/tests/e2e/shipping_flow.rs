@@ -553,6 +553,20 @@ async fn label_row(pool: &sqlx::PgPool, tracking: &str) -> (Option<Vec<u8>>, Opt
     .unwrap()
 }
 
+/// Makes the label of `tracking` a row of the time before the label store: `pdf` inline, no file
+/// named.
+async fn keep_inline(pool: &sqlx::PgPool, tracking: &str, pdf: &[u8]) {
+    sqlx::query(
+        "UPDATE shipping.labels SET pdf = $2, blob_key = NULL \
+         WHERE shipment_id = (SELECT id FROM shipping.shipments WHERE tracking_number = $1)",
+    )
+    .bind(tracking)
+    .bind(pdf)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
 async fn a_label_pdf_lives_in_the_label_store_and_one_kept_in_the_database_moves_there_when_read() {
     let sandbox = Sandbox::start().await;
@@ -598,15 +612,7 @@ async fn a_label_pdf_lives_in_the_label_store_and_one_kept_in_the_database_moves
     // A label bought before the store existed: its PDF in the row, no file. Reading it serves
     // the PDF and moves it into the store.
     std::fs::remove_file(store.join(&key)).unwrap();
-    sqlx::query(
-        "UPDATE shipping.labels SET pdf = $2, blob_key = NULL \
-         WHERE shipment_id = (SELECT id FROM shipping.shipments WHERE tracking_number = $1)",
-    )
-    .bind(&tracking)
-    .bind(&kept)
-    .execute(&pool)
-    .await
-    .unwrap();
+    keep_inline(&pool, &tracking, &kept).await;
     assert_eq!(download(url.clone()).await, (200, kept.clone()));
     let (inline, moved_key, _) = label_row(&pool, &tracking).await;
     assert_eq!((inline, moved_key.as_deref()), (None, Some(key.as_str())));
@@ -655,15 +661,7 @@ async fn labels_kept_in_the_database_move_to_the_label_store_when_shipping_svc_s
 
     // shipping-svc stops; its label becomes a row of the time before the store.
     sandbox.processes().kill("shipping-svc", 0).await;
-    sqlx::query(
-        "UPDATE shipping.labels SET pdf = $2, blob_key = NULL \
-         WHERE shipment_id = (SELECT id FROM shipping.shipments WHERE tracking_number = $1)",
-    )
-    .bind(&tracking)
-    .bind(&pdf)
-    .execute(&pool)
-    .await
-    .unwrap();
+    keep_inline(&pool, &tracking, &pdf).await;
 
     // Started again, it moves the label before anyone reads it.
     sandbox.processes().restart("shipping-svc", 0).await;
