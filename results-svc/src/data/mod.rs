@@ -347,7 +347,7 @@ impl DataService {
                 .map(|b| i64::try_from(b.len()).unwrap_or(i64::MAX)),
             native_bundle_filename: bundle_name,
             native_bundle_key: bundle_key.clone(),
-            parse_status,
+            parse_status: parse_status.to_owned(),
             parse_error,
         };
 

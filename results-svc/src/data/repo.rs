@@ -12,11 +12,11 @@ use sqlx::PgConnection;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-/// One imported file, with its result set's name and (for customer reads) its releases.
+/// An import's own columns (with its result set's name): what is stored, and what every read
+/// returns.
 #[derive(Clone, Debug, sqlx::FromRow)]
-pub struct ImportRow {
+pub struct ImportRecord {
     pub id: Uuid,
-    pub result_set_id: Uuid,
     pub result_set: String,
     pub accession_number: String,
     pub customer_id: Uuid,
@@ -46,8 +46,28 @@ pub struct ImportRow {
     pub native_bundle_size_bytes: Option<i64>,
     pub parse_status: String,
     pub parse_error: Option<String>,
+}
+
+/// An import about to be stored.
+pub type NewImport = ImportRecord;
+
+/// One imported file as read: its record, its result set's id, measurement count and (for
+/// customer reads) its releases. Reads through to the record's fields.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct ImportRow {
+    #[sqlx(flatten)]
+    pub record: ImportRecord,
+    pub result_set_id: Uuid,
     pub measurement_count: i64,
     pub releases: Option<Json<Vec<ReleaseRow>>>,
+}
+
+impl std::ops::Deref for ImportRow {
+    type Target = ImportRecord;
+
+    fn deref(&self) -> &ImportRecord {
+        &self.record
+    }
 }
 
 /// A COA that released a file.
@@ -74,41 +94,6 @@ pub struct MeasurementRow {
     pub concentration: Option<String>,
     pub concentration_unit: Option<String>,
     pub loq: Option<String>,
-}
-
-/// An import about to be stored.
-#[derive(Clone, Debug)]
-pub struct NewImport {
-    pub id: Uuid,
-    pub result_set: String,
-    pub accession_number: String,
-    pub customer_id: Uuid,
-    pub order_id: Uuid,
-    pub vendor: String,
-    pub filename: String,
-    pub mime_type: Option<String>,
-    pub size_bytes: i64,
-    pub sha256: String,
-    pub client_sha256: Option<String>,
-    pub integrity_verified_at: Option<DateTime<Utc>>,
-    pub format: Option<String>,
-    pub parser_version: String,
-    pub connector_version: Option<String>,
-    pub sample_identifier: Option<String>,
-    pub run_identifier: Option<String>,
-    pub instrument_id: Option<String>,
-    pub instrument_name: Option<String>,
-    pub method_id: Option<String>,
-    pub acquired_at: Option<DateTime<Utc>>,
-    pub imported_at: DateTime<Utc>,
-    pub imported_by: String,
-    pub imported_by_id: Option<Uuid>,
-    pub storage_key: String,
-    pub native_bundle_filename: Option<String>,
-    pub native_bundle_key: Option<String>,
-    pub native_bundle_size_bytes: Option<i64>,
-    pub parse_status: &'static str,
-    pub parse_error: Option<String>,
 }
 
 /// The COAs releasing import `i` (a correlated subquery over `results.coas c`): published or
@@ -234,7 +219,7 @@ pub async fn insert_import(
     .bind(&import.native_bundle_filename)
     .bind(&import.native_bundle_key)
     .bind(import.native_bundle_size_bytes)
-    .bind(import.parse_status)
+    .bind(&import.parse_status)
     .bind(&import.parse_error)
     .execute(&mut *conn)
     .await?
