@@ -459,17 +459,22 @@ impl DataService {
             (imports, measurements)
         };
         let signing = (sign_downloads && !imports.is_empty()).then(Signing::now);
+        // Grouped once by import (the rows arrive in import then position order).
+        let mut by_import: std::collections::HashMap<Uuid, Vec<MeasurementRow>> =
+            std::collections::HashMap::with_capacity(imports.len());
+        for measurement in measurements {
+            by_import
+                .entry(measurement.import_id)
+                .or_default()
+                .push(measurement);
+        }
         let mut runs = Vec::with_capacity(imports.len());
         for import in imports {
             let url = match &signing {
                 Some(signing) => Some(self.sign(&import.storage_key, signing).await?),
                 None => None,
             };
-            let rows = measurements
-                .iter()
-                .filter(|m| m.import_id == import.id)
-                .cloned()
-                .collect();
+            let rows = by_import.remove(&import.id).unwrap_or_default();
             runs.push((import, url, rows));
         }
         Ok(InstrumentData {
