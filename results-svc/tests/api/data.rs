@@ -203,7 +203,16 @@ async fn a_published_coa_releases_earlier_imports_whose_local_links_return_the_e
         (
             key_path.to_owned(),
             expires,
-            format!("A{}", &query["signature"][1..]),
+            // Another first character (a signature may start with "A" itself).
+            format!(
+                "{}{}",
+                if query["signature"].starts_with('A') {
+                    'B'
+                } else {
+                    'A'
+                },
+                &query["signature"][1..]
+            ),
         ),
     ] {
         let refused = client
