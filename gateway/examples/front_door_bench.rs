@@ -684,4 +684,25 @@ impl OrdersService for FakeOrders {
     ) -> Result<Response<orders::DisposeSampleResponse>, Status> {
         Err(Status::unimplemented("not in this benchmark"))
     }
+
+    async fn request_cancellation(
+        &self,
+        _: Request<orders::RequestCancellationRequest>,
+    ) -> Result<Response<orders::RequestCancellationResponse>, Status> {
+        Err(Status::unimplemented("not in this benchmark"))
+    }
+
+    async fn list_cancel_requests(
+        &self,
+        _: Request<orders::ListCancelRequestsRequest>,
+    ) -> Result<Response<orders::ListCancelRequestsResponse>, Status> {
+        Err(Status::unimplemented("not in this benchmark"))
+    }
+
+    async fn decide_cancel_request(
+        &self,
+        _: Request<orders::DecideCancelRequestRequest>,
+    ) -> Result<Response<orders::DecideCancelRequestResponse>, Status> {
+        Err(Status::unimplemented("not in this benchmark"))
+    }
 }

@@ -79,7 +79,9 @@ pub mod prelude {
     pub use crate::dto::data::{InstrumentDataEnvelope, RawDataEnvelope};
     pub use crate::dto::export::{CoaExportPage, ExportQuery, InstrumentExportPage};
     pub use crate::dto::lab::{CustodyEnvelope, EtaEnvelope, OrderSamplesEnvelope};
-    pub use crate::dto::orders::{CreateOrderRequest, OrderEnvelope, OrderList, OrdersQuery};
+    pub use crate::dto::orders::{
+        CancelRequestBody, CancellationEnvelope, CreateOrderRequest, OrderEnvelope, OrderList, OrdersQuery,
+    };
     pub use crate::dto::quotes::{CreateQuoteRequest, QuoteEnvelope};
     pub use crate::dto::registry::{InstrumentList, InstrumentsQuery, MethodList, MethodsQuery};
     pub use crate::dto::results::{
@@ -1230,6 +1232,50 @@ macro_rules! operation_table {
                 call: {
                     answer: json,
                     run: |cx, caller: Caller, reference: Reference| results::get_eta(cx.peers, &caller, reference),
+                },
+            }
+            {
+                route: post "/orders/{reference}/cancel-request",
+                tool: {
+                    name: "svc.order.cancel_request",
+                    title: "Ask the lab to cancel an order",
+                    annotations: GUARDED_WRITE,
+                    guard: "`confirm: true`, a reason, optional `idempotencyKey`; a human decides",
+                    description: "Files a request to cancel one of the customer's orders (`reference`: order UUID, ORD-…, \
+                            INV-…, tracking or ACC- number) with a `reason` and `confirm: true` (only when the user asked to \
+                            cancel). Nothing is cancelled yet: lab staff approve or decline it, and the outcome appears as \
+                            `order.cancellation` on the order and as an event (order.cancelled or \
+                            order.cancellation_declined). Before the sample is received an approval cancels at no charge: \
+                            an unpaid invoice is voided, a card payment refunded, the label voided, the spend released. Once \
+                            the lab holds the sample the default is a decline; an approval may keep a charge for work done. \
+                            One pending request per order; cancelled or completed orders are refused. Retry with the \
+                            same `idempotencyKey` (or, without one, the same reason) to get the same request back.",
+                },
+                scope: { access: [ORDERS_WRITE], origin: decided, idempotency: optional },
+                rest: {
+                    /// Files a cancellation request that lab staff decide (`confirm: true`).
+                    ///
+                    /// Answers 202 with the pending request; the order shows it as `cancellation`. Staff approve
+                    /// (the order becomes `cancelled`, `order.cancelled`; payments-svc voids an unpaid invoice or
+                    /// refunds what was paid above the charge, shipping-svc voids an unused label) or decline it
+                    /// (`order.cancellation_declined`, the order goes on), with a note shown to the customer. After
+                    /// the sample is received an approval states the charge kept for work done (`chargeCents`).
+                    /// Refusals: 400 `invalid_request` (reason empty or over 2000 characters), 400
+                    /// `confirmation_required`, 404 `not_found`, 409 `order_not_cancellable` (cancelled or
+                    /// completed), 409 `cancel_request_pending` (`details.cancelRequestId`). `Idempotency-Key`
+                    /// is optional (the spec does not require it): a replay with the same key, or without one
+                    /// the same request (same API key, reference and body), answers the stored request with
+                    /// `Idempotent-Replayed: true`.
+                    handler: request_cancellation,
+                    openapi: (tag = "orders", operation_id = "requestOrderCancellation",
+                        params(("reference" = String, Path, description = "order UUID, ORD-…, INV-…, ACC-… or tracking number")),
+                        request_body = CancelRequestBody,
+                        responses((status = 202, description = "the pending request (also for a replay, with Idempotent-Replayed: true)", body = CancellationEnvelope,
+                            headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
+                },
+                call: {
+                    answer: replayable(ACCEPTED),
+                    run: |cx, caller: Caller, key: OptionalIdempotencyKey, reference: Reference, body: ApiJson<CancelRequestBody>| operations::request_cancellation(cx.peers, &caller, key.as_deref(), reference, body),
                 },
             }
             {

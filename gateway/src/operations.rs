@@ -17,7 +17,10 @@ use crate::dto::billing::{
     PaymentsQuery,
 };
 use crate::dto::catalog::{CatalogPage, CatalogQuery};
-use crate::dto::orders::{CreateOrderRequest, Order, OrderEnvelope, OrderList, OrdersQuery};
+use crate::dto::orders::{
+    CancelRequestBody, CancellationEnvelope, CancellationRequest, CreateOrderRequest, Order, OrderEnvelope,
+    OrderList, OrdersQuery,
+};
 use crate::dto::quotes::{CreateQuoteRequest, Quote, QuoteEnvelope};
 use crate::peers::Peers;
 use platform::error::{ApiError, ErrorCode};
@@ -121,6 +124,71 @@ pub async fn create_order(
         body: order.into(),
         replayed,
     })
+}
+
+/// Files a cancellation request for one of the caller's orders (a human decides it).
+pub async fn request_cancellation(
+    peers: &Peers,
+    caller: &Caller,
+    idempotency_key: Option<&str>,
+    reference: String,
+    body: CancelRequestBody,
+) -> Result<Replayable<CancellationEnvelope>, ApiError> {
+    let derived;
+    let idempotency_key = match idempotency_key {
+        Some(key) => key,
+        None => {
+            derived = cancel_request_key(&caller.principal.subject, &reference, &body);
+            derived.as_str()
+        }
+    };
+    let request = orders::RequestCancellationRequest {
+        reference,
+        reason: body.reason,
+        confirm: body.confirm,
+    };
+    let response = peers
+        .orders()
+        .request_cancellation(outgoing_idempotent(
+            request,
+            &caller.token(ORDERS_SVC),
+            idempotency_key,
+        ))
+        .await
+        .map_err(service_error)?;
+    let replayed = is_replay(&response);
+    let request = response
+        .into_inner()
+        .cancel_request
+        .ok_or_else(|| missing("cancel_request"))?;
+    Ok(Replayable {
+        body: CancellationRequest::try_from(request)?.into(),
+        replayed,
+    })
+}
+
+/// The idempotency key of a cancellation request sent without one: a digest of the API key's
+/// subject, the reference and the whole body, 71 visible ASCII characters. The same request sent
+/// again is the same request; filing again after a decline needs another reason or a key.
+pub fn cancel_request_key(subject: &str, reference: &str, body: &CancelRequestBody) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for part in [
+        subject,
+        reference,
+        &body.reason,
+        if body.confirm { "true" } else { "false" },
+    ] {
+        hasher.update(part.as_bytes());
+        hasher.update([0]);
+    }
+    let digest = hasher.finalize();
+    let mut key = String::with_capacity(71);
+    key.push_str("cancel:");
+    for byte in digest {
+        key.push_str(&format!("{byte:02x}"));
+    }
+    key
 }
 
 /// Whether the caller's key holds a payments scope (`payments:read` or `payments:write`): only

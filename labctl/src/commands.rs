@@ -47,6 +47,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<Value> {
             let token = staff_token(connection, mesh::WEBHOOKS_SVC, roles::WEBHOOKS_ADMIN).await?;
             webhooks(connection, &token, command).await
         }
+        Command::Cancellations(command) => crate::cancellations::execute(connection, command).await,
         Command::Samples(command) => {
             let token = staff_token(connection, mesh::ORDERS_SVC, roles::LAB_TECHNICIAN).await?;
             crate::lab::samples(connection, &token, command).await

@@ -14,6 +14,7 @@
 
 #![forbid(unsafe_code)]
 
+mod cancellations;
 mod client;
 mod commands;
 mod data;
@@ -159,6 +160,10 @@ pub enum Command {
     /// (lab.technician).
     #[command(subcommand)]
     Samples(SamplesCommand),
+    /// Customers' cancellation requests: list (any operator); approve or decline with a note
+    /// shown to the customer (payments.admin).
+    #[command(subcommand)]
+    Cancellations(CancellationsCommand),
     /// Results and COAs: record, submit (lab.analyst); approve, send back, publish, retract,
     /// amend (lab.qa); show (any operator).
     #[command(subcommand)]
@@ -465,6 +470,42 @@ pub enum PaymentsCommand {
         customer: String,
         #[arg(long)]
         key: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CancellationsCommand {
+    /// Lists cancellation requests lab-wide, pending ones oldest first.
+    List {
+        /// pending, approved or declined (all when absent).
+        #[arg(long)]
+        status: Option<String>,
+        /// At most this many (1 to 200; default 50).
+        #[arg(long, default_value_t = 0)]
+        limit: u32,
+    },
+    /// Approves an order's pending request: the order is cancelled (order.cancelled), its unpaid
+    /// invoice voided or its payment refunded above the charge, its unused label voided.
+    Approve {
+        /// Order number (ORD-…) or id.
+        #[arg(long)]
+        order: String,
+        /// Shown to the customer (1 to 2000 characters).
+        #[arg(long)]
+        note: String,
+        /// Required once the lab holds the sample: what the customer still owes for work done,
+        /// 0 up to the order total, in cents. Refused before receipt (nothing is charged then).
+        #[arg(long)]
+        charge_cents: Option<i64>,
+    },
+    /// Declines an order's pending request: the order goes on (order.cancellation_declined).
+    Decline {
+        /// Order number (ORD-…) or id.
+        #[arg(long)]
+        order: String,
+        /// Shown to the customer (1 to 2000 characters).
+        #[arg(long)]
+        note: String,
     },
 }
 

@@ -1,6 +1,7 @@
 //! Conversions between protobuf messages (own API, catalog-svc's quote, payments-svc's invoice
 //! and stream events) and the domain. Kept out of `domain/` so that it stays transport-free.
 
+use crate::domain::cancellation::CancelRequest;
 use crate::domain::order::{
     BankInstructions, Charge, InvoiceLine, InvoiceNews, LineItem, Order, OrderLine, PaymentSummary,
     SampleRequirement, StablecoinRequest, StatusChange,
@@ -205,6 +206,29 @@ impl From<&Order> for orders::Order {
             payment_state: order.payment_state().to_owned(),
             accession_numbers: order.accession_numbers.clone(),
             amount: order.stablecoin.as_ref().map(orders::StablecoinAmount::from),
+            // The customer's view: who decided stays with staff.
+            cancellation: order.cancellation.as_ref().map(|request| orders::CancelRequest {
+                decided_by: String::new(),
+                ..request.into()
+            }),
+        }
+    }
+}
+
+impl From<&CancelRequest> for orders::CancelRequest {
+    fn from(request: &CancelRequest) -> Self {
+        orders::CancelRequest {
+            id: request.id.to_string(),
+            order_id: request.order_id.to_string(),
+            order_number: request.order_number.clone(),
+            status: request.status.as_str().to_owned(),
+            reason: request.reason.clone(),
+            order_status: request.order_status as i32,
+            requested_at: Some(to_timestamp(request.requested_at)),
+            decided_at: request.decided_at.map(to_timestamp),
+            note: request.note.clone().unwrap_or_default(),
+            charge_cents: request.charge_cents.unwrap_or_default(),
+            decided_by: request.decided_by.clone().unwrap_or_default(),
         }
     }
 }

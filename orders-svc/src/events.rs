@@ -1,14 +1,19 @@
 //! The events orders-svc emits through its outbox: `order.created`, `order.status_changed`,
-//! `sample.received` and `testing.started`.
+//! `sample.received`, `testing.started`, `order.cancellation_requested`,
+//! `order.cancellation_declined` and `order.cancelled`.
 //! (What it consumes is `crate::consumer`.)
 
+use crate::domain::cancellation::{CancelRequest, RequestStatus};
 use crate::domain::order::{Order, StatusChange};
 use crate::domain::sample::Sample;
+use crate::domain::status::OrderStatus;
 use chrono::{DateTime, Utc};
+use platform::money::Cents;
 use platform::outbox::NewEvent;
 use proto::events::event_envelope::Data;
 use proto::orders::{
-    OrderCreated, OrderEventLine, OrderStatusChanged, ReceivedSample, SampleReceived, TestingStarted,
+    OrderCancellationRequest, OrderCancelled, OrderCreated, OrderEventLine, OrderStatusChanged,
+    ReceivedSample, SampleReceived, TestingStarted,
 };
 use uuid::Uuid;
 
@@ -135,5 +140,76 @@ pub fn testing_started(customer_id: Uuid, order_id: Uuid, order_number: &str, at
             order_number: order_number.to_owned(),
             started_at: platform::time::rfc3339(at),
         }),
+    }
+}
+
+/// Event type of a filed cancellation request.
+pub const ORDER_CANCELLATION_REQUESTED: &str = "order.cancellation_requested";
+/// Event type of a declined cancellation request.
+pub const ORDER_CANCELLATION_DECLINED: &str = "order.cancellation_declined";
+/// Event type of a cancelled order.
+pub const ORDER_CANCELLED: &str = "order.cancelled";
+
+/// Builds `order.cancellation_requested` (pending) or `order.cancellation_declined` for a
+/// customer's request.
+pub fn cancellation_request(customer_id: Uuid, request: &CancelRequest) -> NewEvent {
+    let data = OrderCancellationRequest {
+        order_id: request.order_id.to_string(),
+        order_number: request.order_number.clone(),
+        cancel_request_id: request.id.to_string(),
+        status: request.status.as_str().to_owned(),
+        reason: request.reason.clone(),
+        requested_at: platform::time::rfc3339(request.requested_at),
+        note: request.note.clone().unwrap_or_default(),
+        decided_at: request
+            .decided_at
+            .map(platform::time::rfc3339)
+            .unwrap_or_default(),
+    };
+    let (event_type, data) = match request.status {
+        RequestStatus::Declined => (ORDER_CANCELLATION_DECLINED, Data::OrderCancellationDeclined(data)),
+        _ => (
+            ORDER_CANCELLATION_REQUESTED,
+            Data::OrderCancellationRequested(data),
+        ),
+    };
+    NewEvent {
+        event_type,
+        customer_id,
+        subject_id: request.order_id.to_string(),
+        data,
+    }
+}
+
+/// Builds `order.cancelled` for an order cancelled from `from` by an approved request, with
+/// the charge payments-svc keeps.
+pub fn order_cancelled(
+    customer_id: Uuid,
+    from: OrderStatus,
+    request: &CancelRequest,
+    total: Cents,
+    currency: &str,
+) -> NewEvent {
+    let data = OrderCancelled {
+        order_id: request.order_id.to_string(),
+        order_number: request.order_number.clone(),
+        from_status: from as i32,
+        legacy_from_status: from.as_str().to_owned(),
+        cancelled_at: request
+            .decided_at
+            .map(platform::time::rfc3339)
+            .unwrap_or_default(),
+        reason: request.reason.clone(),
+        cancel_request_id: request.id.to_string(),
+        charge_cents: request.charge_cents.unwrap_or_default(),
+        currency: currency.to_owned(),
+        total_cents: total.0,
+        note: request.note.clone().unwrap_or_default(),
+    };
+    NewEvent {
+        event_type: ORDER_CANCELLED,
+        customer_id,
+        subject_id: request.order_id.to_string(),
+        data: Data::OrderCancelled(data),
     }
 }

@@ -2,6 +2,7 @@
 //! the platform's access layer), then per rpc: principal, idempotency key, call the use case,
 //! convert back. No business rule lives here.
 
+use crate::domain::cancellation::Decision;
 use crate::domain::request::UncheckedOrderRequest;
 use crate::domain::status::{Lifecycle, OrderStatus};
 use crate::service::OrdersService;
@@ -12,16 +13,19 @@ use platform::pagination::PageRequest;
 use platform::principal::roles;
 use proto::orders::orders_service_server::OrdersService as OrdersApi;
 use proto::orders::{
-    CreateOrderRequest, CreateOrderResponse, DisposeSampleRequest, DisposeSampleResponse, GetCustodyRequest,
+    CancelDecision, CreateOrderRequest, CreateOrderResponse, DecideCancelRequestRequest,
+    DecideCancelRequestResponse, DisposeSampleRequest, DisposeSampleResponse, GetCustodyRequest,
     GetCustodyResponse, GetEtaResponse, GetOrderRequest, GetOrderResponse, GetOrderViewResponse,
-    ListOrdersRequest, ListOrdersResponse, ListSamplesRequest, ListSamplesResponse, ReceiveSamplesRequest,
-    ReceiveSamplesResponse, StartTestingRequest, StartTestingResponse,
+    ListCancelRequestsRequest, ListCancelRequestsResponse, ListOrdersRequest, ListOrdersResponse,
+    ListSamplesRequest, ListSamplesResponse, ReceiveSamplesRequest, ReceiveSamplesResponse,
+    RequestCancellationRequest, RequestCancellationResponse, StartTestingRequest, StartTestingResponse,
 };
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
 /// Who may call each rpc: API keys with their scope; lab technicians receive samples, start
-/// testing and dispose of retained samples.
+/// testing and dispose of retained samples; any operator lists cancellation requests and
+/// `payments.admin` decides them (a decision moves money: voids and refunds).
 pub const ACCESS: AccessTable = &[
     ("CreateOrder", access::customer(&[proto::scopes::ORDERS_WRITE])),
     ("GetOrder", access::customer(&[proto::scopes::ORDERS_READ])),
@@ -42,6 +46,12 @@ pub const ACCESS: AccessTable = &[
     ("ListSamples", access::customer(&[proto::scopes::ORDERS_READ])),
     ("GetCustody", access::customer(&[proto::scopes::ORDERS_READ])),
     ("GetEta", access::customer(&[proto::scopes::ORDERS_READ])),
+    (
+        "RequestCancellation",
+        access::customer(&[proto::scopes::ORDERS_WRITE]),
+    ),
+    ("ListCancelRequests", access::ANY_OPERATOR),
+    ("DecideCancelRequest", access::staff(roles::PAYMENTS_ADMIN)),
 ];
 
 /// The tonic service over the orders use cases.
@@ -253,6 +263,74 @@ impl OrdersApi for OrdersGrpc {
             order: Some((&disposal.order).into()),
             sample: Some((&disposal.sample).into()),
             already_disposed: disposal.unchanged,
+        }))
+    }
+
+    async fn request_cancellation(
+        &self,
+        request: Request<RequestCancellationRequest>,
+    ) -> Result<Response<RequestCancellationResponse>, Status> {
+        let principal = principal(&request)?;
+        let key = IdempotencyKey::from_grpc(&request)?;
+        let RequestCancellationRequest {
+            reference,
+            reason,
+            confirm,
+        } = request.into_inner();
+        self.orders
+            .request_cancellation(&principal, key, &reference, &reason, confirm)
+            .await
+            .into_response(|request| RequestCancellationResponse {
+                cancel_request: Some((&request).into()),
+            })
+    }
+
+    async fn list_cancel_requests(
+        &self,
+        request: Request<ListCancelRequestsRequest>,
+    ) -> Result<Response<ListCancelRequestsResponse>, Status> {
+        let message = request.get_ref();
+        let requests = self
+            .orders
+            .list_cancel_requests(message.status.as_deref(), message.limit)
+            .await?;
+        Ok(Response::new(ListCancelRequestsResponse {
+            cancel_requests: requests.iter().map(Into::into).collect(),
+        }))
+    }
+
+    async fn decide_cancel_request(
+        &self,
+        request: Request<DecideCancelRequestRequest>,
+    ) -> Result<Response<DecideCancelRequestResponse>, Status> {
+        let operator = principal(&request)?.subject;
+        let message = request.get_ref();
+        let decision = match CancelDecision::try_from(message.decision) {
+            Ok(CancelDecision::Approve) => Decision::Approve,
+            Ok(CancelDecision::Decline) => Decision::Decline,
+            _ => {
+                return Err(platform::error::ApiError::field(
+                    platform::error::ErrorCode::InvalidRequest,
+                    "decision",
+                    "decision must be approve or decline",
+                )
+                .into());
+            }
+        };
+        let decided = self
+            .orders
+            .decide_cancel_request(
+                &operator,
+                &message.reference,
+                decision,
+                &message.note,
+                message.charge_cents,
+            )
+            .await?;
+        Ok(Response::new(DecideCancelRequestResponse {
+            cancel_request: Some((&decided.request).into()),
+            order: Some((&decided.order).into()),
+            unchanged: decided.unchanged,
         }))
     }
 }

@@ -129,6 +129,23 @@ struct OrderDocument<'a> {
     related: RelatedDocument,
     /// The stablecoin rail's exact amount, as issued with the order (`null` on other rails).
     amount: Option<AmountDocument<'a>>,
+    /// The latest cancellation request (`null` when none was filed).
+    cancellation: Option<CancellationDocument<'a>>,
+}
+
+/// The `cancellation` block (the gateway's `CancellationRequest`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CancellationDocument<'a> {
+    id: String,
+    status: &'a str,
+    reason: &'a str,
+    #[serde(serialize_with = "rfc3339")]
+    requested_at: DateTime<Utc>,
+    #[serde(serialize_with = "rfc3339_opt")]
+    decided_at: Option<DateTime<Utc>>,
+    note: Option<&'a str>,
+    charge_cents: Option<i64>,
 }
 
 /// The `amount` block of a stablecoin order (the gateway's `StablecoinAmount`).
@@ -414,6 +431,15 @@ impl<'a> OrderDocument<'a> {
             updated_at: order.updated_at,
             payment_state: order.payment_state(),
             accession_numbers: &order.accession_numbers,
+            cancellation: order.cancellation.as_ref().map(|request| CancellationDocument {
+                id: request.id.to_string(),
+                status: request.status.as_str(),
+                reason: &request.reason,
+                requested_at: request.requested_at,
+                decided_at: request.decided_at,
+                note: request.note.as_deref(),
+                charge_cents: request.charge_cents,
+            }),
         }
     }
 }
@@ -477,6 +503,7 @@ mod tests {
             updated_at: at,
             accession_numbers: Vec::new(),
             stablecoin: None,
+            cancellation: None,
         }
     }
 

@@ -95,6 +95,8 @@ error_codes! {
     PickupQuoteExpired => ("pickup_quote_expired", 409, FailedPrecondition, "the pickup quote token has expired; read the pickup options again"),
     OrderNotPaid => ("order_not_paid", 409, FailedPrecondition, "the operation needs the order to be paid first"),
     PickupAlreadyRequested => ("pickup_already_requested", 409, FailedPrecondition, "the shipment already has a door pickup"),
+    OrderNotCancellable => ("order_not_cancellable", 409, FailedPrecondition, "the order is already cancelled or completed; a completed order's questions go to a support ticket"),
+    CancelRequestPending => ("cancel_request_pending", 409, FailedPrecondition, "a cancellation request of this order awaits a decision (details.cancelRequestId); a human answers it"),
     RateLimited => ("rate_limited", 429, ResourceExhausted, "too many requests; retry after Retry-After seconds"),
     CatalogUnavailable => ("catalog_unavailable", 503, Unavailable, "no catalog has been imported yet"),
     RawDataUnavailable => ("raw_data_unavailable", 503, Unavailable, "the released instrument files cannot be signed now (the file store refuses or is unreachable); nothing is wrong with the request, retry later"),

@@ -18,6 +18,7 @@ pub fn to_json(data: &Data) -> serde_json::Value {
         Data::OrderCancelled(d) => serde_json::to_value(d),
         Data::SampleReceived(d) => serde_json::to_value(d),
         Data::TestingStarted(d) => serde_json::to_value(d),
+        Data::OrderCancellationRequested(d) | Data::OrderCancellationDeclined(d) => serde_json::to_value(d),
         Data::InvoiceCreated(d) => serde_json::to_value(d),
         Data::InvoiceUpdated(d) => serde_json::to_value(d),
         Data::PaymentRequested(d) => serde_json::to_value(d),
@@ -37,10 +38,12 @@ pub fn to_json(data: &Data) -> serde_json::Value {
 }
 
 /// Every event type of the spec with the read scope a webhook subscription to it needs.
-pub const EVENT_KINDS: [(&str, &str); 18] = [
+pub const EVENT_KINDS: [(&str, &str); 20] = [
     ("order.created", scopes::ORDERS_READ),
     ("order.status_changed", scopes::ORDERS_READ),
     ("order.cancelled", scopes::ORDERS_READ),
+    ("order.cancellation_requested", scopes::ORDERS_READ),
+    ("order.cancellation_declined", scopes::ORDERS_READ),
     ("invoice.created", scopes::INVOICES_READ),
     ("invoice.updated", scopes::INVOICES_READ),
     ("payment.requested", scopes::PAYMENTS_READ),

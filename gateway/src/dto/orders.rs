@@ -163,7 +163,61 @@ pub struct Order {
     /// the order; `null` on the other rails. The live state of the request:
     /// `GET /payments/stablecoin/{reference}`.
     pub amount: Option<super::stablecoin::StablecoinAmount>,
+    /// The latest cancellation request (`POST /orders/{reference}/cancel-request`) and what
+    /// staff decided; `null` when none was filed.
+    pub cancellation: Option<CancellationRequest>,
 }
+
+/// A request to cancel an order, which a human decides (docs/order-states.md, "Cancellation").
+#[derive(Serialize, ToSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct CancellationRequest {
+    pub id: String,
+    /// `pending`, `approved` (the order is `cancelled`) or `declined` (the order goes on).
+    pub status: String,
+    /// The reason given with the request, as written.
+    pub reason: String,
+    #[serde(serialize_with = "rfc3339")]
+    pub requested_at: DateTime<Utc>,
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub decided_at: Option<DateTime<Utc>>,
+    /// What staff wrote with the decision; `null` while pending.
+    pub note: Option<String>,
+    /// Approved: what the customer still owes for the cancelled order, in cents (0 before the
+    /// sample is received; after receipt, the charge for work already done). Payments above it
+    /// are refunded and an unpaid invoice is voided. `null` unless approved.
+    pub charge_cents: Option<i64>,
+}
+
+impl TryFrom<pb::CancelRequest> for CancellationRequest {
+    type Error = ApiError;
+
+    fn try_from(request: pb::CancelRequest) -> Result<Self, ApiError> {
+        let approved = request.status == "approved";
+        Ok(Self {
+            requested_at: required_time(request.requested_at.as_ref(), "cancellation requestedAt")?,
+            decided_at: optional_time(request.decided_at.as_ref()),
+            note: non_empty(request.note),
+            charge_cents: approved.then_some(request.charge_cents),
+            id: request.id,
+            status: request.status,
+            reason: request.reason,
+        })
+    }
+}
+
+/// Body of `POST /orders/{reference}/cancel-request`. No other properties are allowed.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CancelRequestBody {
+    /// Why the order should be cancelled, 1 to 2000 characters (shown to staff as written).
+    #[schema(min_length = 1, max_length = 2000)]
+    pub reason: String,
+    /// Must be `true`: the caller confirms it wants the order cancelled.
+    pub confirm: bool,
+}
+
+single_envelope!(CancellationEnvelope, CancellationData, cancel_request: CancellationRequest);
 
 /// Paths of an order's related resources.
 #[derive(Serialize, ToSchema)]
@@ -207,6 +261,10 @@ impl TryFrom<pb::Order> for Order {
             accession_numbers: order.accession_numbers,
             payment: order.payment.map(OrderPayment::from),
             amount: order.amount.map(super::stablecoin::StablecoinAmount::from),
+            cancellation: order
+                .cancellation
+                .map(CancellationRequest::try_from)
+                .transpose()?,
             shipping: None,
             id: order.id,
             order_number: order.order_number,

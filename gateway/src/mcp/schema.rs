@@ -162,7 +162,7 @@ fn body_object(body: &Value) -> &Value {
 
 fn output_schema(tool: &Tool, operation: &Value, components: &Value) -> Value {
     let responses = &operation["responses"];
-    let success = ["200", "201"]
+    let success = ["200", "201", "202"]
         .iter()
         .map(|status| &responses[*status]["content"]["application/json"]["schema"])
         .find(|schema| schema.is_object())

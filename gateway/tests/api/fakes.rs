@@ -370,6 +370,27 @@ impl OrdersService for Fake {
     ) -> Result<Response<orders::DisposeSampleResponse>, Status> {
         Err(Status::unimplemented("not faked in the gateway tests"))
     }
+
+    async fn request_cancellation(
+        &self,
+        _: Request<orders::RequestCancellationRequest>,
+    ) -> Result<Response<orders::RequestCancellationResponse>, Status> {
+        Err(Status::unimplemented("not faked in the gateway tests"))
+    }
+
+    async fn list_cancel_requests(
+        &self,
+        _: Request<orders::ListCancelRequestsRequest>,
+    ) -> Result<Response<orders::ListCancelRequestsResponse>, Status> {
+        Err(Status::unimplemented("not faked in the gateway tests"))
+    }
+
+    async fn decide_cancel_request(
+        &self,
+        _: Request<orders::DecideCancelRequestRequest>,
+    ) -> Result<Response<orders::DecideCancelRequestResponse>, Status> {
+        Err(Status::unimplemented("not faked in the gateway tests"))
+    }
 }
 
 #[tonic::async_trait]

@@ -39,6 +39,7 @@ pub fn sample_order(id: &str, customer_id: &str) -> orders::Order {
         payment_state: "unpaid".into(),
         accession_numbers: Vec::new(),
         amount: None,
+        cancellation: None,
         id: id.to_owned(),
         order_number: "ORD-000001".into(),
         customer_id: customer_id.to_owned(),

@@ -132,7 +132,9 @@ async fn unknown_events_and_malformed_bodies_are_400_before_any_service_call() {
     )
     .await;
     assert_eq!(body["error"]["details"]["field"], "events[1]");
-    assert!(body["error"]["details"]["allowed"].as_array().unwrap().len() == 18);
+    assert!(
+        body["error"]["details"]["allowed"].as_array().unwrap().len() == proto::event_data::EVENT_KINDS.len()
+    );
 
     let empty = json!({ "url": URL, "events": [] });
     let body = error_envelope(

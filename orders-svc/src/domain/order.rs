@@ -134,6 +134,9 @@ pub struct Order {
     /// payments-svc answered `RequestStablecoinPayment`; the live state is payments-svc's.
     #[serde(default)]
     pub stablecoin: Option<StablecoinRequest>,
+    /// The latest cancellation request (pending or decided), if any.
+    #[serde(default)]
+    pub cancellation: Option<super::cancellation::CancelRequest>,
 }
 
 /// The stablecoin payment request of an order (SPEC Order: `amount.atomic`, `amount.decimal`,

@@ -167,6 +167,7 @@ pub fn plan_order(
         updated_at: placement.now,
         accession_numbers: Vec::new(),
         stablecoin: None,
+        cancellation: None,
     }))
 }
 

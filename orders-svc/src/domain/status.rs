@@ -10,11 +10,11 @@
 //! | invoice_sent | paid, overdue, cancelled, label_generated, sample_received |
 //! | overdue | paid, cancelled, label_generated, sample_received |
 //! | paid | label_generated, cancelled, sample_received |
-//! | label_generated | in_transit, sample_received |
-//! | in_transit | sample_received |
-//! | sample_received | in_lab |
-//! | in_lab | reporting |
-//! | reporting | completed |
+//! | label_generated | in_transit, sample_received, cancelled |
+//! | in_transit | sample_received, cancelled |
+//! | sample_received | in_lab, cancelled |
+//! | in_lab | reporting, cancelled |
+//! | reporting | completed, cancelled |
 //! | completed | reporting |
 //! | cancelled | (terminal) |
 //!
@@ -39,11 +39,12 @@ pub const TRANSITIONS: &[(OrderStatus, &[OrderStatus])] = {
         ),
         (Overdue, &[Paid, Cancelled, LabelGenerated, SampleReceived]),
         (Paid, &[LabelGenerated, Cancelled, SampleReceived]),
-        (LabelGenerated, &[InTransit, SampleReceived]),
-        (InTransit, &[SampleReceived]),
-        (SampleReceived, &[InLab]),
-        (InLab, &[Reporting]),
-        (Reporting, &[Completed]),
+        (LabelGenerated, &[InTransit, SampleReceived, Cancelled]),
+        (InTransit, &[SampleReceived, Cancelled]),
+        // After receipt only an approved cancellation request with a charge (docs/order-states.md).
+        (SampleReceived, &[InLab, Cancelled]),
+        (InLab, &[Reporting, Cancelled]),
+        (Reporting, &[Completed, Cancelled]),
         // A retraction that leaves a sample without a COA in force reopens the reporting.
         (Completed, &[Reporting]),
     ]
@@ -183,11 +184,20 @@ mod tests {
     }
 
     #[test]
-    fn cancellation_is_possible_only_before_the_label_and_cancelled_orders_stay_put() {
-        assert!(InvoiceSent.can_transition_to(Cancelled));
-        assert!(Overdue.can_transition_to(Cancelled));
-        assert!(Paid.can_transition_to(Cancelled));
-        assert!(!LabelGenerated.can_transition_to(Cancelled));
+    fn every_open_order_can_be_cancelled_and_cancelled_orders_stay_put() {
+        for status in [
+            InvoiceSent,
+            Overdue,
+            Paid,
+            LabelGenerated,
+            InTransit,
+            SampleReceived,
+            InLab,
+            Reporting,
+        ] {
+            assert!(status.can_transition_to(Cancelled), "{status}");
+        }
+        assert!(!Completed.can_transition_to(Cancelled));
         for &next in OrderStatus::ALL {
             assert!(!Cancelled.can_transition_to(next));
             assert!(!next.can_transition_to(next), "{next} -> itself");

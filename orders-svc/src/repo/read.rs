@@ -3,6 +3,7 @@
 //! subqueries, so a read costs one round trip to PostgreSQL instead of four.
 
 use super::corrupt;
+use crate::domain::cancellation::{CancelRequest, RequestStatus};
 use crate::domain::order::{
     BankInstructions, Charge, LineItem, Order, OrderLine, PaymentSummary, SampleRequirement,
     StablecoinRequest, StatusChange,
@@ -40,7 +41,11 @@ macro_rules! select_orders {
                   SELECT id, from_status, to_status, changed_at, reason \
                   FROM orders.order_status_history WHERE customer_id = o.customer_id AND order_id = o.id) h) AS history, \
                (SELECT array_agg(s.accession_number ORDER BY s.line_number) FROM orders.samples s \
-                  WHERE s.customer_id = o.customer_id AND s.order_id = o.id) AS accession_numbers \
+                  WHERE s.customer_id = o.customer_id AND s.order_id = o.id) AS accession_numbers, \
+               (SELECT row_to_json(r) FROM ( \
+                  SELECT id, status, reason, order_status, requested_at, decided_at, decided_by, note, charge_cents \
+                  FROM orders.cancel_requests WHERE customer_id = o.customer_id AND order_id = o.id \
+                  ORDER BY requested_at DESC, id DESC LIMIT 1) r) AS cancellation \
              FROM ",
             $from_and_tail
         )
@@ -156,6 +161,20 @@ struct OrderRow {
     charges: Option<Json<Vec<ChargeRow>>>,
     history: Option<Json<Vec<HistoryRow>>>,
     accession_numbers: Option<Vec<String>>,
+    cancellation: Option<Json<CancellationRow>>,
+}
+
+#[derive(Deserialize)]
+struct CancellationRow {
+    id: Uuid,
+    status: String,
+    reason: String,
+    order_status: String,
+    requested_at: DateTime<Utc>,
+    decided_at: Option<DateTime<Utc>>,
+    decided_by: Option<String>,
+    note: Option<String>,
+    charge_cents: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -192,6 +211,25 @@ fn parse_status(value: &str) -> Result<OrderStatus, sqlx::Error> {
 
 impl OrderRow {
     fn into_order(self) -> Result<Order, sqlx::Error> {
+        let cancellation = self
+            .cancellation
+            .map(|Json(row)| -> Result<CancelRequest, sqlx::Error> {
+                Ok(CancelRequest {
+                    id: row.id,
+                    order_id: self.id,
+                    order_number: self.order_number.clone(),
+                    status: RequestStatus::parse(&row.status)
+                        .ok_or_else(|| corrupt("request status", &row.status))?,
+                    reason: row.reason,
+                    order_status: parse_status(&row.order_status)?,
+                    requested_at: row.requested_at,
+                    decided_at: row.decided_at,
+                    decided_by: row.decided_by,
+                    note: row.note,
+                    charge_cents: row.charge_cents,
+                })
+            })
+            .transpose()?;
         let lines = self.lines.map(|json| json.0).unwrap_or_default();
         let charges = self.charges.map(|json| json.0).unwrap_or_default();
         let history = self.history.map(|json| json.0).unwrap_or_default();
@@ -279,6 +317,7 @@ impl OrderRow {
             updated_at: self.updated_at,
             accession_numbers: self.accession_numbers.unwrap_or_default(),
             stablecoin: self.stablecoin_request.map(|json| json.0),
+            cancellation,
         })
     }
 }

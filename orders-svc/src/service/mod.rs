@@ -2,6 +2,7 @@
 //! store, catalog-svc and payments-svc), reading orders, the lab's steps (samples, testing,
 //! custody), and applying payments and results events.
 
+mod cancellation;
 mod create;
 mod lab;
 mod payment_events;
@@ -9,6 +10,7 @@ mod read;
 mod shipment_events;
 mod transition;
 
+pub use cancellation::{Decided, OPERATION_CANCEL_REQUEST};
 pub use create::OPERATION_CREATE;
 pub use lab::{CustodyView, Disposal, LabStep, PublishedCoa, RetractedCoa, SampleView};
 pub use payment_events::EventTarget;
