@@ -351,19 +351,27 @@ ensure_lab_venv() {
 # ensure_python_test_packages PACKAGE... — the Python packages the tests use, installed into the
 # private venv (ensure_lab_venv) when their import name does not import (MODULE=PACKAGE where the
 # two differ, as grpc=grpcio; for example PyPI `stripe`,
-# whose webhook verifier checks our signatures exactly as a customer's would). The venv's bin comes
-# first on PATH so `python3` finds the packages.
+# whose webhook verifier checks our signatures exactly as a customer's would). A pinned package is
+# written MODULE=NAME==VERSION (ministack=ministack==1.5.33) and is also installed when another
+# version of it is there. The venv's bin comes first on PATH so `python3` finds the packages.
 ensure_python_test_packages() {
     ensure_lab_venv
     local venv="$LAB_STATE_DIR/venv"
     local missing=()
-    local package module
+    local package module name version
     for package in "$@"; do
         # MODULE=PACKAGE where the import name is not a name pip accepts (grpc=grpcio).
         module="${package%%=*}"
         package="${package#*=}"
         if ! "$venv/bin/python3" -c "import $module" >/dev/null 2>&1; then
             missing+=("$package")
+        elif [[ $package == *==* ]]; then
+            name="${package%%==*}"
+            version="${package#*==}"
+            if ! "$venv/bin/python3" -c "import importlib.metadata as m, sys
+sys.exit(m.version(sys.argv[1]) != sys.argv[2])" "$name" "$version" >/dev/null 2>&1; then
+                missing+=("$package")
+            fi
         fi
     done
     if [[ ${#missing[@]} -gt 0 ]]; then

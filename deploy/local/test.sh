@@ -27,9 +27,10 @@ have redis-server || ensure_apt_packages redis-server
 # email reaches; kubernetes_validate checks the rendered Kubernetes manifests offline (the k8s step;
 # pip accepts the import name for the package kubernetes-validate); grpcio and grpcio-reflection
 # are the reflection client that is not ours, calling the services directly
-# (tests/clients/python/grpc_reflection_flow.py).
+# (tests/clients/python/grpc_reflection_flow.py); ministack is the S3 server that verifies SigV4
+# presigned URLs in platform's blob tests (found at $LAB_STATE_DIR/venv/bin/ministack, or on PATH).
 ensure_python_test_packages stripe mcp prometheus_client aiosmtpd kubernetes_validate \
-    grpc=grpcio grpc_reflection=grpcio-reflection
+    grpc=grpcio grpc_reflection=grpcio-reflection ministack=ministack==1.5.33
 # The official MCP TypeScript SDK (tests/clients/node), driven by the e2e tests like the Python one,
 # s3rver, the local S3 server of platform's blob tests, and buf, the proto contract check.
 ensure_node_test_packages "$LAB_REPO_ROOT/tests/clients/node"

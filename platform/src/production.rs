@@ -95,6 +95,7 @@ pub const COMMITTED_SECRET_SHA256: &[&str] = &[
     "b188cbc9cf0ba64de4f9533207489ce783e4703ea2a93974b3871b821bd396f0", // platform/src/label_links.rs DEVELOPMENT_KEY
     "d0b38b31f96ba7ee9d308544657fc2d4d38c461088765788430abc40a58b7ab3", // platform/src/blobs/settings.rs DEVELOPMENT_DOWNLOAD_URL_KEY
     "fc7322439f75eb4495fe7fa5a54b0bf6b87d0dea97e339735fee056c9b42f1c4", // platform/src/testing/s3rver.rs S3RVER_CREDENTIAL
+    "9ae75bdff795744a11779b936ccc46257e8b9f40a2f5056ac2c10721ad0129cb", // platform/src/testing/ministack.rs MINISTACK_SECRET_ACCESS_KEY
     "a9b7a0dc83b1e36eacf64aba833d30b8a80cfa3b51662d7d13a65a57c6bb41d9", // platform/src/blobs/settings_tests.rs KEY
     "9502cad44baf8fc7535c347cdbe867016d950782c228db4c7e9790bf60e0ece3", // payments-svc/tests/api/spend.rs KEY
     "ebb2542340758ab364336e70682c357bcf9b5f9d49a3f55ffe8b0c2dcf4b438c", // webhooks-svc/src/keyring.rs DEVELOPMENT_KEY

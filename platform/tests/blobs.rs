@@ -1,14 +1,18 @@
-//! Blob storage against both stores: a local directory, and a real S3 server (npm `s3rver`, see
-//! `platform::testing::s3rver`; the S3 tests skip with a note when it is not installed, and fail
-//! instead under `LAB_REQUIRE_NODE_TOOLS`, which deploy/local/test.sh sets).
+//! Blob storage against both stores: a local directory, and real S3 servers: npm `s3rver` (see
+//! `platform::testing::s3rver`) and PyPI `ministack` (`platform::testing::ministack`). The S3
+//! tests skip with a note when their server is not installed, and fail instead under
+//! `LAB_REQUIRE_NODE_TOOLS` (s3rver) or `LAB_REQUIRE_PYTHON_TOOLS` (ministack), which
+//! deploy/local/test.sh sets.
 //!
 //! s3rver 3.7 checks a presigned URL's access key and expiry but computes no SigV4 signature, so
-//! the S3 tampering test asserts what it does refuse and pins down what it does not
+//! its tampering test asserts what it does refuse and pins down what it does not. ministack
+//! 1.5.33 recomputes the signature, so the tampering and expiry of S3 URLs are proven against it
 //! (docs/operations.md, "Blob storage").
 
 use bytes::Bytes;
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use platform::blobs::{BlobError, BlobSettings, BlobStore, LinkError};
+use platform::testing::ministack::Ministack;
 use platform::testing::s3rver::S3rver;
 use platform::testing::wait_for;
 use sha2::{Digest, Sha256};
@@ -335,4 +339,196 @@ async fn s3rver_refuses_an_unknown_access_key_or_a_backdated_url_but_checks_no_s
             "s3rver now refuses {edited}: tighten this test"
         );
     }
+}
+
+fn ministack_store(server: &Ministack) -> BlobStore {
+    BlobStore::new(&server.settings(), "results").unwrap()
+}
+
+/// The S3 error code of an error body (`<Error><Code>…</Code>…`), or the whole body.
+fn s3_error_code(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    text.split_once("<Code>")
+        .and_then(|(_, rest)| rest.split_once("</Code>"))
+        .map_or_else(|| text.clone().into_owned(), |(code, _)| code.to_owned())
+}
+
+/// The value of the query parameter `name` of `url`.
+fn query_value(url: &url::Url, name: &str) -> String {
+    url.query_pairs()
+        .find(|(key, _)| key == name)
+        .unwrap_or_else(|| panic!("{url} has no {name}"))
+        .1
+        .into_owned()
+}
+
+/// `url` with the query parameter `name` set to `value` (the others kept, in order).
+fn with_query_value(url: &url::Url, name: &str, value: &str) -> url::Url {
+    let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+    assert!(pairs.iter().any(|(key, _)| key == name), "{url} has no {name}");
+    let mut edited = url.clone();
+    edited.query_pairs_mut().clear().extend_pairs(
+        pairs
+            .iter()
+            .map(|(key, old)| (key.as_str(), if key == name { value } else { old.as_str() })),
+    );
+    edited
+}
+
+#[tokio::test]
+async fn a_verifying_s3_server_keeps_every_byte_of_a_blob() {
+    let Some(server) = Ministack::start() else { return };
+    let store = ministack_store(&server);
+    a_round_trip_keeps_every_byte(&store).await;
+    let bytes = sample();
+    store.put("coa/kept.bin", bytes.clone()).await.unwrap();
+    assert_eq!(store.get("coa/kept.bin").await.unwrap(), bytes);
+    let url = store
+        .signed_url("coa/kept.bin", Utc::now() + ChronoDuration::minutes(5))
+        .await
+        .unwrap();
+    assert!(
+        url.query_pairs().any(|(name, _)| name == "X-Amz-Signature"),
+        "{url}"
+    );
+    let (status, body) = download(url.as_str()).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(body, bytes);
+}
+
+#[tokio::test]
+async fn a_tampered_presigned_url_is_refused_by_a_verifying_s3_server() {
+    let Some(server) = Ministack::start() else { return };
+    let store = ministack_store(&server);
+    let bytes = sample();
+    store.put("coa/tamper.bin", bytes.clone()).await.unwrap();
+    store.put("coa/other.bin", sample()).await.unwrap();
+    let url = store
+        .signed_url("coa/tamper.bin", Utc::now() + ChronoDuration::minutes(5))
+        .await
+        .unwrap();
+    let (status, body) = download(url.as_str()).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(body, bytes);
+    // The edits below rebuild the query; rebuilt unchanged, it still downloads, so a refusal is
+    // the edit's doing and not the rebuilding's.
+    let signature = query_value(&url, "X-Amz-Signature");
+    let rebuilt = with_query_value(&url, "X-Amz-Signature", &signature);
+    assert_eq!(download(rebuilt.as_str()).await.0, 200, "{rebuilt}");
+
+    // One hex digit of the signature, changed to one that surely differs.
+    let mut flipped = signature.clone().into_bytes();
+    flipped[0] = if flipped[0] == b'0' { b'1' } else { b'0' };
+    let flipped = String::from_utf8(flipped).unwrap();
+    assert_ne!(flipped, signature);
+    let credential = query_value(&url, "X-Amz-Credential");
+    let (access_key, scope) = credential.split_once('/').unwrap();
+    assert_eq!(access_key, platform::testing::ministack::MINISTACK_ACCESS_KEY_ID);
+    let lifetime: i64 = query_value(&url, "X-Amz-Expires").parse().unwrap();
+    let date = query_value(&url, "X-Amz-Date");
+    let signed_at = chrono::NaiveDateTime::parse_from_str(&date, "%Y%m%dT%H%M%SZ").unwrap();
+    let a_second_earlier = (signed_at - ChronoDuration::seconds(1))
+        .format("%Y%m%dT%H%M%SZ")
+        .to_string();
+    let mut added = url.clone();
+    added
+        .query_pairs_mut()
+        .append_pair("response-content-type", "text/html");
+    let mut other_key = url.clone();
+    other_key.set_path(&url.path().replace("coa/tamper.bin", "coa/other.bin"));
+    assert_ne!(other_key.path(), url.path());
+    let other_secret = BlobSettings::s3(
+        &server.endpoint,
+        &server.bucket,
+        platform::blobs::DEFAULT_S3_REGION,
+        access_key,
+        "another-secret-than-the-servers",
+    );
+    let other_secret = BlobStore::new(&other_secret, "results")
+        .unwrap()
+        .signed_url("coa/tamper.bin", Utc::now() + ChronoDuration::minutes(5))
+        .await
+        .unwrap();
+
+    let tampered = [
+        (
+            "a changed signature",
+            with_query_value(&url, "X-Amz-Signature", &flipped),
+            "SignatureDoesNotMatch",
+        ),
+        (
+            "another access key id",
+            with_query_value(&url, "X-Amz-Credential", &format!("INTRUDERKEY/{scope}")),
+            "InvalidAccessKeyId",
+        ),
+        (
+            "a longer X-Amz-Expires",
+            with_query_value(&url, "X-Amz-Expires", &(lifetime + 3600).to_string()),
+            "SignatureDoesNotMatch",
+        ),
+        (
+            "a shorter X-Amz-Expires",
+            with_query_value(&url, "X-Amz-Expires", &(lifetime - 60).to_string()),
+            "SignatureDoesNotMatch",
+        ),
+        (
+            "an X-Amz-Date a second earlier",
+            with_query_value(&url, "X-Amz-Date", &a_second_earlier),
+            "SignatureDoesNotMatch",
+        ),
+        ("an added query parameter", added, "SignatureDoesNotMatch"),
+        ("another key in the path", other_key, "SignatureDoesNotMatch"),
+        (
+            "a URL signed with another secret",
+            other_secret,
+            "SignatureDoesNotMatch",
+        ),
+    ];
+    for (edit, edited, code) in tampered {
+        assert_ne!(edited, url, "{edit} changes the URL");
+        let (status, body) = download(edited.as_str()).await;
+        assert_eq!(
+            (status, s3_error_code(&body)),
+            (403, code.to_owned()),
+            "{edit}: {edited}"
+        );
+    }
+    let (status, body) = download(url.as_str()).await;
+    assert_eq!(status, 200, "the untampered URL after the tampered ones");
+    assert_eq!(body, bytes);
+}
+
+#[tokio::test]
+async fn an_expired_presigned_url_is_refused_by_a_verifying_s3_server() {
+    let Some(server) = Ministack::start() else { return };
+    let store = ministack_store(&server);
+    let bytes = sample();
+    store.put("coa/expiring.bin", bytes.clone()).await.unwrap();
+    let url = store
+        .signed_url("coa/expiring.bin", Utc::now() + ChronoDuration::seconds(2))
+        .await
+        .unwrap();
+    let lifetime = query_value(&url, "X-Amz-Expires");
+    assert!(
+        ["2", "3"].contains(&lifetime.as_str()),
+        "X-Amz-Expires={lifetime}"
+    );
+    let (status, body) = download(url.as_str()).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(body, bytes);
+    let (status, body) = wait_for(
+        "ministack to refuse the expired URL",
+        Duration::from_secs(15),
+        || async {
+            let (status, body) = download(url.as_str()).await;
+            (status != 200).then_some((status, body))
+        },
+    )
+    .await;
+    assert_eq!((status, s3_error_code(&body)), (403, "AccessDenied".to_owned()));
+    assert!(
+        String::from_utf8_lossy(&body).contains("Request has expired"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
 }

@@ -1,8 +1,8 @@
 //! Test utilities (feature `testing`): fresh databases, unique stream prefixes, polling for what
 //! must happen ([`wait_for`]) and for what must not ([`holds_for`], [`nothing_more_arrives`]),
 //! reading a schema's outbox and a stream's entries ([`events`]), and identity-svc's API as a
-//! test's admin calls it ([`identity`]: customers and API keys), and with `blobs` a real S3 server
-//! ([`s3rver`]).
+//! test's admin calls it ([`identity`]: customers and API keys), and with `blobs` real S3 servers:
+//! [`s3rver`], and [`ministack`], which verifies SigV4 presigned URLs.
 //!
 //! Tests run against the real PostgreSQL and Redis named by `TEST_DATABASE_URL` (an admin URL,
 //! default `postgres://postgres@127.0.0.1:5432/postgres`) and `TEST_REDIS_URL` (default
@@ -11,6 +11,8 @@
 
 pub mod events;
 pub mod identity;
+#[cfg(feature = "blobs")]
+pub mod ministack;
 pub mod pki;
 #[cfg(feature = "blobs")]
 pub mod s3rver;
