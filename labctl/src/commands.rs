@@ -38,6 +38,34 @@ pub async fn execute(cli: Cli) -> anyhow::Result<Value> {
             let token = staff_token(connection, mesh::CATALOG_SVC, roles::CATALOG_ADMIN).await?;
             catalog(connection, &token, command).await
         }
+        Command::Payments(PaymentsCommand::Refunds { status, limit }) => {
+            let token = staff_token(connection, mesh::PAYMENTS_SVC, "").await?;
+            let message = proto::payments::ListRefundsRequest { status, limit };
+            let response = payments_client(connection)
+                .await?
+                .list_refunds(request(message, &token))
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            Ok(json!({ "refunds": response.refunds.iter().map(refund_json).collect::<Vec<_>>() }))
+        }
+        Command::Payments(PaymentsCommand::RecordRefund { refund, reference }) => {
+            let token = staff_token(connection, mesh::PAYMENTS_SVC, roles::PAYMENTS_ADMIN).await?;
+            let message = proto::payments::RecordRefundRequest {
+                refund_id: refund,
+                reference,
+            };
+            let response = payments_client(connection)
+                .await?
+                .record_refund(request(message, &token))
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            Ok(json!({
+                "refund": response.refund.as_ref().map(refund_json),
+                "alreadyRecorded": response.already_recorded,
+            }))
+        }
         Command::Payments(command) => {
             let token = staff_token(connection, mesh::PAYMENTS_SVC, roles::PAYMENTS_ADMIN).await?;
             payments(connection, &token, command).await
@@ -271,6 +299,9 @@ async fn payments(connection: &Connection, token: &str, command: PaymentsCommand
                 .into_inner();
             return Ok(envelope_json(&response.envelope.unwrap_or_default()));
         }
+        PaymentsCommand::Refunds { .. } | PaymentsCommand::RecordRefund { .. } => {
+            anyhow::bail!("refund commands are dispatched with their own token")
+        }
     };
     let received_at = match received_at {
         Some(text) => Some(rfc3339_timestamp(&text, "--received-at")?),
@@ -307,6 +338,17 @@ fn rfc3339_timestamp(text: &str, flag: &str) -> anyhow::Result<prost_types::Time
     let time =
         chrono::DateTime::parse_from_rfc3339(text).with_context(|| format!("{flag} must be RFC 3339"))?;
     Ok(platform::time::to_timestamp(time.with_timezone(&chrono::Utc)))
+}
+
+fn refund_json(refund: &proto::payments::Refund) -> Value {
+    json!({
+        "id": refund.id, "orderNumber": refund.order_number, "invoiceNumber": refund.invoice_number,
+        "rail": shown::<proto::common::PaymentMethod>(refund.rail, String::new()),
+        "amountCents": refund.amount_cents, "currency": refund.currency, "status": refund.status,
+        "paidWith": refund.paid_with, "reference": refund.reference, "failure": refund.failure,
+        "recordedBy": refund.recorded_by, "createdAt": timestamp(refund.created_at.as_ref()),
+        "completedAt": timestamp(refund.completed_at.as_ref()),
+    })
 }
 
 fn delivery_json(delivery: &proto::webhooks::Delivery) -> Value {

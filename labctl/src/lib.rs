@@ -471,6 +471,26 @@ pub enum PaymentsCommand {
         #[arg(long)]
         key: String,
     },
+    /// Lists refunds of cancelled orders lab-wide (any operator): `due` (bank and stablecoin
+    /// refunds staff send back) and `failed` card refunds first.
+    Refunds {
+        /// pending, succeeded, failed or due (all when absent).
+        #[arg(long)]
+        status: Option<String>,
+        /// At most this many (1 to 200; default 50).
+        #[arg(long, default_value_t = 0)]
+        limit: u32,
+    },
+    /// Records that a `due` refund was sent back (payments.admin): the bank transfer's
+    /// reference, or the transaction hash of the stablecoin transfer to the payer address.
+    RecordRefund {
+        /// The refund's id (as `payments refunds` shows it).
+        #[arg(long)]
+        refund: String,
+        /// Bank reference or transaction hash of the transfer back.
+        #[arg(long)]
+        reference: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,7 +1,9 @@
 //! The consumer of the orders stream (group `payments-svc`): `order.created` is the invoice
 //! backstop, issuing the order's invoice when orders-svc's synchronous CreateInvoice call did
-//! not; `order.cancelled` releases the order's spend commitment (idempotent: releasing a
-//! released commitment changes nothing); other order events are acknowledged without effect.
+//! not; `order.cancelled` credits the order's invoice down to the kept charge, voiding it or
+//! refunding what was paid above it (once per order, `crate::service` cancellation), and
+//! releases the order's spend commitment (idempotent: releasing a released commitment changes
+//! nothing); other order events are acknowledged without effect.
 
 use crate::convert;
 use crate::service::PaymentsService;
@@ -44,6 +46,9 @@ impl OrderEventsHandler {
         cancelled: &proto::orders::OrderCancelled,
     ) -> Result<(), HandlerError> {
         let customer_id = event_customer(event)?;
+        self.service
+            .apply_order_cancelled(&event.id, customer_id, cancelled)
+            .await?;
         self.service
             .release_spend(
                 customer_id,

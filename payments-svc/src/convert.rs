@@ -342,3 +342,25 @@ pub fn new_pickup_checkout(
         pay_by,
     })
 }
+
+/// A refund as staff see it.
+pub fn refund(refund: &crate::repo::refunds::Refund) -> pb::Refund {
+    pb::Refund {
+        id: refund.id.to_string(),
+        payment_id: refund.payment_id.to_string(),
+        invoice_id: refund.invoice_id.to_string(),
+        invoice_number: refund.invoice_number.clone(),
+        order_id: refund.order_id.to_string(),
+        order_number: refund.order_number.clone(),
+        rail: refund.rail as i32,
+        amount_cents: refund.amount.0,
+        currency: refund.currency.clone(),
+        status: refund.status.clone(),
+        reference: refund.reference(),
+        paid_with: refund.paid_with.clone(),
+        failure: refund.failure.clone().unwrap_or_default(),
+        recorded_by: refund.recorded_by.clone().unwrap_or_default(),
+        created_at: Some(platform::time::to_timestamp(refund.created_at)),
+        completed_at: refund.completed_at.map(platform::time::to_timestamp),
+    }
+}

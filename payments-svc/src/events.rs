@@ -1,5 +1,5 @@
-//! The events payments-svc emits through its outbox: `invoice.created`, `invoice.updated` and
-//! `payment.confirmed`, and the internal `pickup_payment.paid` / `pickup_payment.expired` for
+//! The events payments-svc emits through its outbox: `invoice.created`, `invoice.updated`,
+//! `payment.confirmed` and `payment.refunded`, and the internal `pickup_payment.paid` / `pickup_payment.expired` for
 //! shipping-svc (not subscribable event kinds: webhooks-svc never sends them to customers).
 //! (What it consumes is `crate::consumer`.)
 
@@ -136,6 +136,31 @@ pub fn pickup_payment_expired(
             amount_cents: session.amount.0,
             currency: session.currency.clone(),
             occurred_at: rfc3339(expired_at),
+        }),
+    }
+}
+
+/// Event type of money given back.
+pub const PAYMENT_REFUNDED: &str = "payment.refunded";
+
+/// `payment.refunded`: `refund` completed at `refunded_at`.
+pub fn payment_refunded(refund: &crate::repo::refunds::Refund, refunded_at: DateTime<Utc>) -> NewEvent {
+    NewEvent {
+        event_type: PAYMENT_REFUNDED,
+        customer_id: refund.customer_id,
+        subject_id: refund.payment_id.to_string(),
+        data: Data::PaymentRefunded(proto::payments::PaymentRefunded {
+            refund_id: refund.id.to_string(),
+            payment_id: refund.payment_id.to_string(),
+            invoice_id: refund.invoice_id.to_string(),
+            invoice_number: refund.invoice_number.clone(),
+            order_id: refund.order_id.to_string(),
+            order_number: refund.order_number.clone(),
+            rail: refund.rail as i32,
+            amount_cents: refund.amount.0,
+            currency: refund.currency.clone(),
+            refunded_at: rfc3339(refunded_at),
+            reference: refund.reference(),
         }),
     }
 }

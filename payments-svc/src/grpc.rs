@@ -54,6 +54,10 @@ pub const ACCESS: AccessTable = &[
     ),
     // shipping-svc opens a door pickup's hosted payment, acting for the pickup's customer.
     ("OpenPickupCheckout", access::services(&["shipping-svc"])),
+    // Refunds of cancelled orders: any operator lists them, payments.admin records the bank and
+    // stablecoin ones staff carried out.
+    ("ListRefunds", access::ANY_OPERATOR),
+    ("RecordRefund", access::staff(roles::PAYMENTS_ADMIN)),
 ];
 
 /// Serves the payments API over the use cases.
@@ -423,6 +427,36 @@ impl PaymentsApi for PaymentsGrpc {
         let view = self.service.envelope(customer_id, &key_id).await?;
         Ok(Response::new(pb::SpendEnvelopeResponse {
             envelope: Some(view.into()),
+        }))
+    }
+
+    async fn list_refunds(
+        &self,
+        request: Request<pb::ListRefundsRequest>,
+    ) -> Result<Response<pb::ListRefundsResponse>, Status> {
+        let message = request.get_ref();
+        let refunds = self
+            .service
+            .list_refunds(message.status.as_deref(), message.limit)
+            .await?;
+        Ok(Response::new(pb::ListRefundsResponse {
+            refunds: refunds.iter().map(convert::refund).collect(),
+        }))
+    }
+
+    async fn record_refund(
+        &self,
+        request: Request<pb::RecordRefundRequest>,
+    ) -> Result<Response<pb::RecordRefundResponse>, Status> {
+        let operator = principal(&request)?.subject;
+        let message = request.get_ref();
+        let recorded = self
+            .service
+            .record_refund(&operator, &message.refund_id, &message.reference)
+            .await?;
+        Ok(Response::new(pb::RecordRefundResponse {
+            refund: Some(convert::refund(&recorded.refund)),
+            already_recorded: recorded.already_recorded,
         }))
     }
 }

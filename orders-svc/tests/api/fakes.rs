@@ -297,6 +297,20 @@ impl PaymentsService for FakePayments {
         }))
     }
 
+    async fn list_refunds(
+        &self,
+        _: Request<proto::payments::ListRefundsRequest>,
+    ) -> Result<Response<proto::payments::ListRefundsResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn record_refund(
+        &self,
+        _: Request<proto::payments::RecordRefundRequest>,
+    ) -> Result<Response<proto::payments::RecordRefundResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
     async fn open_pickup_checkout(
         &self,
         _: Request<proto::payments::OpenPickupCheckoutRequest>,

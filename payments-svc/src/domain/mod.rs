@@ -2,6 +2,7 @@
 //! settlement arithmetic, references, and the backstop invoice lines. No SQL, no gRPC.
 
 pub mod backstop;
+pub mod cancellation;
 pub mod checkout;
 pub mod invoice;
 pub mod payment;

@@ -131,8 +131,8 @@ pub struct Settlement {
 }
 
 impl Balance {
-    /// Applies a payment of `amount` to an open (or overdue) invoice; a paid or void invoice is
-    /// a conflict.
+    /// Applies a payment of `amount` to an open (or overdue) invoice against what is due; a paid
+    /// or void invoice is a conflict.
     pub fn settle(self, invoice_number: &str, amount: Cents) -> Result<Settlement, ApiError> {
         if !matches!(self.status, InvoiceStatus::Open | InvoiceStatus::Overdue) {
             return Err(ApiError::new(
@@ -151,11 +151,13 @@ impl Balance {
                 "amountCents is too large",
             )
         })?;
-        let due = Cents((self.total.0 - paid.0).max(0));
+        // What is due, not the total: a cancelled order's invoice is credited down to the charge
+        // kept (`domain::cancellation`), so its due amount is less than total − paid.
+        let due = Cents((self.due.0 - amount.0).max(0));
         Ok(Settlement {
             paid,
             due,
-            completes: paid >= self.total,
+            completes: amount >= self.due,
         })
     }
 }

@@ -79,8 +79,39 @@ pub enum WebhookKind {
         processor_session_id: String,
         session_id: String,
     },
+    /// A refund changed state at the PSP (`refund.created`, `refund.updated`,
+    /// `charge.refund.updated`).
+    Refund {
+        processor_refund_id: String,
+        /// Our refund id (`metadata[refund_id]`).
+        refund_id: String,
+        /// The PSP's refund status: `succeeded`, `pending`, `failed`, `canceled`, ….
+        status: String,
+    },
     /// Any other event (acknowledged, no effect).
     Other,
+}
+
+/// What refunding (part of) a card payment asks the processor.
+#[derive(Clone, Debug)]
+pub struct RefundRequest {
+    /// Our refund id (the PSP's idempotency key and `metadata[refund_id]`).
+    pub refund_id: String,
+    /// The card payment's reference at the processor (payment intent, or the sandbox charge).
+    pub payment_reference: String,
+    pub amount: Cents,
+    pub currency: String,
+}
+
+/// What the processor answered to a refund.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RefundOutcome {
+    /// The money is on its way back.
+    Succeeded { reference: String },
+    /// Accepted; a webhook tells the end.
+    Pending { reference: String },
+    /// Refused for good (for example the charge was disputed).
+    Failed { reference: String, reason: String },
 }
 
 /// A card processor.
@@ -97,6 +128,10 @@ pub trait CardProcessor: Send + Sync {
 
     /// Charges a card on our own page; `authenticated` after the payer's confirm step.
     fn charge(&self, behaviour: CardBehaviour, authenticated: bool) -> Result<Charge, ApiError>;
+
+    /// Refunds (part of) a card payment, idempotently per `request.refund_id`. A transient failure
+    /// is an error (the refund stays pending and is tried again).
+    fn refund<'a>(&'a self, request: &'a RefundRequest) -> BoxFuture<'a, Result<RefundOutcome, ApiError>>;
 
     /// Verifies a webhook's signature header over the exact raw body at `now`, then parses it.
     fn verify_webhook(

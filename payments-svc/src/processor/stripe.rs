@@ -12,8 +12,14 @@
 //!   replay), as is a signature that does not match (forged). `checkout.session.completed` with
 //!   `payment_status = paid` and `checkout.session.async_payment_succeeded` settle;
 //!   `checkout.session.expired` expires.
+//! * Refund: `POST {api_base}/v1/refunds` (`payment_intent`, `amount`, `metadata[refund_id]`,
+//!   `Idempotency-Key: <our refund id>`); `succeeded` settles at once, `pending` waits for the
+//!   `refund.updated` (or `charge.refund.updated`) webhook with the refund object.
 
-use super::{CardProcessor, Charge, OpenRequest, OpenedSession, WebhookEvent, WebhookKind};
+use super::{
+    CardProcessor, Charge, OpenRequest, OpenedSession, RefundOutcome, RefundRequest, WebhookEvent,
+    WebhookKind,
+};
 use crate::domain::checkout::{CardBehaviour, ProcessorKind};
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
@@ -152,6 +158,43 @@ impl CardProcessor for StripeProcessor {
         })
     }
 
+    fn refund<'a>(&'a self, request: &'a RefundRequest) -> BoxFuture<'a, Result<RefundOutcome, ApiError>> {
+        Box::pin(async move {
+            let form: Vec<(&str, String)> = vec![
+                ("payment_intent", request.payment_reference.clone()),
+                ("amount", request.amount.0.to_string()),
+                ("reason", "requested_by_customer".to_owned()),
+                ("metadata[refund_id]", request.refund_id.clone()),
+            ];
+            let response = self
+                .http
+                .post(self.url("/v1/refunds"))
+                .bearer_auth(self.settings.secret_key.expose_secret())
+                .header("Idempotency-Key", &request.refund_id)
+                .form(&form)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            let status = response.status();
+            if status.is_client_error() && status != reqwest::StatusCode::TOO_MANY_REQUESTS {
+                // Refused for good (already refunded in full, disputed, unknown payment).
+                let body = response.text().await.unwrap_or_default();
+                return Ok(RefundOutcome::Failed {
+                    reference: String::new(),
+                    reason: format!(
+                        "the processor refused the refund ({status}): {}",
+                        body.chars().take(300).collect::<String>()
+                    ),
+                });
+            }
+            if !status.is_success() {
+                return Err(unavailable(format!("creating a refund answered {status}")));
+            }
+            let refund: RefundObject = response.json().await.map_err(unavailable)?;
+            Ok(refund_outcome(refund.id, &refund.status, refund.failure_reason))
+        })
+    }
+
     fn charge(&self, _behaviour: CardBehaviour, _authenticated: bool) -> Result<Charge, ApiError> {
         Err(ApiError::new(
             ErrorCode::Conflict,
@@ -238,14 +281,41 @@ struct Event {
     data: EventData,
 }
 
+/// A refund as the PSP answers it.
+#[derive(Deserialize)]
+struct RefundObject {
+    id: String,
+    status: String,
+    failure_reason: Option<String>,
+}
+
+/// Our reading of a PSP refund status.
+fn refund_outcome(reference: String, status: &str, failure_reason: Option<String>) -> RefundOutcome {
+    match status {
+        "succeeded" => RefundOutcome::Succeeded { reference },
+        "failed" | "canceled" => RefundOutcome::Failed {
+            reference,
+            reason: failure_reason.unwrap_or_else(|| format!("the refund {status}")),
+        },
+        // pending, requires_action: a webhook tells the end.
+        _ => RefundOutcome::Pending { reference },
+    }
+}
+
 #[derive(Deserialize)]
 struct EventData {
     object: SessionObject,
 }
 
+/// The event's object: a Checkout Session or a refund (the fields each has).
 #[derive(Deserialize)]
 struct SessionObject {
     id: String,
+    #[serde(default)]
+    object: String,
+    status: Option<String>,
+    #[serde(default)]
+    metadata: std::collections::HashMap<String, String>,
     client_reference_id: Option<String>,
     amount_total: Option<i64>,
     currency: Option<String>,
@@ -275,6 +345,15 @@ fn parse_event(payload: &[u8]) -> Result<WebhookEvent, ApiError> {
             processor_session_id: object.id,
             session_id,
         },
+        "refund.created" | "refund.updated" | "refund.failed" | "charge.refund.updated"
+            if object.object == "refund" =>
+        {
+            WebhookKind::Refund {
+                refund_id: object.metadata.get("refund_id").cloned().unwrap_or_default(),
+                status: object.status.unwrap_or_default(),
+                processor_refund_id: object.id,
+            }
+        }
         _ => WebhookKind::Other,
     };
     Ok(WebhookEvent {
@@ -346,6 +425,51 @@ mod tests {
         assert!(matches!(
             parse_event(expired.to_string().as_bytes()).unwrap().kind,
             WebhookKind::Expired { .. }
+        ));
+    }
+
+    #[test]
+    fn a_refund_update_names_our_refund_and_the_psp_status() {
+        let updated = serde_json::json!({
+            "id": "evt_2", "type": "refund.updated",
+            "data": { "object": { "id": "re_1", "object": "refund", "status": "succeeded",
+                "metadata": { "refund_id": "0190-ours" }, "payment_intent": "pi_1" } }
+        });
+        assert_eq!(
+            parse_event(updated.to_string().as_bytes()).unwrap().kind,
+            WebhookKind::Refund {
+                processor_refund_id: "re_1".into(),
+                refund_id: "0190-ours".into(),
+                status: "succeeded".into(),
+            }
+        );
+        let mut session = updated.clone();
+        session["data"]["object"]["object"] = "checkout.session".into();
+        assert_eq!(
+            parse_event(session.to_string().as_bytes()).unwrap().kind,
+            WebhookKind::Other
+        );
+    }
+
+    #[test]
+    fn psp_refund_statuses_map_to_succeeded_pending_or_failed() {
+        assert_eq!(
+            refund_outcome("re_1".into(), "succeeded", None),
+            RefundOutcome::Succeeded {
+                reference: "re_1".into()
+            }
+        );
+        for pending in ["pending", "requires_action"] {
+            assert_eq!(
+                refund_outcome("re_1".into(), pending, None),
+                RefundOutcome::Pending {
+                    reference: "re_1".into()
+                }
+            );
+        }
+        assert!(matches!(
+            refund_outcome("re_1".into(), "failed", Some("expired_or_canceled_card".into())),
+            RefundOutcome::Failed { reason, .. } if reason == "expired_or_canceled_card"
         ));
     }
 }

@@ -289,6 +289,23 @@ pub async fn expire(conn: &mut PgConnection, id: &str) -> Result<(), sqlx::Error
     Ok(())
 }
 
+/// Expires the open session of an invoice (its order was cancelled); the processor's session id
+/// of each, for the caller to end that side after commit.
+pub async fn expire_open_of_invoice(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    invoice_id: Uuid,
+) -> Result<Vec<Option<String>>, sqlx::Error> {
+    sqlx::query_scalar(
+        "UPDATE payments.checkout_sessions SET status = 'expired', pending_token = NULL \
+         WHERE customer_id = $1 AND invoice_id = $2 AND status = 'open' RETURNING processor_session_id",
+    )
+    .bind(customer_id)
+    .bind(invoice_id)
+    .fetch_all(conn)
+    .await
+}
+
 /// A session the sweeper expired.
 #[derive(Clone, Debug)]
 pub struct ExpiredSession {

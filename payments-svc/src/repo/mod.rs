@@ -5,6 +5,7 @@
 pub mod checkout;
 pub mod invoices;
 pub mod payments;
+pub mod refunds;
 pub mod spend;
 
 /// Builds the decode error of a column holding a value outside its closed set.

@@ -468,6 +468,14 @@ impl PaymentsService {
                 Some(_) => "ignored",
                 None => "ignored",
             },
+            WebhookKind::Refund {
+                processor_refund_id,
+                refund_id,
+                status,
+            } => {
+                self.apply_refund_webhook(&mut tx, &refund_id, &processor_refund_id, &status)
+                    .await?
+            }
             WebhookKind::Other => "ignored",
         };
         tx.commit().await?;

@@ -5,7 +5,8 @@
 //!   shipping-svc, `pickup_payment.expired`);
 //! * releasing order commitments never confirmed by an invoice ([`UNCONFIRMED_REAP_AGE`]);
 //! * moving open bank invoices past their due date to `overdue` with `invoice.updated`
-//!   (orders-svc moves the order to `overdue` on it; a later payment still settles them).
+//!   (orders-svc moves the order to `overdue` on it; a later payment still settles them);
+//! * sending card refunds of cancelled orders the processor has not settled yet.
 
 use super::{PaymentsService, UNCONFIRMED_REAP_AGE};
 use crate::domain::InvoiceReference;
@@ -20,6 +21,8 @@ const BATCH: i64 = 200;
 pub struct JobReport {
     pub sessions_expired: usize,
     pub invoices_overdue: usize,
+    /// Card refunds the processor settled (succeeded or failed) this run.
+    pub refunds_settled: usize,
 }
 
 impl PaymentsService {
@@ -28,6 +31,7 @@ impl PaymentsService {
         Ok(JobReport {
             sessions_expired: self.expire_sessions().await?,
             invoices_overdue: self.mark_overdue_invoices().await?,
+            refunds_settled: self.send_pending_refunds().await?,
         })
     }
 

@@ -3,12 +3,14 @@
 //! [`prepare`], the periodic jobs (expiring sessions, overdue invoices) in [`jobs`], the hosted
 //! payment of door pickups in [`pickup_checkout`].
 
+mod cancellation;
 mod checkout;
 mod jobs;
 mod pickup_checkout;
 mod prepare;
 mod spend;
 
+pub use cancellation::RecordedRefund;
 pub use pickup_checkout::NewPickupCheckout;
 pub use prepare::{OPERATION_PREPARE, Prepared};
 pub use spend::{SpendCommitment, UNCONFIRMED_REAP_AGE};

@@ -46,7 +46,7 @@ fn order_created(customer: Uuid, order_id: Uuid, total: i64, line_amounts: &[i64
 }
 
 /// Appends an envelope to the orders stream and returns the entry id.
-async fn publish(app: &TestApp, envelope: &EventEnvelope) -> String {
+pub async fn publish(app: &TestApp, envelope: &EventEnvelope) -> String {
     let stream = platform::streams::stream_name(&app.stream_prefix, platform::streams::ORDERS);
     let mut redis = redis::Client::open(app.redis_url.as_str())
         .unwrap()
@@ -57,7 +57,7 @@ async fn publish(app: &TestApp, envelope: &EventEnvelope) -> String {
 }
 
 /// Waits until the payments-svc group has acknowledged everything up to `entry`.
-async fn wait_until_consumed(app: &TestApp, entry: &str) {
+pub async fn wait_until_consumed(app: &TestApp, entry: &str) {
     let stream = platform::streams::stream_name(&app.stream_prefix, platform::streams::ORDERS);
     let redis = redis::Client::open(app.redis_url.as_str())
         .unwrap()
