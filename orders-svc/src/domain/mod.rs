@@ -12,3 +12,4 @@ pub mod request;
 pub mod sample;
 pub mod sample_metadata;
 pub mod status;
+pub mod support;

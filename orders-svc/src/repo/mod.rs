@@ -4,6 +4,7 @@
 
 mod read;
 pub mod samples;
+pub mod support;
 pub mod view;
 mod write;
 

@@ -12,5 +12,6 @@ mod input;
 mod migrations;
 mod quotes;
 mod reads;
+mod support;
 mod validation;
 mod views;
