@@ -51,7 +51,7 @@ impl SupportApi for SupportGrpc {
         request: Request<OpenTicketRequest>,
     ) -> Result<Response<OpenTicketResponse>, Status> {
         let principal = principal(&request)?;
-        let key = IdempotencyKey::from_grpc(&request)?;
+        let key = IdempotencyKey::optional_from_grpc(&request)?;
         let OpenTicketRequest {
             subject,
             body,
@@ -106,7 +106,7 @@ impl SupportApi for SupportGrpc {
         request: Request<ReplyToTicketRequest>,
     ) -> Result<Response<ReplyToTicketResponse>, Status> {
         let principal = principal(&request)?;
-        let key = IdempotencyKey::from_grpc(&request)?;
+        let key = IdempotencyKey::optional_from_grpc(&request)?;
         let ReplyToTicketRequest { ticket, body } = request.into_inner();
         self.desk
             .reply(&principal, key, ticket, body)

@@ -1,9 +1,10 @@
 //! Support tickets (docs/support.md): customers open tickets, read them and reply; staff list,
 //! answer and close them.
 //!
-//! Open: claim the key → validate → resolve the optional reference to one of the customer's
-//! orders (else `not_found`) → one transaction: the ticket, its first message and the stored
-//! answer. Reply: the same under its own key, moving the ticket back to `open`. Answer and close
+//! Open: claim the key (when the caller sent one: the spec does not require it here) → validate
+//! → resolve the optional reference to one of the customer's orders (else `not_found`) → one
+//! transaction: the ticket, its first message and the stored answer. Reply: the same under its
+//! own key, moving the ticket back to `open`. Answer and close
 //! (staff): one transaction holding the ticket's row lock: the message, the new status and the
 //! event (`support.ticket_answered`, `support.ticket_closed`) in the outbox.
 
@@ -16,7 +17,7 @@ use crate::domain::support::{
 use crate::repo::support::{self as repo, TicketFilter};
 use chrono::{DateTime, Utc};
 use platform::error::{ApiError, ErrorCode};
-use platform::idempotency::{Answer, IdempotencyKey, IdempotencyStore, Json};
+use platform::idempotency::{Answer, Attempt, IdempotencyKey, IdempotencyStore, Json};
 use platform::outbox::NewEvent;
 use platform::pagination::{After, Listing, Page, PageRequest};
 use platform::principal::Principal;
@@ -61,11 +62,12 @@ impl SupportDesk {
         Self { pool, idempotency }
     }
 
-    /// Opens a ticket for the principal's customer under idempotency `key`.
+    /// Opens a ticket for the principal's customer, under idempotency `key` when there is one
+    /// (without, every call opens a ticket).
     pub async fn open_ticket(
         &self,
         principal: &Principal,
-        key: IdempotencyKey,
+        key: Option<IdempotencyKey>,
         subject: String,
         body: String,
         reference: Option<String>,
@@ -74,55 +76,33 @@ impl SupportDesk {
             Ok(customer_id) => customer_id,
             Err(error) => return Answer::fresh(Err(error)),
         };
-        let call = key.call(customer_id, OPERATION_OPEN_TICKET);
-        self.idempotency
-            .run(&self.pool, call, &Json, async |attempt| {
-                let request = NewTicket::validate(subject, body, reference)?;
-                let mut tx = self.pool.begin().await?;
-                let order = match &request.reference {
-                    None => None,
-                    Some(reference) => Some(
-                        repo::resolve_order(&mut tx, customer_id, reference)
-                            .await?
-                            .ok_or_else(|| {
-                                ApiError::field(ErrorCode::NotFound, "reference", "order not found")
-                            })?,
-                    ),
-                };
-                let now = platform::time::now();
-                let sequence = repo::next_ticket_sequence(&mut tx).await?;
-                let mut ticket = Ticket {
-                    id: Uuid::now_v7(),
-                    ticket_number: ticket_number(now, sequence),
-                    customer_id,
-                    subject: request.subject,
-                    status: TicketStatus::Open,
-                    reference: request.reference,
-                    order,
-                    message_count: 0,
-                    messages: Vec::new(),
-                    created_at: now,
-                    updated_at: now,
-                    closed_at: None,
-                };
-                repo::insert_ticket(&mut tx, &ticket).await?;
-                let message = new_message(AuthorKind::Customer, None, request.body, now);
-                repo::insert_message(&mut tx, customer_id, ticket.id, &message).await?;
-                ticket.message_count = 1;
-                ticket.messages.push(message);
+        let work = async |attempt: Option<&Attempt<'_, Json>>| {
+            let request = NewTicket::validate(subject, body, reference)?;
+            let mut tx = self.pool.begin().await?;
+            let ticket = insert_new_ticket(&mut tx, customer_id, request).await?;
+            if let Some(attempt) = attempt {
                 attempt.complete(&mut tx, &ticket).await?;
-                tx.commit().await?;
-                Ok(ticket)
-            })
-            .await
+            }
+            tx.commit().await?;
+            Ok(ticket)
+        };
+        match key {
+            None => Answer::fresh(work(None).await),
+            Some(key) => {
+                let call = key.call(customer_id, OPERATION_OPEN_TICKET);
+                self.idempotency
+                    .run(&self.pool, call, &Json, async |attempt| work(Some(attempt)).await)
+                    .await
+            }
+        }
     }
 
-    /// Adds the customer's message to one of its tickets under idempotency `key`; the ticket
-    /// goes back to `open` (a closed ticket is 409 `conflict`).
+    /// Adds the customer's message to one of its tickets, under idempotency `key` when there is
+    /// one; the ticket goes back to `open` (a closed ticket is 409 `conflict`).
     pub async fn reply(
         &self,
         principal: &Principal,
-        key: IdempotencyKey,
+        key: Option<IdempotencyKey>,
         ticket: String,
         body: String,
     ) -> Answer<Ticket> {
@@ -130,18 +110,26 @@ impl SupportDesk {
             Ok(customer_id) => customer_id,
             Err(error) => return Answer::fresh(Err(error)),
         };
-        let call = key.call(customer_id, OPERATION_REPLY);
-        self.idempotency
-            .run(&self.pool, call, &Json, async |attempt| {
-                check_body("body", &body)?;
-                let mut tx = self.pool.begin().await?;
-                let found = lock(&mut tx, Some(customer_id), &ticket).await?;
-                let updated = add_message(&mut tx, found, AuthorKind::Customer, None, body).await?;
+        let work = async |attempt: Option<&Attempt<'_, Json>>| {
+            check_body("body", &body)?;
+            let mut tx = self.pool.begin().await?;
+            let found = lock(&mut tx, Some(customer_id), &ticket).await?;
+            let updated = add_message(&mut tx, found, AuthorKind::Customer, None, body).await?;
+            if let Some(attempt) = attempt {
                 attempt.complete(&mut tx, &updated).await?;
-                tx.commit().await?;
-                Ok(updated)
-            })
-            .await
+            }
+            tx.commit().await?;
+            Ok(updated)
+        };
+        match key {
+            None => Answer::fresh(work(None).await),
+            Some(key) => {
+                let call = key.call(customer_id, OPERATION_REPLY);
+                self.idempotency
+                    .run(&self.pool, call, &Json, async |attempt| work(Some(attempt)).await)
+                    .await
+            }
+        }
     }
 
     /// Reads one of the customer's tickets with its thread; another customer's is `not_found`.
@@ -256,6 +244,41 @@ impl SupportDesk {
         let tickets = repo::list_tickets(&mut conn, &filter).await?;
         Ok(listing.page(page, tickets, |ticket| After::new(ticket.created_at, ticket.id)))
     }
+}
+
+/// Resolves the reference of a validated request (the customer's own order, else `not_found`
+/// naming `reference`) and stores the ticket with its first message.
+async fn insert_new_ticket(tx: &mut PgConnection, customer_id: Uuid, request: NewTicket) -> Result<Ticket, ApiError> {
+    let order = match &request.reference {
+        None => None,
+        Some(reference) => Some(
+            repo::resolve_order(tx, customer_id, reference)
+                .await?
+                .ok_or_else(|| ApiError::field(ErrorCode::NotFound, "reference", "order not found"))?,
+        ),
+    };
+    let now = platform::time::now();
+    let sequence = repo::next_ticket_sequence(tx).await?;
+    let mut ticket = Ticket {
+        id: Uuid::now_v7(),
+        ticket_number: ticket_number(now, sequence),
+        customer_id,
+        subject: request.subject,
+        status: TicketStatus::Open,
+        reference: request.reference,
+        order,
+        message_count: 0,
+        messages: Vec::new(),
+        created_at: now,
+        updated_at: now,
+        closed_at: None,
+    };
+    repo::insert_ticket(tx, &ticket).await?;
+    let message = new_message(AuthorKind::Customer, None, request.body, now);
+    repo::insert_message(tx, customer_id, ticket.id, &message).await?;
+    ticket.message_count = 1;
+    ticket.messages.push(message);
+    Ok(ticket)
 }
 
 /// Locks a ticket (the customer's own when `customer_id` is given) for a change.
