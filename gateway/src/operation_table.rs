@@ -56,8 +56,8 @@
 
 use crate::caller::Caller;
 use crate::http::extract::{
-    ApiJson, ApiQuery, EndpointId, IdempotencyKey, OptionalApiJson, OptionalIdempotencyKey, Reference, TicketId,
-    from_value, query_from_value,
+    ApiJson, ApiQuery, EndpointId, IdempotencyKey, OptionalApiJson, OptionalIdempotencyKey, Reference,
+    TicketId, from_value, query_from_value,
 };
 use crate::limits::ceiling::LookupCeiling;
 use crate::peers::Peers;
@@ -99,7 +99,8 @@ pub mod prelude {
         WebhookEndpointEnvelope, WebhookEndpointList, WebhookSecretEnvelope, WebhooksQuery,
     };
     pub use crate::http::extract::{
-        ApiJson, ApiQuery, EndpointId, IdempotencyKey, OptionalApiJson, OptionalIdempotencyKey, Reference, TicketId,
+        ApiJson, ApiQuery, EndpointId, IdempotencyKey, OptionalApiJson, OptionalIdempotencyKey, Reference,
+        TicketId,
     };
     pub use crate::operations::data::ExportKind;
     pub use crate::operations::{self, checkout, data, registry, results, shipping, support, webhooks};

@@ -108,7 +108,9 @@ impl TryFrom<pb::Ticket> for Ticket {
             pb::TicketStatus::Answered => "answered",
             pb::TicketStatus::Closed => "closed",
             pb::TicketStatus::Unspecified => {
-                return Err(ApiError::internal("orders-svc answered a ticket without a status"));
+                return Err(ApiError::internal(
+                    "orders-svc answered a ticket without a status",
+                ));
             }
         };
         let messages = ticket

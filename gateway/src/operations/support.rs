@@ -43,7 +43,11 @@ pub async fn open_ticket(
 }
 
 /// `GET /support/tickets`: one page of the customer's tickets, newest first.
-pub async fn list_tickets(peers: &Peers, caller: &Caller, query: TicketsQuery) -> Result<TicketList, ApiError> {
+pub async fn list_tickets(
+    peers: &Peers,
+    caller: &Caller,
+    query: TicketsQuery,
+) -> Result<TicketList, ApiError> {
     let request = pb::ListTicketsRequest {
         status: query.status,
         limit: query.limit,

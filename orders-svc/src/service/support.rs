@@ -248,7 +248,11 @@ impl SupportDesk {
 
 /// Resolves the reference of a validated request (the customer's own order, else `not_found`
 /// naming `reference`) and stores the ticket with its first message.
-async fn insert_new_ticket(tx: &mut PgConnection, customer_id: Uuid, request: NewTicket) -> Result<Ticket, ApiError> {
+async fn insert_new_ticket(
+    tx: &mut PgConnection,
+    customer_id: Uuid,
+    request: NewTicket,
+) -> Result<Ticket, ApiError> {
     let order = match &request.reference {
         None => None,
         Some(reference) => Some(
