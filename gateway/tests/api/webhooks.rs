@@ -132,7 +132,7 @@ async fn unknown_events_and_malformed_bodies_are_400_before_any_service_call() {
     )
     .await;
     assert_eq!(body["error"]["details"]["field"], "events[1]");
-    assert!(body["error"]["details"]["allowed"].as_array().unwrap().len() == 18);
+    assert!(body["error"]["details"]["allowed"].as_array().unwrap().len() == 20);
 
     let empty = json!({ "url": URL, "events": [] });
     let body = error_envelope(

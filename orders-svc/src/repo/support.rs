@@ -178,7 +178,7 @@ pub async fn thread(
     customer_id: Uuid,
     ticket_id: Uuid,
 ) -> Result<Vec<TicketMessage>, sqlx::Error> {
-    let rows: Vec<(Uuid, String, Option<String>, String, DateTime<Utc>)> = sqlx::query_as(
+    let rows: Vec<MessageRow> = sqlx::query_as(
         "SELECT id, author_kind, author_name, body, created_at FROM orders.support_ticket_messages \
          WHERE customer_id = $1 AND ticket_id = $2 ORDER BY created_at, id",
     )
@@ -222,6 +222,9 @@ pub async fn list_tickets(
         .await?;
     rows.into_iter().map(TicketRow::into_ticket).collect()
 }
+
+/// A thread message as stored: id, author kind, author name, body, time.
+type MessageRow = (Uuid, String, Option<String>, String, DateTime<Utc>);
 
 #[derive(sqlx::FromRow)]
 struct TicketRow {
