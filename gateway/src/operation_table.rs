@@ -57,7 +57,7 @@
 use crate::caller::Caller;
 use crate::http::extract::{
     ApiJson, ApiQuery, EndpointId, IdempotencyKey, OptionalApiJson, OptionalIdempotencyKey, Reference,
-    from_value, query_from_value,
+    TicketId, from_value, query_from_value,
 };
 use crate::limits::ceiling::LookupCeiling;
 use crate::peers::Peers;
@@ -93,15 +93,19 @@ pub mod prelude {
         ShipmentsQuery,
     };
     pub use crate::dto::stablecoin::{StablecoinPaymentEnvelope, SubmitStablecoinRequest};
+    pub use crate::dto::support::{
+        OpenTicketRequest, ReplyToTicketRequest, TicketEnvelope, TicketList, TicketsQuery,
+    };
     pub use crate::dto::webhooks::{
         CreateWebhookRequest, DeliveriesQuery, EmptyBody, WebhookDeliveryEnvelope, WebhookDeliveryList,
         WebhookEndpointEnvelope, WebhookEndpointList, WebhookSecretEnvelope, WebhooksQuery,
     };
     pub use crate::http::extract::{
         ApiJson, ApiQuery, EndpointId, IdempotencyKey, OptionalApiJson, OptionalIdempotencyKey, Reference,
+        TicketId,
     };
     pub use crate::operations::data::ExportKind;
-    pub use crate::operations::{self, checkout, data, registry, results, shipping, webhooks};
+    pub use crate::operations::{self, checkout, data, registry, results, shipping, support, webhooks};
 }
 
 /// What an operation may use besides its inputs.
@@ -235,6 +239,25 @@ impl Input for Reference {
                 ErrorCode::InvalidRequest,
                 "reference",
                 "the reference argument is required: a UUID or a public reference",
+            )),
+        }
+    }
+}
+
+impl Input for TicketId {
+    type Rest = String;
+    type Mcp<'a> = String;
+    fn rest(self) -> String {
+        self.0
+    }
+    /// `ticketId` (the ticket UUID or number; orders-svc resolves it), required.
+    fn mcp(input: &mut McpInput<'_>) -> Result<String, ApiError> {
+        match input.arguments.remove("ticketId") {
+            Some(Value::String(ticket)) if !ticket.is_empty() => Ok(ticket),
+            _ => Err(ApiError::field(
+                ErrorCode::InvalidRequest,
+                "ticketId",
+                "the ticketId argument is required: a ticket UUID or number (TKT-…)",
             )),
         }
     }
@@ -1533,6 +1556,127 @@ macro_rules! operation_table {
                     run: |cx, body: ApiJson<VerifyBatchRequest>| results::verify_batch(cx.peers, cx.verify_lookups, cx.client, body.accessions),
                 },
             }
+            {
+                route: get "/support/tickets",
+                tool: {
+                    name: "svc.support.ticket.list",
+                    title: "List support tickets",
+                    annotations: READ,
+                    guard: "",
+                    description: "Lists the customer's support tickets, newest first, without their threads (read one with \
+                            svc.support.ticket.get). Filter with `status` (open: waiting for the lab, answered: the lab \
+                            answered last, closed: final). Page with `limit` (1-200) and `cursor`. Read-only.",
+                },
+                scope: { access: [ORDERS_READ], origin: decided, idempotency: none },
+                rest: {
+                    /// Lists the customer's support tickets, newest first (without their threads).
+                    handler: list_tickets,
+                    openapi: (tag = "support", operation_id = "listSupportTickets", params(TicketsQuery),
+                        responses((status = 200, description = "one page of tickets", body = TicketList))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, query: ApiQuery<TicketsQuery>| support::list_tickets(cx.peers, &caller, query),
+                },
+            }
+            {
+                route: post "/support/tickets",
+                tool: {
+                    name: "svc.support.ticket.open",
+                    title: "Open a support ticket",
+                    annotations: Annotations {
+                        read_only_hint: false,
+                        destructive_hint: false,
+                        idempotent_hint: true,
+                        open_world_hint: false,
+                    },
+                    guard: "`idempotencyKey`",
+                    description: "Opens a support ticket answered by a human at the lab, about an order, shipment, result \
+                            or invoice: `subject` (one line, 1-200 characters), `body` (plain text, 1-10000 characters, \
+                            stored exactly as written) and optionally `reference`, one of the customer's orders (order \
+                            UUID, ORD-…, INV-…, ACC-… or tracking number; unknown is not_found). Send an `idempotencyKey` \
+                            (8-255 visible ASCII characters) and reuse it when retrying so the ticket is opened once. \
+                            Each staff answer emits the event support.ticket_answered; read the thread with \
+                            svc.support.ticket.get.",
+                },
+                scope: { access: [ORDERS_WRITE], origin: decided, idempotency: optional },
+                rest: {
+                    /// Opens a support ticket with its first message (send `Idempotency-Key` to retry safely).
+                    ///
+                    /// A replay of the same key and body answers exactly like the first response (201, same body)
+                    /// plus `Idempotent-Replayed: true`; the same key with another body is 409 `idempotency_key_reused`.
+                    handler: open_ticket,
+                    openapi: (tag = "support", operation_id = "openSupportTicket", request_body = OpenTicketRequest,
+                        responses((status = 201, description = "the ticket with its first message (also for a replay, with Idempotent-Replayed: true)", body = TicketEnvelope,
+                            headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
+                },
+                call: {
+                    answer: replayable(CREATED),
+                    run: |cx, caller: Caller, key: OptionalIdempotencyKey, body: ApiJson<OpenTicketRequest>| support::open_ticket(cx.peers, &caller, key.as_deref(), body),
+                },
+            }
+            {
+                route: get "/support/tickets/{ticketId}",
+                tool: {
+                    name: "svc.support.ticket.get",
+                    title: "Read a support ticket",
+                    annotations: READ,
+                    guard: "",
+                    description: "Reads one support ticket with its whole thread, oldest message first: each message's \
+                            author (customer or staff, with the operator's name), body (plain text exactly as written) and \
+                            time. `ticketId` is the ticket UUID or its number (TKT-…). Another customer's ticket is reported \
+                            exactly like a missing one (not_found). Read-only.",
+                },
+                scope: { access: [ORDERS_READ], origin: addition, idempotency: none },
+                rest: {
+                    /// Reads one support ticket with its thread.
+                    ///
+                    /// Not in the spec's table: our addition, so that the customer can read the lab's answers.
+                    handler: get_ticket,
+                    openapi: (tag = "support", operation_id = "getSupportTicket",
+                        params(("ticketId" = String, Path, description = "ticket UUID or number (TKT-…)")),
+                        responses((status = 200, description = "the ticket with its thread", body = TicketEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, ticket: TicketId| support::get_ticket(cx.peers, &caller, ticket),
+                },
+            }
+            {
+                route: post "/support/tickets/{ticketId}/messages",
+                tool: {
+                    name: "svc.support.ticket.reply",
+                    title: "Reply to a support ticket",
+                    annotations: Annotations {
+                        read_only_hint: false,
+                        destructive_hint: false,
+                        idempotent_hint: true,
+                        open_world_hint: false,
+                    },
+                    guard: "`idempotencyKey`",
+                    description: "Adds the customer's message to one of its open or answered support tickets; the ticket \
+                            goes back to open (waiting for the lab). `body` is plain text, 1-10000 characters, stored exactly \
+                            as written. A closed ticket is a conflict: open a new one. Send an `idempotencyKey` (8-255 visible \
+                            ASCII characters) and reuse it when retrying so the message is added once.",
+                },
+                scope: { access: [ORDERS_WRITE], origin: addition, idempotency: optional },
+                rest: {
+                    /// Adds the customer's reply to a ticket (send `Idempotency-Key` to retry safely).
+                    ///
+                    /// Not in the spec's table: our addition. The ticket goes back to `open`; a closed ticket is 409
+                    /// `conflict`. Answers the ticket with its thread.
+                    handler: reply_to_ticket,
+                    openapi: (tag = "support", operation_id = "replyToSupportTicket",
+                        params(("ticketId" = String, Path, description = "ticket UUID or number (TKT-…)")),
+                        request_body = ReplyToTicketRequest,
+                        responses((status = 201, description = "the ticket with its thread (also for a replay, with Idempotent-Replayed: true)", body = TicketEnvelope,
+                            headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
+                },
+                call: {
+                    answer: replayable(CREATED),
+                    run: |cx, caller: Caller, key: OptionalIdempotencyKey, ticket: TicketId, body: ApiJson<ReplyToTicketRequest>| support::reply_to_ticket(cx.peers, &caller, key.as_deref(), ticket, body),
+                },
+            }
         }
     };
 }
@@ -1803,7 +1947,8 @@ mod tests {
                 );
             }
         }
-        // The three whose body names an order, a quote or an order's payment (404 `not_found`,
+        // The four whose body names an order, a quote, an order's payment or (a ticket's) order
+        // reference (404 `not_found`,
         // `quote_not_found`, `transaction_not_found`) found: POST /payments/prepare answered an
         // undocumented 404 before.
         assert_eq!(
@@ -1812,6 +1957,7 @@ mod tests {
                 ("POST", "/orders"),
                 ("POST", "/payments/prepare"),
                 ("POST", "/payments/stablecoin/submit"),
+                ("POST", "/support/tickets"),
             ]
         );
     }

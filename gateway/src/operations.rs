@@ -9,6 +9,7 @@ pub mod data;
 pub mod registry;
 pub mod results;
 pub mod shipping;
+pub mod support;
 pub mod webhooks;
 
 use crate::caller::Caller;

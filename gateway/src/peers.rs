@@ -7,6 +7,7 @@ use platform::grpc::MeshChannel as Channel;
 use proto::catalog::catalog_service_client::CatalogServiceClient;
 use proto::identity::identity_service_client::IdentityServiceClient;
 use proto::orders::orders_service_client::OrdersServiceClient;
+use proto::orders::support_service_client::SupportServiceClient;
 use proto::payments::payments_service_client::PaymentsServiceClient;
 use proto::results::registry_service_client::RegistryServiceClient;
 use proto::results::results_service_client::ResultsServiceClient;
@@ -90,6 +91,11 @@ impl Peers {
 
     pub fn payments(&self) -> PaymentsServiceClient<Channel> {
         PaymentsServiceClient::new(self.inner.payments.clone())
+    }
+
+    /// orders-svc's support tickets (same channel as [`Peers::orders`]).
+    pub fn support(&self) -> SupportServiceClient<Channel> {
+        SupportServiceClient::new(self.inner.orders.clone())
     }
 
     pub fn shipping(&self) -> ShippingServiceClient<Channel> {

@@ -71,6 +71,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<Value> {
             payments(connection, &token, command).await
         }
         Command::Shipments(command) => crate::shipments::execute(connection, command).await,
+        Command::Tickets(command) => crate::tickets::execute(connection, command).await,
         Command::Webhooks(command) => {
             let token = staff_token(connection, mesh::WEBHOOKS_SVC, roles::WEBHOOKS_ADMIN).await?;
             webhooks(connection, &token, command).await

@@ -24,6 +24,7 @@ mod lab;
 mod operators;
 mod registry;
 mod shipments;
+mod tickets;
 
 pub use commands::execute;
 pub use registry::{InstrumentsCommand, MethodsCommand};
@@ -178,6 +179,9 @@ pub enum Command {
     /// The method registry: list, show (any operator); upsert (lab.qa).
     #[command(subcommand)]
     Methods(MethodsCommand),
+    /// Customers' support tickets: list, show (any operator); answer, close (support.agent).
+    #[command(subcommand)]
+    Tickets(TicketsCommand),
     /// Walks an order through the lab with plausible results (demo).
     Demo {
         /// Order number (ORD-…) or id.
@@ -321,7 +325,7 @@ pub enum OperatorsCommand {
     Create {
         name: String,
         /// Comma-separated roles (catalog.admin, payments.admin, identity.admin, webhooks.admin,
-        /// shipping.admin, lab.technician, lab.analyst, lab.qa), or "all" (every role but the lab
+        /// shipping.admin, lab.technician, lab.analyst, lab.qa, support.agent), or "all" (every role but the lab
         /// roles). identity.admin and lab roles never go together.
         #[arg(long)]
         roles: String,
@@ -640,4 +644,50 @@ mod tests {
         assert_eq!(render(&object, false), "{\n  \"token\": \"t\"\n}");
         assert_eq!(render(&object, true), "{\"token\":\"t\"}");
     }
+}
+
+/// `labctl tickets`: the customers' support tickets (docs/support.md).
+#[derive(Debug, Subcommand)]
+pub enum TicketsCommand {
+    /// Lists tickets of every customer, newest first, without their threads.
+    List {
+        /// Only tickets in this status: open, answered or closed.
+        #[arg(long)]
+        status: Option<String>,
+        /// Only tickets of this customer (UUID).
+        #[arg(long)]
+        customer: Option<String>,
+        /// Page size, 1 to 200 (default 50).
+        #[arg(long)]
+        limit: Option<i32>,
+        /// The previous page's nextCursor.
+        #[arg(long)]
+        cursor: Option<String>,
+    },
+    /// Shows one ticket (UUID or TKT-… number) with its whole thread.
+    Show {
+        /// Ticket UUID or number (TKT-…).
+        ticket: String,
+    },
+    /// Answers a ticket (support.agent): it becomes answered and the customer gets
+    /// support.ticket_answered.
+    Answer {
+        /// Ticket UUID or number (TKT-…).
+        ticket: String,
+        /// The answer, plain text (at most 10000 characters).
+        #[arg(long, conflicts_with = "body_file")]
+        body: Option<String>,
+        /// A file holding the answer (UTF-8 text).
+        #[arg(long)]
+        body_file: Option<std::path::PathBuf>,
+    },
+    /// Closes a ticket (support.agent), with an optional closing note added to the thread; the
+    /// customer gets support.ticket_closed. Closing a closed ticket changes nothing.
+    Close {
+        /// Ticket UUID or number (TKT-…).
+        ticket: String,
+        /// A closing note for the customer.
+        #[arg(long)]
+        note: Option<String>,
+    },
 }

@@ -4,7 +4,8 @@
 //! It serves `lab.orders.v1.OrdersService` (CreateOrder, GetOrder, ListOrders) to the gateway,
 //! reads quotes from catalog-svc and issues invoices through payments-svc, relays its outbox
 //! (`order.created`, `order.status_changed`) to the orders stream, and consumes the payments
-//! stream (group `orders-svc`) to move paid orders along.
+//! stream (group `orders-svc`) to move paid orders along. It also serves
+//! `lab.orders.v1.SupportService`, the customers' support tickets (docs/support.md).
 
 #![forbid(unsafe_code)]
 
@@ -14,6 +15,7 @@ pub mod convert;
 pub mod domain;
 pub mod events;
 pub mod grpc;
+pub mod grpc_support;
 pub mod repo;
 pub mod service;
 pub mod view;
@@ -24,6 +26,7 @@ use platform::consumer::{ConsumerSettings, StreamConsumer};
 use platform::outbox::Outbox;
 use platform::service::{ServiceBase, ServiceIdentity};
 use proto::orders::orders_service_server::{OrdersServiceServer, SERVICE_NAME as GRPC_SERVICE};
+use proto::orders::support_service_server::{SERVICE_NAME as SUPPORT_GRPC_SERVICE, SupportServiceServer};
 use sqlx::PgPool;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -137,10 +140,17 @@ impl Application {
             OrdersServiceServer::new(grpc::OrdersGrpc::new(orders)),
             grpc::ACCESS,
         );
+        // Support tickets: their own gRPC service beside OrdersService (docs/support.md).
+        let support = base.guarded(
+            SupportServiceServer::new(grpc_support::SupportGrpc::new(Arc::new(
+                service::SupportDesk::new(base.pool.clone(), &self.settings),
+            ))),
+            grpc_support::ACCESS,
+        );
         base.serve(
-            vec![GRPC_SERVICE],
+            vec![GRPC_SERVICE, SUPPORT_GRPC_SERVICE],
             vec![consumer],
-            |router| router.add_service(api),
+            |router| router.add_service(api).add_service(support),
             shutdown,
         )
         .await

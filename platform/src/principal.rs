@@ -38,10 +38,12 @@ pub mod roles {
     pub const LAB_ANALYST: &str = "lab.analyst";
     /// Approve or send back results, publish, retract and amend COAs (results-svc).
     pub const LAB_QA: &str = "lab.qa";
+    /// Answer and close customers' support tickets (orders-svc).
+    pub const SUPPORT_AGENT: &str = "support.agent";
     /// The prefix of the lab roles, which an operator holding `identity.admin` never holds.
     pub const LAB_PREFIX: &str = "lab.";
     /// Every role an operator can hold.
-    pub const ALL: [&str; 8] = [
+    pub const ALL: [&str; 9] = [
         CATALOG_ADMIN,
         PAYMENTS_ADMIN,
         IDENTITY_ADMIN,
@@ -50,6 +52,7 @@ pub mod roles {
         LAB_TECHNICIAN,
         LAB_ANALYST,
         LAB_QA,
+        SUPPORT_AGENT,
     ];
 }
 

@@ -33,13 +33,15 @@ pub fn to_json(data: &Data) -> serde_json::Value {
         Data::ShipmentUpdated(d) => serde_json::to_value(d),
         Data::CoaPublished(d) => serde_json::to_value(d),
         Data::CoaRetracted(d) => serde_json::to_value(d),
+        Data::TicketAnswered(d) => serde_json::to_value(d),
+        Data::TicketClosed(d) => serde_json::to_value(d),
     };
     // Serializing plain structs of strings and integers into a Value cannot fail.
     rendered.unwrap_or(serde_json::Value::Null)
 }
 
 /// Every event type of the spec with the read scope a webhook subscription to it needs.
-pub const EVENT_KINDS: [(&str, &str); 21] = [
+pub const EVENT_KINDS: [(&str, &str); 23] = [
     ("order.created", scopes::ORDERS_READ),
     ("order.status_changed", scopes::ORDERS_READ),
     ("order.cancelled", scopes::ORDERS_READ),
@@ -61,6 +63,8 @@ pub const EVENT_KINDS: [(&str, &str); 21] = [
     ("results.published", scopes::RESULTS_READ),
     ("coa.published", scopes::RESULTS_READ),
     ("coa.retracted", scopes::RESULTS_READ),
+    ("support.ticket_answered", scopes::ORDERS_READ),
+    ("support.ticket_closed", scopes::ORDERS_READ),
 ];
 
 /// The event type a subscription selects when it names none (the spec's default).

@@ -244,8 +244,8 @@ fn changing_a_field_type_breaks_the_contract() {
     let Some(output) = compare_after_edit(
         "change-field-type",
         "lab/orders/v1/events.proto",
-        "  int64 total_cents = 10;\n",
-        "  string total_cents = 10;\n",
+        "  // Order total in USD cents.\n  int64 total_cents = 10;\n",
+        "  // Order total in USD cents.\n  string total_cents = 10;\n",
     ) else {
         return;
     };

@@ -19,4 +19,5 @@ pub mod registry;
 pub mod results;
 pub mod shipping;
 pub mod stablecoin;
+pub mod support;
 pub mod webhooks;

@@ -266,6 +266,27 @@ impl<S: Send + Sync> FromRequestParts<S> for EndpointId {
     }
 }
 
+/// The `{ticketId}` path segment: a ticket's UUID or number (`TKT-…`); orders-svc resolves it
+/// (anything else is 404 `not_found`, like another customer's ticket).
+pub struct TicketId(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for TicketId {
+    type Rejection = ErrorResponse;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Path(ticket) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| {
+                ApiError::field(
+                    ErrorCode::InvalidRequest,
+                    "ticketId",
+                    "the ticketId path segment is not valid",
+                )
+            })?;
+        Ok(Self(ticket))
+    }
+}
+
 impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = ErrorResponse;
 

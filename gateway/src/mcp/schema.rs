@@ -303,6 +303,8 @@ mod tests {
                 "svc.coa.verify.post",
                 "svc.coa.verify.batch",
                 "svc.coa.verify.batch.post",
+                "svc.support.ticket.list",
+                "svc.support.ticket.get",
             ]
         );
         let none: Value = serde_json::from_str(&catalog().list_result(&[])).unwrap();

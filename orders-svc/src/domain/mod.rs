@@ -13,3 +13,4 @@ pub mod request;
 pub mod sample;
 pub mod sample_metadata;
 pub mod status;
+pub mod support;

@@ -5,6 +5,7 @@
 pub mod cancellation;
 mod read;
 pub mod samples;
+pub mod support;
 pub mod view;
 mod write;
 

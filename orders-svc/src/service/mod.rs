@@ -8,6 +8,7 @@ mod lab;
 mod payment_events;
 mod read;
 mod shipment_events;
+pub mod support;
 mod transition;
 
 pub use cancellation::{Decided, OPERATION_CANCEL_REQUEST};
@@ -16,6 +17,7 @@ pub use lab::{CustodyView, Disposal, LabStep, PublishedCoa, RetractedCoa, Sample
 pub use payment_events::EventTarget;
 pub use read::{ORDERS, OrderView};
 pub use shipment_events::ShipmentNews;
+pub use support::SupportDesk;
 
 use crate::config::Settings;
 use platform::grpc::MeshChannel as Channel;

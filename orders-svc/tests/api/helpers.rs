@@ -57,6 +57,8 @@ pub struct TestApp {
     /// The default customer of the test.
     pub customer_id: Uuid,
     pub client: OrdersServiceClient<Channel>,
+    /// The gRPC address (clients of the other services it serves connect here).
+    pub addr: std::net::SocketAddr,
     shutdown: CancellationToken,
     handle: Option<JoinHandle<anyhow::Result<()>>>,
 }
@@ -121,6 +123,7 @@ async fn start(
         keys,
         customer_id: Uuid::now_v7(),
         client,
+        addr,
         shutdown,
         handle: Some(handle),
     }

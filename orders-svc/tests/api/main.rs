@@ -13,5 +13,6 @@ mod input;
 mod migrations;
 mod quotes;
 mod reads;
+mod support;
 mod validation;
 mod views;

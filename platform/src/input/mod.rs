@@ -25,7 +25,14 @@ use serde_json::Value;
 /// Fields (by their camelCase name, the last segment of a field path) that hold free text and
 /// may contain TAB, LF and CR. Every other string is a line. A new multi-line field is added
 /// here; forgetting it only refuses tabs and newlines in it, never lets a NUL through.
-pub const FREE_TEXT_FIELDS: &[&str] = &["notes", "matrixNotes", "description", "note", "documentJson"];
+pub const FREE_TEXT_FIELDS: &[&str] = &[
+    "notes",
+    "matrixNotes",
+    "description",
+    "note",
+    "documentJson",
+    "body",
+];
 
 /// Which characters a string may hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

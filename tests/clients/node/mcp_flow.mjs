@@ -57,6 +57,24 @@ const read = structured(
   await client.callTool({ name: 'svc.order.get', arguments: { reference: order.id } }),
   'svc.order.get',
 ).data.order;
+// A support ticket about the order, read back with its thread.
+const ticketBody = '<script>alert(1)</script>\nFrom the TypeScript SDK';
+const opened = structured(
+  await client.callTool({
+    name: 'svc.support.ticket.open',
+    arguments: {
+      subject: 'TypeScript SDK question',
+      body: ticketBody,
+      reference: order.orderNumber,
+      idempotencyKey: `typescript-ticket-${randomUUID()}`,
+    },
+  }),
+  'svc.support.ticket.open',
+).data.ticket;
+const ticket = structured(
+  await client.callTool({ name: 'svc.support.ticket.get', arguments: { ticketId: opened.id } }),
+  'svc.support.ticket.get',
+).data.ticket;
 
 console.log(
   JSON.stringify({
@@ -69,6 +87,10 @@ console.log(
     orderId: order.id,
     orderStatus: read.status,
     invoiceNumber: read.payment.invoiceNumber,
+    ticketId: ticket.id,
+    ticketOrderId: ticket.orderId,
+    ticketStatus: ticket.status,
+    ticketBodyKept: ticket.messages[0].body === ticketBody,
   }),
 );
 await client.close();

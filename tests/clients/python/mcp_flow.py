@@ -2,7 +2,8 @@
 
 Run by the e2e test `mcp_clients` as `python3 mcp_flow.py URL API_KEY`. It connects with the
 SDK's default mode (a `server/discover` probe, then the `initialize` handshake), lists the tools
-and runs the canonical flow catalog -> quote -> order (bank invoice) -> get order. The SDK itself
+and runs the canonical flow catalog -> quote -> order (bank invoice) -> get order, then opens a
+support ticket about the order and reads it back. The SDK itself
 validates every structured result against the tool's outputSchema. Prints one JSON line with what
 it saw; any failure is an exception and a non-zero exit status.
 """
@@ -64,6 +65,24 @@ async def main(url: str, key: str) -> None:
             await client.call_tool("svc.order.get", {"reference": order["orderNumber"]}),
             "svc.order.get",
         )["data"]["order"]
+        # A support ticket about the order, read back with its thread.
+        ticket_body = "<script>alert(1)</script>\nFrom the Python SDK"
+        opened = structured(
+            await client.call_tool(
+                "svc.support.ticket.open",
+                {
+                    "subject": "Python SDK question",
+                    "body": ticket_body,
+                    "reference": order["orderNumber"],
+                    "idempotencyKey": f"python-ticket-{uuid.uuid4()}",
+                },
+            ),
+            "svc.support.ticket.open",
+        )["data"]["ticket"]
+        ticket = structured(
+            await client.call_tool("svc.support.ticket.get", {"ticketId": opened["ticketNumber"]}),
+            "svc.support.ticket.get",
+        )["data"]["ticket"]
         print(
             json.dumps(
                 {
@@ -76,6 +95,10 @@ async def main(url: str, key: str) -> None:
                     "orderId": order["id"],
                     "orderStatus": read["status"],
                     "invoiceNumber": read["payment"]["invoiceNumber"],
+                    "ticketId": ticket["id"],
+                    "ticketOrderId": ticket["orderId"],
+                    "ticketStatus": ticket["status"],
+                    "ticketBodyKept": ticket["messages"][0]["body"] == ticket_body,
                 }
             )
         )

@@ -35,6 +35,7 @@ mod stablecoin;
 mod stablecoin_chain_id;
 mod staff_identity;
 mod support;
+mod support_tickets;
 mod tenant_isolation;
 mod traces;
 mod webhook_operations;

@@ -263,6 +263,8 @@ async fn a_key_without_orders_write_neither_sees_nor_can_call_svc_order_create()
             "svc.coa.verify.post",
             "svc.coa.verify.batch",
             "svc.coa.verify.batch.post",
+            "svc.support.ticket.list",
+            "svc.support.ticket.get",
         ]
     );
 
@@ -652,6 +654,19 @@ async fn every_tool_answers_structured_content_that_validates_against_its_output
     call(
         "svc.webhook.delete",
         json!({ "endpointId": endpoint_id, "idempotencyKey": "schema-delete-1" }),
+    )
+    .await;
+    let opened = call(
+        "svc.support.ticket.open",
+        json!({ "subject": "Schema", "body": "<b>not HTML</b>", "reference": order_id, "idempotencyKey": "schema-ticket-1" }),
+    )
+    .await;
+    let ticket_id = opened["data"]["ticket"]["id"].as_str().unwrap().to_owned();
+    call("svc.support.ticket.list", json!({ "status": "open" })).await;
+    call("svc.support.ticket.get", json!({ "ticketId": ticket_id })).await;
+    call(
+        "svc.support.ticket.reply",
+        json!({ "ticketId": ticket_id, "body": "More", "idempotencyKey": "schema-reply-1" }),
     )
     .await;
     // Business errors validate too: their structured content is the REST error envelope. This

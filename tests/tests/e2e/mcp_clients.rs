@@ -79,6 +79,16 @@ async fn assert_flow(sandbox: &Sandbox, key: &str, summary: &Value) {
         order.body["data"]["order"]["catalogRevision"],
         summary["catalogRevision"]
     );
+    // The support ticket the client opened about the order, read back through the SDK.
+    assert_eq!(summary["ticketOrderId"], order_id, "{summary}");
+    assert_eq!(summary["ticketStatus"], "open");
+    assert_eq!(
+        summary["ticketBodyKept"], true,
+        "the body comes back byte for byte"
+    );
+    let ticket_id = summary["ticketId"].as_str().unwrap();
+    let ticket = sandbox.get(key, &format!("/support/tickets/{ticket_id}")).await;
+    assert_eq!(ticket.status, 200, "{:?}", ticket.body);
 }
 
 #[tokio::test]
