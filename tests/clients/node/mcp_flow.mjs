@@ -75,6 +75,19 @@ const ticket = structured(
   await client.callTool({ name: 'svc.support.ticket.get', arguments: { ticketId: opened.id } }),
   'svc.support.ticket.get',
 ).data.ticket;
+// A cancellation request for the order: pending until lab staff decide it.
+const cancelRequest = structured(
+  await client.callTool({
+    name: 'svc.order.cancel_request',
+    arguments: {
+      reference: order.orderNumber,
+      reason: 'Placed by mistake (TypeScript SDK)',
+      confirm: true,
+      idempotencyKey: `typescript-cancel-${randomUUID()}`,
+    },
+  }),
+  'svc.order.cancel_request',
+).data.cancelRequest;
 
 console.log(
   JSON.stringify({
@@ -91,6 +104,8 @@ console.log(
     ticketOrderId: ticket.orderId,
     ticketStatus: ticket.status,
     ticketBodyKept: ticket.messages[0].body === ticketBody,
+    cancelRequestId: cancelRequest.id,
+    cancelRequestStatus: cancelRequest.status,
   }),
 );
 await client.close();

@@ -83,6 +83,19 @@ async def main(url: str, key: str) -> None:
             await client.call_tool("svc.support.ticket.get", {"ticketId": opened["ticketNumber"]}),
             "svc.support.ticket.get",
         )["data"]["ticket"]
+        # A cancellation request for the order: pending until lab staff decide it.
+        cancel_request = structured(
+            await client.call_tool(
+                "svc.order.cancel_request",
+                {
+                    "reference": order["orderNumber"],
+                    "reason": "Placed by mistake (Python SDK)",
+                    "confirm": True,
+                    "idempotencyKey": f"python-cancel-{uuid.uuid4()}",
+                },
+            ),
+            "svc.order.cancel_request",
+        )["data"]["cancelRequest"]
         print(
             json.dumps(
                 {
@@ -99,6 +112,8 @@ async def main(url: str, key: str) -> None:
                     "ticketOrderId": ticket["orderId"],
                     "ticketStatus": ticket["status"],
                     "ticketBodyKept": ticket["messages"][0]["body"] == ticket_body,
+                    "cancelRequestId": cancel_request["id"],
+                    "cancelRequestStatus": cancel_request["status"],
                 }
             )
         )

@@ -2,6 +2,7 @@
 
 mod bank_invoice_flow;
 mod browser_checkout;
+mod cancellation;
 mod card_checkout;
 mod card_psp;
 mod coa_document;

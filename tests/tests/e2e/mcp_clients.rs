@@ -1,7 +1,7 @@
 //! The official MCP client SDKs, unmodified, against the MCP endpoint of a whole mesh: the Python
 //! SDK (PyPI `mcp`, streamable HTTP client) and the TypeScript SDK (npm
 //! `@modelcontextprotocol/sdk`) each initialize, list the tools and run catalog → quote → order
-//! (bank invoice) → get order (`tests/clients/`). `deploy/local/test.sh` installs both; with
+//! (bank invoice) → get order → support ticket → cancellation request (`tests/clients/`). `deploy/local/test.sh` installs both; with
 //! `LAB_REQUIRE_PYTHON_TOOLS` set (as it sets it) a missing client fails the test instead of
 //! skipping it. Also home of the JSON Schema check of tool outputs (Python `jsonschema`, which
 //! the `mcp` package brings).
@@ -89,6 +89,14 @@ async fn assert_flow(sandbox: &Sandbox, key: &str, summary: &Value) {
     let ticket_id = summary["ticketId"].as_str().unwrap();
     let ticket = sandbox.get(key, &format!("/support/tickets/{ticket_id}")).await;
     assert_eq!(ticket.status, 200, "{:?}", ticket.body);
+    // The cancellation request the client filed shows on the order, pending a human decision.
+    assert_eq!(summary["cancelRequestStatus"], "pending", "{summary}");
+    let order = sandbox.get(key, &format!("/orders/{order_id}")).await;
+    assert_eq!(
+        order.body["data"]["order"]["cancellation"]["id"],
+        summary["cancelRequestId"]
+    );
+    assert_eq!(order.body["data"]["order"]["cancellation"]["status"], "pending");
 }
 
 #[tokio::test]
