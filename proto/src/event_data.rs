@@ -30,6 +30,7 @@ pub fn to_json(data: &Data) -> serde_json::Value {
         Data::PickupPaymentUpdated(d) => serde_json::to_value(d),
         Data::ShipmentLabelCreated(d) => serde_json::to_value(d),
         Data::ShipmentUpdated(d) => serde_json::to_value(d),
+        Data::ShipmentLabelVoided(d) => serde_json::to_value(d),
         Data::CoaPublished(d) => serde_json::to_value(d),
         Data::CoaRetracted(d) => serde_json::to_value(d),
     };
@@ -38,7 +39,7 @@ pub fn to_json(data: &Data) -> serde_json::Value {
 }
 
 /// Every event type of the spec with the read scope a webhook subscription to it needs.
-pub const EVENT_KINDS: [(&str, &str); 20] = [
+pub const EVENT_KINDS: [(&str, &str); 21] = [
     ("order.created", scopes::ORDERS_READ),
     ("order.status_changed", scopes::ORDERS_READ),
     ("order.cancelled", scopes::ORDERS_READ),
@@ -54,6 +55,7 @@ pub const EVENT_KINDS: [(&str, &str); 20] = [
     ("payment.expired", scopes::PAYMENTS_READ),
     ("shipment.label_created", scopes::SHIPMENTS_READ),
     ("shipment.updated", scopes::SHIPMENTS_READ),
+    ("shipment.label_voided", scopes::SHIPMENTS_READ),
     ("sample.received", scopes::ORDERS_READ),
     ("testing.started", scopes::ORDERS_READ),
     ("results.published", scopes::RESULTS_READ),
