@@ -191,7 +191,8 @@ impl TryFrom<pb::Shipment> for Shipment {
 #[serde(rename_all = "camelCase")]
 pub struct Label {
     pub shipment_id: String,
-    /// Normalized shipment status (see `CarrierEvent.status`).
+    /// Normalized shipment status (see `CarrierEvent.status`); in the order's `shipping` block,
+    /// `label_voided` once the order was cancelled and its label voided with the carrier.
     pub status: String,
     pub tracking_number: String,
     pub tracking_url: String,
