@@ -3,7 +3,8 @@
 //! order they name and are applied by the use case; `coa.published` moves the order towards
 //! `completed` and `coa.retracted` may move a completed order back to `reporting` (both add a
 //! custody entry); `shipment.label_created` and `shipment.updated` move it to `label_generated` and
-//! `in_transit`; other events are acknowledged without effect.
+//! `in_transit`; `shipment.label_voided` marks its shipping block `label_voided`; other events
+//! are acknowledged without effect.
 
 use crate::convert;
 use crate::service::{EventTarget, OrdersService, PublishedCoa, RetractedCoa, ShipmentNews};
@@ -65,6 +66,14 @@ fn shipment_news(event: &EventEnvelope) -> Option<(&str, ShipmentNews<'_>)> {
             ShipmentNews::of_scan(or_legacy(updated.status, &updated.legacy_status), occurred_at)
                 .map(|news| (updated.order_id.as_str(), news))
         }
+        Some(Data::ShipmentLabelVoided(voided)) => Some((
+            voided.order_id.as_str(),
+            ShipmentNews::LabelVoided {
+                voided_at: chrono::DateTime::parse_from_rfc3339(&voided.voided_at)
+                    .ok()
+                    .map(|at| at.to_utc()),
+            },
+        )),
         _ => None,
     }
 }

@@ -31,6 +31,7 @@ pub fn to_json(data: &Data) -> serde_json::Value {
         Data::PaymentRefunded(d) => serde_json::to_value(d),
         Data::ShipmentLabelCreated(d) => serde_json::to_value(d),
         Data::ShipmentUpdated(d) => serde_json::to_value(d),
+        Data::ShipmentLabelVoided(d) => serde_json::to_value(d),
         Data::CoaPublished(d) => serde_json::to_value(d),
         Data::CoaRetracted(d) => serde_json::to_value(d),
         Data::TicketAnswered(d) => serde_json::to_value(d),
@@ -41,7 +42,7 @@ pub fn to_json(data: &Data) -> serde_json::Value {
 }
 
 /// Every event type of the spec with the read scope a webhook subscription to it needs.
-pub const EVENT_KINDS: [(&str, &str); 23] = [
+pub const EVENT_KINDS: [(&str, &str); 24] = [
     ("order.created", scopes::ORDERS_READ),
     ("order.status_changed", scopes::ORDERS_READ),
     ("order.cancelled", scopes::ORDERS_READ),
@@ -58,6 +59,7 @@ pub const EVENT_KINDS: [(&str, &str); 23] = [
     ("payment.refunded", scopes::PAYMENTS_READ),
     ("shipment.label_created", scopes::SHIPMENTS_READ),
     ("shipment.updated", scopes::SHIPMENTS_READ),
+    ("shipment.label_voided", scopes::SHIPMENTS_READ),
     ("sample.received", scopes::ORDERS_READ),
     ("testing.started", scopes::ORDERS_READ),
     ("results.published", scopes::RESULTS_READ),

@@ -7,18 +7,22 @@
 //!   (door pickups need it);
 //! * `pickup_payment.paid` (payments-svc settled a door pickup's hosted payment): book the
 //!   pickup with the carrier (a booked pickup answers as it stands);
-//! * `pickup_payment.expired`: the pickup ends `payment_expired` (a booked one is unchanged).
+//! * `pickup_payment.expired`: the pickup ends `payment_expired` (a booked one is unchanged);
+//! * `order.cancelled`: the label is voided with the carrier unless the carrier has the parcel,
+//!   a standing door pickup is cancelled, and no label is bought for the order any more
+//!   (`service::cancellation`).
 //!
 //! Every effect is idempotent by itself (one shipment per order, one email per shipment, one
-//! paid record per order), so a redelivered event changes nothing; other events are
+//! paid record per order, one void per shipment), so a redelivered event changes nothing; other events are
 //! acknowledged without effect.
 
 use crate::domain::LabelOrder;
 use crate::repo;
 use crate::service::ShippingService;
+use crate::service::cancellation::OrderCancellation;
 use platform::consumer::{EventHandler, HandlerError, event_customer, event_uuid};
 use platform::error::ApiError;
-use proto::common::{InvoiceStatus, PaymentMethod};
+use proto::common::{InvoiceStatus, OrderStatus, PaymentMethod};
 use proto::enums::or_legacy;
 use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
@@ -58,6 +62,21 @@ impl EventHandler for ShippingEventsHandler {
                 if SHIP_FIRST_RAILS.contains(&label_order.payment_method) {
                     self.service.ensure_label(&label_order).await?;
                 }
+                Ok(())
+            }
+            Some(Data::OrderCancelled(cancelled)) => {
+                let cancellation = OrderCancellation {
+                    customer_id: event_customer(event)?,
+                    order_id: event_uuid(event, "order id", &cancelled.order_id)?,
+                    from_status: or_legacy::<OrderStatus>(
+                        cancelled.from_status,
+                        &cancelled.legacy_from_status,
+                    ),
+                    cancelled_at: chrono::DateTime::parse_from_rfc3339(&cancelled.cancelled_at)
+                        .map(|at| at.with_timezone(&chrono::Utc))
+                        .unwrap_or_else(|_| platform::time::now()),
+                };
+                self.service.cancel_order_label(&cancellation).await?;
                 Ok(())
             }
             Some(Data::PaymentConfirmed(payment)) => {

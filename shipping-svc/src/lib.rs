@@ -3,8 +3,9 @@
 //! Owns the schema `shipping`; buys each order's label once (ship-first on the card and bank
 //! rails, after settlement on the stablecoin rail) from a carrier behind one interface (the
 //! built-in sandbox or EasyPost), renders the 4×6 in label PDF, records carrier scans, emails
-//! the label when a bank invoice is paid, and books paid door pickups. Emits
-//! `shipment.label_created` and `shipment.updated` through its outbox to the stream
+//! the label when a bank invoice is paid, books paid door pickups, and voids the label of an
+//! order cancelled before the carrier has the parcel. Emits `shipment.label_created`,
+//! `shipment.updated` and `shipment.label_voided` through its outbox to the stream
 //! `<prefix>:events:shipping`; reads the orders and payments streams in the consumer group
 //! `shipping-svc`. Design and settings: `docs/shipping.md`, `shipping-svc/README.md`.
 

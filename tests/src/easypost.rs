@@ -3,7 +3,10 @@
 //! its tracking code and selected rate once bought), `POST /v2/shipments/{id}/buy` (tracking
 //! code, label, tracker; a bought shipment is refused as EasyPost does), `POST /v2/pickups`,
 //! `GET /v2/pickups/{id}` (status `unknown`, then `scheduled` with its confirmation) and
-//! `POST /v2/pickups/{id}/buy` (confirmation; a scheduled pickup is refused), all with
+//! `POST /v2/pickups/{id}/buy` (confirmation; a scheduled pickup is refused),
+//! `POST /v2/shipments/{id}/refund` (the label's void: the shipment with `refund_status`
+//! `submitted`, or `rejected` when told to; the GET then shows that status), and
+//! `POST /v2/pickups/{id}/cancel` (status `canceled`), all with
 //! HTTP basic authentication by API key; and the tracker webhooks it would send (each event
 //! with its own `evt_…` id), with the headers of EasyPost's timestamped signature:
 //! `X-Timestamp` (RFC 2822, `-0000` zone as in EasyPost's example), `X-Path` (the webhook
@@ -44,6 +47,10 @@ struct Book {
     pickups_bought: u32,
     /// Pickup purchases still to perform whose answer is then lost (500).
     lose_pickup_buy_answers: u32,
+    /// Labels voided (refunds performed).
+    refunds: u32,
+    /// Answer refunds with `refund_status: rejected`.
+    reject_refunds: bool,
 }
 
 /// A running double.
@@ -266,6 +273,58 @@ async fn buy_pickup(
     (StatusCode::OK, Json(bought))
 }
 
+async fn refund_shipment(
+    State(book): State<Arc<Mutex<Book>>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> (StatusCode, Json<Value>) {
+    if !authorized(&headers) {
+        return refused();
+    }
+    let mut book = book.lock().unwrap();
+    book.requests
+        .push((format!("/v2/shipments/{id}/refund"), Value::Null));
+    let Some(mut shipment) = book.created.get(&id).cloned() else {
+        return not_found();
+    };
+    if shipment["tracking_code"].is_null() {
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(
+                json!({ "error": { "code": "SHIPMENT.REFUND.UNAVAILABLE", "message": "The shipment has no postage to refund." } }),
+            ),
+        );
+    }
+    let status = if book.reject_refunds {
+        "rejected"
+    } else {
+        "submitted"
+    };
+    shipment["refund_status"] = json!(status);
+    book.created.insert(id, shipment.clone());
+    book.refunds += 1;
+    (StatusCode::OK, Json(shipment))
+}
+
+async fn cancel_pickup(
+    State(book): State<Arc<Mutex<Book>>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> (StatusCode, Json<Value>) {
+    if !authorized(&headers) {
+        return refused();
+    }
+    let mut book = book.lock().unwrap();
+    book.requests
+        .push((format!("/v2/pickups/{id}/cancel"), Value::Null));
+    let Some(mut pickup) = book.pickups.get(&id).cloned() else {
+        return not_found();
+    };
+    pickup["status"] = json!("canceled");
+    book.pickups.insert(id, pickup.clone());
+    (StatusCode::OK, Json(pickup))
+}
+
 impl EasyPostDouble {
     /// Starts the double on a free loopback port.
     pub async fn start() -> Self {
@@ -277,6 +336,8 @@ impl EasyPostDouble {
             .route("/v2/pickups", post(create_pickup))
             .route("/v2/pickups/{id}", get(retrieve_pickup))
             .route("/v2/pickups/{id}/buy", post(buy_pickup))
+            .route("/v2/shipments/{id}/refund", post(refund_shipment))
+            .route("/v2/pickups/{id}/cancel", post(cancel_pickup))
             .with_state(book.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -310,6 +371,16 @@ impl EasyPostDouble {
     /// The next `count` pickup purchases are performed but their answer is lost (500).
     pub fn lose_next_pickup_buy_answers(&self, count: u32) {
         self.book.lock().unwrap().lose_pickup_buy_answers = count;
+    }
+
+    /// Labels voided (refunds performed) so far.
+    pub fn refunds(&self) -> u32 {
+        self.book.lock().unwrap().refunds
+    }
+
+    /// Refunds are answered `refund_status: rejected` from now on.
+    pub fn reject_refunds(&self) {
+        self.book.lock().unwrap().reject_refunds = true;
     }
 
     /// Every request received: (path, JSON body).

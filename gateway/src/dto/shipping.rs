@@ -85,8 +85,9 @@ pub struct PackingStep {
 #[serde(rename_all = "camelCase")]
 pub struct Pickup {
     pub id: String,
-    /// `awaiting_payment` (pay at `payUrl`), `booked`, or `payment_expired` (the link expired
-    /// unpaid; a new pickup may be requested).
+    /// `awaiting_payment` (pay at `payUrl`), `booked`, `payment_expired` (the link expired
+    /// unpaid; a new pickup may be requested), or `cancelled` (the order was cancelled and its
+    /// label voided).
     pub status: String,
     /// `YYYY-MM-DD`.
     pub date: String,
@@ -191,7 +192,8 @@ impl TryFrom<pb::Shipment> for Shipment {
 #[serde(rename_all = "camelCase")]
 pub struct Label {
     pub shipment_id: String,
-    /// Normalized shipment status (see `CarrierEvent.status`).
+    /// Normalized shipment status (see `CarrierEvent.status`); in the order's `shipping` block,
+    /// `label_voided` once the order was cancelled and its label voided with the carrier.
     pub status: String,
     pub tracking_number: String,
     pub tracking_url: String,

@@ -7,7 +7,10 @@
 //!   `out_for_delivery`, `delivered`, `exception`, `returned`, `lost`): `label_generated` moves
 //!   to `in_transit` (the first acceptance scan). Any other status, or an order already further
 //!   along, changes nothing: the transition table (`docs/order-states.md`) never moves an order
-//!   back, so duplicate and out-of-order scans are harmless.
+//!   back, so duplicate and out-of-order scans are harmless;
+//! * `shipment.label_voided` (the order was cancelled and shipping-svc voided its label with the
+//!   carrier): the block's status becomes `label_voided`; the order itself is already
+//!   `cancelled` and does not move.
 //!
 //! Both also keep the order's `shipping` block for the read model: the label (without its signed
 //! URL) from `shipment.label_created`, and the shipment status of every later `shipment.updated`
@@ -30,6 +33,9 @@ pub const REASON_LABEL_CREATED: &str = "shipment.label_created";
 /// Reason recorded when the carrier's first acceptance scan moves an order to `in_transit`.
 pub const REASON_SHIPMENT_UPDATED: &str = "shipment.updated";
 
+/// The shipping block's status once the label was voided (the order was cancelled).
+pub const LABEL_VOIDED_STATUS: &str = "label_voided";
+
 /// What a shipping event asks of an order.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ShipmentNews<'a> {
@@ -43,6 +49,8 @@ pub enum ShipmentNews<'a> {
         status: ShipmentStatus,
         occurred_at: Option<DateTime<Utc>>,
     },
+    /// The label was voided with the carrier, at this time.
+    LabelVoided { voided_at: Option<DateTime<Utc>> },
 }
 
 impl ShipmentNews<'_> {
@@ -59,6 +67,7 @@ impl ShipmentNews<'_> {
         match self {
             ShipmentNews::LabelCreated { .. } => true,
             ShipmentNews::Scanned { status, .. } => status.carrier_has_parcel(),
+            ShipmentNews::LabelVoided { .. } => false,
         }
     }
 }
@@ -107,13 +116,24 @@ impl OrdersService {
                 )
                 .await?
             }
+            ShipmentNews::LabelVoided { voided_at } => {
+                let at = voided_at.unwrap_or_else(platform::time::now);
+                repo::view::set_shipping_status(
+                    &mut tx,
+                    target.customer_id,
+                    target.order_id,
+                    LABEL_VOIDED_STATUS,
+                    at,
+                )
+                .await?
+            }
         };
         let to = match news {
             ShipmentNews::LabelCreated { .. } => Some((OrderStatus::LabelGenerated, REASON_LABEL_CREATED)),
             ShipmentNews::Scanned { .. } if news.moves_order() => {
                 Some((OrderStatus::InTransit, REASON_SHIPMENT_UPDATED))
             }
-            ShipmentNews::Scanned { .. } => None,
+            ShipmentNews::Scanned { .. } | ShipmentNews::LabelVoided { .. } => None,
         };
         let moved = match to {
             Some((to, reason)) if status.can_transition_to(to) => {

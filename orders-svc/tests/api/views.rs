@@ -10,7 +10,9 @@ use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use proto::orders::Order;
 use proto::payments::PaymentConfirmed;
-use proto::shipping::{Address, Label, PackingStep, ShipmentLabelCreated, ShipmentUpdated};
+use proto::shipping::{
+    Address, Label, PackingStep, ShipmentLabelCreated, ShipmentLabelVoided, ShipmentUpdated,
+};
 use serde_json::Value;
 use std::time::Duration;
 use uuid::Uuid;
@@ -296,4 +298,42 @@ async fn the_stale_view_check_finds_an_order_changed_without_refreshing_its_view
         .unwrap();
     let stale = orders_svc::repo::view::stale_views(&mut conn).await.unwrap();
     assert_eq!(stale, [Uuid::parse_str(&order.id).unwrap()]);
+}
+
+#[tokio::test]
+async fn a_voided_label_marks_the_shipping_block_label_voided_and_moves_no_order() {
+    let app = spawn_app().await;
+    let order = app.place_order().await;
+    let shipment_id = Uuid::now_v7();
+    let tracking = "1ZVOID0000000001";
+    app.publish_event(
+        platform::streams::SHIPPING,
+        &label_created(&order, shipment_id, tracking),
+    )
+    .await;
+    view_when(&app, &order.id, "the labelled view", |view| {
+        view["status"] == "label_generated"
+    })
+    .await;
+    let voided = envelope(
+        &order,
+        "shipping-svc",
+        "shipment.label_voided",
+        Data::ShipmentLabelVoided(ShipmentLabelVoided {
+            shipment_id: shipment_id.to_string(),
+            order_id: order.id.clone(),
+            order_number: order.order_number.clone(),
+            tracking_number: tracking.to_owned(),
+            voided_at: platform::time::rfc3339(platform::time::now()),
+            refund_status: "refunded".into(),
+        }),
+    );
+    app.publish_event(platform::streams::SHIPPING, &voided).await;
+    let view = view_when(&app, &order.id, "the voided view", |view| {
+        view["shipping"]["status"] == "label_voided"
+    })
+    .await;
+    assert_eq!(view["status"], "label_generated", "the event moves no order");
+    assert_eq!(view["shipping"]["trackingNumber"], tracking);
+    assert_eq!(view["statusHistory"].as_array().unwrap().len(), 2);
 }

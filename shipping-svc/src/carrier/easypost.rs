@@ -2,7 +2,10 @@
 //! buying, then `GET /v2/shipments/{id}` and `POST /v2/shipments/{id}/buy` with the rate of the
 //! configured carrier and service; a shipment the GET shows bought already, by an attempt that
 //! crashed before our commit, is answered as it is and never bought twice), books pickups (`POST /v2/pickups`, then
-//! `POST /v2/pickups/{id}/buy`), and verifies and reads tracker webhooks (`tracker.updated`
+//! `POST /v2/pickups/{id}/buy`), voids the label of a cancelled order (`GET /v2/shipments/{id}`:
+//! a shipment with a `refund_status` was voided already and answers it; otherwise
+//! `POST /v2/shipments/{id}/refund`, answering the shipment with `refund_status` `submitted`,
+//! `refunded` or `rejected`), cancels booked pickups (`POST /v2/pickups/{id}/cancel`), and verifies and reads tracker webhooks (`tracker.updated`
 //! events). A webhook is accepted only with EasyPost's timestamped signature: `X-Timestamp`
 //! (RFC 2822), `X-Path` and `X-Hmac-Signature-V2: hmac-sha256-hex=<hex HMAC-SHA256 of
 //! timestamp + "POST" + path + the raw body, keyed with the webhook secret>`, the timestamp
@@ -20,6 +23,7 @@ pub use webhook::{
 
 use super::{Carrier, CarrierError, LabelPurchase, PickupBooking, PurchasedLabel};
 use crate::domain::Address;
+use crate::domain::void::RefundStatus;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -97,6 +101,20 @@ struct FetchedShipment {
     tracking_code: Option<String>,
     selected_rate: Option<Rate>,
     tracker: Option<Tracker>,
+}
+
+/// A shipment as the refund (or a GET after one) answers it.
+#[derive(Deserialize)]
+struct RefundedShipment {
+    /// `submitted`, `refunded`, `rejected`, or absent/`not_applicable` before any refund.
+    #[serde(default)]
+    refund_status: Option<String>,
+}
+
+impl RefundedShipment {
+    fn refund_status(&self) -> Option<RefundStatus> {
+        self.refund_status.as_deref().and_then(RefundStatus::parse)
+    }
 }
 
 #[derive(Deserialize)]
@@ -304,6 +322,45 @@ impl Carrier for EasyPostCarrier {
             )
             .await?;
         Ok(bought.confirmation)
+    }
+
+    async fn void_label(
+        &self,
+        carrier_shipment_id: &str,
+        tracking_number: &str,
+    ) -> Result<RefundStatus, CarrierError> {
+        if carrier_shipment_id.is_empty() {
+            return Err(CarrierError::Rejected(format!(
+                "label {tracking_number} has no EasyPost shipment to refund"
+            )));
+        }
+        let path = format!("/v2/shipments/{carrier_shipment_id}");
+        let shipment: RefundedShipment = self.get(&path).await?;
+        if let Some(status) = shipment.refund_status() {
+            // An earlier attempt voided it and crashed before our commit: that answer stands.
+            return Ok(status);
+        }
+        let refunded: RefundedShipment = self.post(&format!("{path}/refund"), &json!({})).await?;
+        refunded.refund_status().ok_or_else(|| {
+            CarrierError::Unavailable(format!(
+                "{path}/refund answered no refund status ({:?})",
+                refunded.refund_status
+            ))
+        })
+    }
+
+    async fn cancel_pickup(&self, carrier_pickup_id: &str) -> Result<(), CarrierError> {
+        if carrier_pickup_id.is_empty() {
+            return Ok(());
+        }
+        let pickup: CreatedPickup = self.get(&format!("/v2/pickups/{carrier_pickup_id}")).await?;
+        if pickup.status.eq_ignore_ascii_case("canceled") {
+            return Ok(());
+        }
+        let _: CreatedPickup = self
+            .post(&format!("/v2/pickups/{carrier_pickup_id}/cancel"), &json!({}))
+            .await?;
+        Ok(())
     }
 }
 

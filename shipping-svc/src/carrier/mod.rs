@@ -1,4 +1,5 @@
-//! Carriers behind one interface ([`Carrier`]): buy a prepaid label, book a door pickup. The
+//! Carriers behind one interface ([`Carrier`]): buy a prepaid label, book a door pickup, void
+//! a label and cancel a pickup when the order is cancelled. The
 //! built-in sandbox carrier ([`sandbox`]) is the local default; the EasyPost adapter
 //! ([`easypost`]) speaks a multi-carrier shipping API and is selected by configuration.
 //! [`CarrierAdapter`] is the one the service holds.
@@ -7,6 +8,7 @@ pub mod easypost;
 pub mod sandbox;
 
 use crate::domain::Address;
+use crate::domain::void::RefundStatus;
 use chrono::NaiveDate;
 use std::future::Future;
 use uuid::Uuid;
@@ -98,6 +100,20 @@ pub trait Carrier: Send + Sync {
         booking: &PickupBooking,
         carrier_pickup_id: &str,
     ) -> impl Future<Output = Result<String, CarrierError>> + Send;
+
+    /// Voids the bought label of the carrier's shipment `carrier_shipment_id` (tracking number
+    /// `tracking_number`) and asks for its postage back; answers the carrier's refund status.
+    /// Idempotent: a label voided already answers its standing refund status and is not voided
+    /// again. [`CarrierError::Rejected`] when the carrier refuses the void as it is.
+    fn void_label(
+        &self,
+        carrier_shipment_id: &str,
+        tracking_number: &str,
+    ) -> impl Future<Output = Result<RefundStatus, CarrierError>> + Send;
+
+    /// Cancels the booked pickup `carrier_pickup_id` (a cancelled one is answered as it stands).
+    fn cancel_pickup(&self, carrier_pickup_id: &str)
+    -> impl Future<Output = Result<(), CarrierError>> + Send;
 }
 
 /// The carrier a deployment uses.
@@ -156,6 +172,28 @@ impl Carrier for CarrierAdapter {
         match self {
             CarrierAdapter::Sandbox(carrier) => carrier.buy_pickup(booking, carrier_pickup_id).await,
             CarrierAdapter::EasyPost(carrier) => carrier.buy_pickup(booking, carrier_pickup_id).await,
+        }
+    }
+
+    async fn void_label(
+        &self,
+        carrier_shipment_id: &str,
+        tracking_number: &str,
+    ) -> Result<RefundStatus, CarrierError> {
+        match self {
+            CarrierAdapter::Sandbox(carrier) => {
+                carrier.void_label(carrier_shipment_id, tracking_number).await
+            }
+            CarrierAdapter::EasyPost(carrier) => {
+                carrier.void_label(carrier_shipment_id, tracking_number).await
+            }
+        }
+    }
+
+    async fn cancel_pickup(&self, carrier_pickup_id: &str) -> Result<(), CarrierError> {
+        match self {
+            CarrierAdapter::Sandbox(carrier) => carrier.cancel_pickup(carrier_pickup_id).await,
+            CarrierAdapter::EasyPost(carrier) => carrier.cancel_pickup(carrier_pickup_id).await,
         }
     }
 }

@@ -1,11 +1,13 @@
 //! The built-in sandbox carrier: UPS-style `1Z…` tracking numbers with a valid check digit,
-//! labels bought instantly, pickups confirmed instantly, and scripted scan sequences that staff
+//! labels bought instantly, pickups confirmed instantly, labels voided (and refunded) and pickups
+//! cancelled instantly, and scripted scan sequences that staff
 //! play with `labctl shipments simulate` (normal delivery and the exceptions: delayed, returned
 //! to sender, lost).
 
 use super::{Carrier, CarrierError, LabelPurchase, PickupBooking, PurchasedLabel};
 use crate::domain::ShipmentStatus;
 use crate::domain::tracking::{self, GROUND_SERVICE_CODE, SANDBOX_SHIPPER};
+use crate::domain::void::RefundStatus;
 
 /// Carrier code of the sandbox (it mimics UPS).
 pub const CARRIER_CODE: &str = "ups";
@@ -60,6 +62,19 @@ impl Carrier for SandboxCarrier {
             .take(8)
             .collect();
         Ok(format!("PU{digits}"))
+    }
+
+    /// The sandbox refunds every void at once (the same answer on every attempt).
+    async fn void_label(
+        &self,
+        _carrier_shipment_id: &str,
+        _tracking_number: &str,
+    ) -> Result<RefundStatus, CarrierError> {
+        Ok(RefundStatus::Refunded)
+    }
+
+    async fn cancel_pickup(&self, _carrier_pickup_id: &str) -> Result<(), CarrierError> {
+        Ok(())
     }
 }
 

@@ -1,10 +1,11 @@
 //! Domain types of shipping-svc: shipments and their carrier events, addresses, the normalized
-//! status, tracking numbers, packing steps and door pickups. No SQL and no gRPC here.
+//! status, tracking numbers, packing steps, door pickups and voided labels. No SQL and no gRPC here.
 
 pub mod packing;
 pub mod pickup;
 pub mod status;
 pub mod tracking;
+pub mod void;
 
 use chrono::{DateTime, Utc};
 use packing::PackingStep;
@@ -87,6 +88,9 @@ pub struct Shipment {
     pub last_event_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Set once the order was cancelled before the carrier accepted the parcel: the label can
+    /// no longer be downloaded, emailed or picked up.
+    pub voided: Option<void::VoidedLabel>,
 }
 
 /// One carrier scan of a shipment.

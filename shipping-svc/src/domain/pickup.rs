@@ -165,7 +165,7 @@ pub struct Pickup {
     pub customer_id: Uuid,
     pub shipment_id: Uuid,
     pub order_id: Uuid,
-    /// awaiting_payment, booked or payment_expired.
+    /// awaiting_payment, booked, payment_expired or cancelled.
     pub status: PickupStatus,
     pub date: NaiveDate,
     pub window: String,
@@ -194,14 +194,18 @@ pub enum PickupStatus {
     Booked,
     /// The payment link expired unpaid (the shipment may request another pickup).
     PaymentExpired,
+    /// The order was cancelled and its label voided: the pickup is called off (with the
+    /// carrier when it was booked there).
+    Cancelled,
 }
 
 impl PickupStatus {
     /// Every status.
-    pub const ALL: [PickupStatus; 3] = [
+    pub const ALL: [PickupStatus; 4] = [
         PickupStatus::AwaitingPayment,
         PickupStatus::Booked,
         PickupStatus::PaymentExpired,
+        PickupStatus::Cancelled,
     ];
 
     /// The name.
@@ -210,6 +214,7 @@ impl PickupStatus {
             PickupStatus::AwaitingPayment => "awaiting_payment",
             PickupStatus::Booked => "booked",
             PickupStatus::PaymentExpired => "payment_expired",
+            PickupStatus::Cancelled => "cancelled",
         }
     }
 

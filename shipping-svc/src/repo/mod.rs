@@ -1,6 +1,7 @@
 //! Every SQL statement of shipping-svc, schema-qualified, each filtering by customer where it
 //! reads customer data (staff and carrier paths name the shipment by tracking number only).
 
+pub mod cancellations;
 pub mod emails;
 pub mod pickups;
 pub mod shipments;

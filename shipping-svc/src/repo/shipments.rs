@@ -2,6 +2,7 @@
 
 use super::bad_value;
 use crate::domain::packing::PackingStep;
+use crate::domain::void::{RefundStatus, VoidedLabel};
 use crate::domain::{Address, CarrierEvent, LabelOrder, Shipment, ShipmentStatus};
 use chrono::{DateTime, Utc};
 use platform::pagination::After;
@@ -13,7 +14,7 @@ use uuid::Uuid;
 
 const SELECT_SHIPMENTS: &str = "SELECT id, customer_id, order_id, order_number, payment_method, carrier_code, \
     service_code, tracking_number, tracking_url, status, ship_from, ship_to, packing_steps, carrier_shipment_id, \
-    last_event_at, created_at, updated_at FROM shipping.shipments ";
+    last_event_at, created_at, updated_at, refund_status, voided_at FROM shipping.shipments ";
 
 /// How a customer names a shipment: the shipment's or its order's UUID, or a tracking number
 /// or an order number.
@@ -49,7 +50,21 @@ fn shipment_from_row(row: &PgRow) -> Result<Shipment, sqlx::Error> {
         last_event_at: row.try_get("last_event_at")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
+        voided: voided_from_row(row)?,
     })
+}
+
+fn voided_from_row(row: &PgRow) -> Result<Option<VoidedLabel>, sqlx::Error> {
+    let refund_status: Option<String> = row.try_get("refund_status")?;
+    let voided_at: Option<DateTime<Utc>> = row.try_get("voided_at")?;
+    let (Some(refund_status), Some(voided_at)) = (refund_status, voided_at) else {
+        return Ok(None);
+    };
+    Ok(Some(VoidedLabel {
+        refund_status: RefundStatus::parse(&refund_status)
+            .ok_or_else(|| bad_value("refund status", &refund_status))?,
+        voided_at,
+    }))
 }
 
 /// The order's shipment row as [`claim`] locked it.

@@ -1,6 +1,7 @@
 //! Emailing the label when a bank invoice is paid, never twice:
 //!
-//! 1. the order's shipment (the label is bought at order time; none yet is a retryable error);
+//! 1. the order's shipment (the label is bought at order time; none yet is a retryable error;
+//!    a label voided because the order was cancelled is not emailed);
 //! 2. in one transaction, claim the shipment's row in the message log (unique per shipment);
 //!    a row already `sent` ends here;
 //! 3. send through the mailer (SMTP or files) with a stable Message-ID;
@@ -22,6 +23,10 @@ impl ShippingService {
             repo::shipments::by_order(&mut conn, customer_id, order_id).await?
         }
         .ok_or_else(|| ApiError::unavailable("the order's label", "not bought yet"))?;
+        if shipment.voided.is_some() {
+            tracing::info!(shipment.id = %shipment.id, "the order was cancelled; its voided label is not emailed");
+            return Ok(());
+        }
         let (name, email) = self.customer_contact(customer_id).await?;
         let now = platform::time::now();
         let subject = format!(

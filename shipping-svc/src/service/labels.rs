@@ -11,6 +11,9 @@
 //!    wait);
 //! 5. render the 4×6 PDF, store it with the shipment, enqueue `shipment.label_created`, commit.
 //!
+//! An order cancelled before its label is bought (`shipping.cancelled_orders`, checked first and
+//! again under the row's lock) gets none: the purchase answers `None`.
+//!
 //! A failure before the last commit leaves the row pending and the event unacknowledged. The
 //! retry finds the recorded carrier shipment and passes it to the carrier again: the adapter
 //! asks the carrier for it and, when an interrupted attempt had bought it, answers that label
@@ -30,13 +33,19 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 impl ShippingService {
-    /// Buys the order's label unless it has one; returns the shipment.
-    pub async fn ensure_label(&self, order: &LabelOrder) -> Result<Shipment, ApiError> {
-        if let Some(existing) = {
+    /// Buys the order's label unless it has one; returns the shipment, or `None` when the order
+    /// was cancelled before its label was bought.
+    pub async fn ensure_label(&self, order: &LabelOrder) -> Result<Option<Shipment>, ApiError> {
+        {
             let mut conn = self.pool.acquire().await?;
-            repo::shipments::by_order(&mut conn, order.customer_id, order.order_id).await?
-        } {
-            return Ok(existing);
+            if let Some(existing) =
+                repo::shipments::by_order(&mut conn, order.customer_id, order.order_id).await?
+            {
+                return Ok(Some(existing));
+            }
+            if repo::cancellations::is_cancelled(&mut conn, order.order_id).await? {
+                return Ok(None);
+            }
         }
         let (name, email) = self.customer_contact(order.customer_id).await?;
         let lines = self.sample_lines(order.customer_id, order.quote_id).await?;
@@ -60,12 +69,18 @@ impl ShippingService {
             last_event_at: None,
             created_at: now,
             updated_at: now,
+            voided: None,
         };
         let mut tx = self.pool.begin().await?;
         let mut claimed = repo::shipments::claim(&mut tx, &shipment).await?;
         if claimed.bought {
             tx.commit().await?;
-            return self.bought_shipment(order).await;
+            return self.bought_shipment(order).await.map(Some);
+        }
+        if repo::cancellations::is_cancelled(&mut tx, order.order_id).await? {
+            // Cancelled while this purchase read its peers: the pending row stays unbought.
+            tx.commit().await?;
+            return Ok(None);
         }
         shipment.id = claimed.id;
         let sequence = repo::shipments::next_package_number(&mut tx).await?;
@@ -92,7 +107,11 @@ impl ShippingService {
                 if claimed.bought {
                     // A concurrent delivery bought it in between.
                     tx.commit().await?;
-                    return self.bought_shipment(order).await;
+                    return self.bought_shipment(order).await.map(Some);
+                }
+                if repo::cancellations::is_cancelled(&mut tx, order.order_id).await? {
+                    tx.commit().await?;
+                    return Ok(None);
                 }
             }
         }
@@ -127,7 +146,7 @@ impl ShippingService {
             tracking = %shipment.tracking_number,
             "label bought"
         );
-        Ok(shipment)
+        Ok(Some(shipment))
     }
 
     /// The order's bought shipment.

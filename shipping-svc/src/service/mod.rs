@@ -8,7 +8,9 @@
 //! * [`email`]: emailing the label when a bank invoice is paid, once.
 //! * [`pickups`]: door-pickup options, requests and booking after payment.
 //! * [`files`]: the label PDFs in the blob store (and moving older ones out of the database).
+//! * [`cancellation`]: a cancelled order's label: voided with the carrier before it is used.
 
+pub mod cancellation;
 pub mod email;
 pub mod files;
 pub mod labels;
@@ -117,4 +119,16 @@ impl ShippingService {
 /// The generic 404 of every shipment route (absent and another customer's alike).
 pub fn shipment_not_found() -> ApiError {
     ApiError::new(ErrorCode::NotFound, "shipment not found")
+}
+
+/// The 409 of a label voided because its order was cancelled.
+pub fn label_voided(voided: &crate::domain::void::VoidedLabel) -> ApiError {
+    ApiError::new(
+        ErrorCode::LabelVoided,
+        "the order was cancelled and its label voided with the carrier; it can no longer be used",
+    )
+    .with_details(serde_json::json!({
+        "voidedAt": platform::time::rfc3339(voided.voided_at),
+        "refundStatus": voided.refund_status.as_str(),
+    }))
 }

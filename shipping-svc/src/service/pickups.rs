@@ -59,6 +59,9 @@ impl ShippingService {
         let shipment = repo::shipments::by_reference(&mut conn, customer_id, &ShipmentRef::parse(reference))
             .await?
             .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "order not found"))?;
+        if let Some(voided) = &shipment.voided {
+            return Err(super::label_voided(voided));
+        }
         if !repo::shipments::is_paid(&mut conn, customer_id, shipment.order_id).await? {
             return Err(ApiError::new(
                 ErrorCode::OrderNotPaid,
@@ -353,6 +356,13 @@ impl ShippingService {
                     "a booked pickup was paid again under another reference; that payment is due a refund"
                 );
             }
+            return Ok(ToBook::Done(Box::new(pickup)));
+        }
+        if pickup.status == PickupStatus::Cancelled {
+            tracing::warn!(
+                pickup = %pickup.id,
+                "a pickup cancelled with its order was paid; that payment is due a refund"
+            );
             return Ok(ToBook::Done(Box::new(pickup)));
         }
         if pickup.status == PickupStatus::PaymentExpired {

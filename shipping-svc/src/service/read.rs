@@ -6,7 +6,7 @@
 //! on a five-minute boundary `label_url_ttl` from now); orders-svc mints the same URLs for the
 //! `shipping` block of its order read model.
 
-use super::{ShippingService, shipment_not_found};
+use super::{ShippingService, label_voided, shipment_not_found};
 use crate::domain::status::{Normalize, ShipmentStatus};
 use crate::domain::{Shipment, TrackedShipment};
 use crate::repo;
@@ -94,12 +94,16 @@ impl ShippingService {
         })
     }
 
-    /// The label of the customer's shipment, with a fresh signed URL.
+    /// The label of the customer's shipment, with a fresh signed URL; a label voided because the
+    /// order was cancelled is 409 `label_voided`.
     pub async fn get_label(&self, customer_id: Uuid, reference: &str) -> Result<LabelView, ApiError> {
         let mut conn = self.pool.acquire().await?;
         let shipment = repo::shipments::by_reference(&mut conn, customer_id, &ShipmentRef::parse(reference))
             .await?
             .ok_or_else(shipment_not_found)?;
+        if let Some(voided) = &shipment.voided {
+            return Err(label_voided(voided));
+        }
         Ok(self.label_view(shipment))
     }
 
@@ -112,7 +116,8 @@ impl ShippingService {
         }
     }
 
-    /// The PDF of a signed label URL; an edited, foreign or expired URL is the same 404.
+    /// The PDF of a signed label URL; an edited, foreign or expired URL is the same 404, a label
+    /// voided since the URL was minted is 409 `label_voided`.
     pub async fn download_label(
         &self,
         shipment_id: &str,
@@ -133,6 +138,9 @@ impl ShippingService {
                 .await?
                 .ok_or_else(not_found)?
         };
+        if let Some(voided) = &shipment.voided {
+            return Err(label_voided(voided));
+        }
         let pdf = self.label_pdf(id).await?.ok_or_else(not_found)?;
         Ok((pdf, format!("label-{}.pdf", shipment.tracking_number)))
     }

@@ -143,7 +143,10 @@ async fn a_request_filed_through_rest_and_approved_twice_at_once_cancels_and_voi
     assert_eq!(unconfirmed.body["error"]["code"], "confirmation_required");
     let requested = deliveries(&receiver, "order.cancellation_requested", &order_id, 1).await;
     assert_eq!(requested[0]["data"]["cancel_request_id"], request["id"]);
-    assert_eq!(order(&sandbox, &agent, &order_id).await["cancellation"]["status"], "pending");
+    assert_eq!(
+        order(&sandbox, &agent, &order_id).await["cancellation"]["status"],
+        "pending"
+    );
 
     // Staff: listed, then two approvals at once: one cancels, the other changes nothing.
     let listed = sandbox
@@ -162,7 +165,14 @@ async fn a_request_filed_through_rest_and_approved_twice_at_once_cancels_and_voi
             .any(|listed| listed["orderNumber"] == number.as_str()),
         "{listed}"
     );
-    let approve = ["cancellations", "approve", "--order", &number, "--note", "Cancelled, no charge."];
+    let approve = [
+        "cancellations",
+        "approve",
+        "--order",
+        &number,
+        "--note",
+        "Cancelled, no charge.",
+    ];
     let (first, other) = tokio::join!(sandbox.labctl(&approve), sandbox.labctl(&approve));
     let (first, other) = (first.unwrap(), other.unwrap());
     assert_eq!(
@@ -264,7 +274,14 @@ async fn a_paid_order_cancelled_is_refunded_once_staff_record_the_transfer_back_
         .unwrap()
         .to_owned();
     sandbox
-        .labctl(&["cancellations", "decline", "--order", &number, "--note", "Already packed."])
+        .labctl(&[
+            "cancellations",
+            "decline",
+            "--order",
+            &number,
+            "--note",
+            "Already packed.",
+        ])
         .await
         .unwrap();
     let declined = deliveries(&receiver, "order.cancellation_declined", &order_id, 1).await;
@@ -282,7 +299,14 @@ async fn a_paid_order_cancelled_is_refunded_once_staff_record_the_transfer_back_
         .await;
     assert_eq!(again.status, 202, "{:?}", again.body);
     sandbox
-        .labctl(&["cancellations", "approve", "--order", &number, "--note", "Refund on its way."])
+        .labctl(&[
+            "cancellations",
+            "approve",
+            "--order",
+            &number,
+            "--note",
+            "Refund on its way.",
+        ])
         .await
         .unwrap();
     let due = wait_for("the bank refund to be due", Duration::from_secs(30), || async {
@@ -328,7 +352,12 @@ async fn a_paid_order_cancelled_is_refunded_once_staff_record_the_transfer_back_
         .await
         .unwrap();
     assert_eq!(again["alreadyRecorded"], true);
-    assert_eq!(deliveries(&receiver, "payment.refunded", &order_id, 1).await.len(), 1);
+    assert_eq!(
+        deliveries(&receiver, "payment.refunded", &order_id, 1)
+            .await
+            .len(),
+        1
+    );
     sandbox.stop().await;
 }
 
@@ -340,7 +369,12 @@ async fn another_customers_order_cannot_be_cancelled_and_looks_missing() {
     let (order_id, _, _) = bank_order(&sandbox, &owner, "cancel-order-3").await;
     let body = json!({ "reason": "not mine", "confirm": true });
     let foreign = sandbox
-        .post(&stranger.key, &format!("/orders/{order_id}/cancel-request"), &body, &[])
+        .post(
+            &stranger.key,
+            &format!("/orders/{order_id}/cancel-request"),
+            &body,
+            &[],
+        )
         .await;
     let missing = sandbox
         .post(
@@ -354,7 +388,12 @@ async fn another_customers_order_cannot_be_cancelled_and_looks_missing() {
     assert_eq!(foreign.body["error"]["code"], missing.body["error"]["code"]);
     let reader = sandbox.customer("Reader", "orders:read").await;
     let refused = sandbox
-        .post(&reader.key, &format!("/orders/{order_id}/cancel-request"), &body, &[])
+        .post(
+            &reader.key,
+            &format!("/orders/{order_id}/cancel-request"),
+            &body,
+            &[],
+        )
         .await;
     assert_eq!(refused.status, 403);
     let bad = sandbox

@@ -27,6 +27,7 @@ mod raw_data;
 mod redis_acl;
 mod results_isolation;
 mod scaling;
+mod shipping_cancellation;
 mod shipping_carrier;
 mod shipping_carrier_webhooks;
 mod shipping_flow;
