@@ -29,6 +29,7 @@ pub const MIN_SECRET_CHARS: usize = 32;
 /// `platform/tests/committed_secrets.rs` scans the repository and fails when a committed secret
 /// is missing here (it prints the line to add).
 pub const COMMITTED_SECRET_SHA256: &[&str] = &[
+    "307f0b0a0d2de237e02e997e801c2f236e2a7b3aea5a429a826e21274fd5a074", // shipping-svc/tests/api/carrier_double.rs API_KEY
     "583383dcd42b679b8f8f741181e57589c3c0fa2b5ead69ddaac510874a288542", // deploy/docker/compose.yaml MINIO_ROOT_PASSWORD
     "bd9e059adf75ff040c77b2ce4276d0a230381bdebc8134714e14149b3f16b499", // deploy/docker/compose.yaml MC_HOST_local
     "a2832b8cf1fa925dcdb6c41b796b8327da765f8b6b3e55573384e4bf872ffb47", // deploy/docker/compose.yaml AWS_ACCESS_KEY_ID

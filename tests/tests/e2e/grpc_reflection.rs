@@ -19,7 +19,10 @@ const LAB_SERVICES: [(&str, &[&str]); 8] = [
     ("gateway", &["lab.gateway.v1.OperationsService"]),
     ("identity-svc", &["lab.identity.v1.IdentityService"]),
     ("catalog-svc", &["lab.catalog.v1.CatalogService"]),
-    ("orders-svc", &["lab.orders.v1.OrdersService"]),
+    (
+        "orders-svc",
+        &["lab.orders.v1.OrdersService", "lab.orders.v1.SupportService"],
+    ),
     ("payments-svc", &["lab.payments.v1.PaymentsService"]),
     ("shipping-svc", &["lab.shipping.v1.ShippingService"]),
     (

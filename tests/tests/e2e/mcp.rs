@@ -669,6 +669,14 @@ async fn every_tool_answers_structured_content_that_validates_against_its_output
         json!({ "ticketId": ticket_id, "body": "More", "idempotencyKey": "schema-reply-1" }),
     )
     .await;
+    // The card order is still open (the first one completed with its COA).
+    let filed = call(
+        "svc.order.cancel_request",
+        json!({ "reference": card_order["data"]["order"]["id"], "reason": "Schema check", "confirm": true,
+                "idempotencyKey": "schema-cancel-1" }),
+    )
+    .await;
+    assert_eq!(filed["data"]["cancelRequest"]["status"], "pending", "{filed}");
     // Business errors validate too: their structured content is the REST error envelope. This
     // mesh has no stablecoin rail: its two tools answer payment_method_unavailable (their
     // successes are validated in stablecoin.rs against anvil).
