@@ -9,6 +9,7 @@ use crate::domain::order::{
 use crate::domain::quote::{Quote, QuoteLine};
 use crate::domain::request::{UncheckedOrderRequest, UncheckedSampleMetadata};
 use crate::domain::sample::{Sample, UncheckedReceipt};
+use crate::domain::sample_items::SampleItem;
 use crate::repo::samples::CustodyRow;
 use platform::error::ApiError;
 use platform::money::Cents;
@@ -285,7 +286,61 @@ impl From<&Sample> for orders::Sample {
             test_ids: sample.test_ids.clone(),
             test_names: sample.test_names.clone(),
             disposed_at: to_timestamp_opt(sample.disposed_at),
+            status: if sample.disposed_at.is_some() {
+                "disposed"
+            } else if sample.testing_started_at.is_some() {
+                "in_testing"
+            } else {
+                "received"
+            }
+            .to_owned(),
+            expected_containers: Vec::new(),
+            status_history: Vec::new(),
         }
+    }
+}
+
+/// One sample item of `GET /orders/{reference}/samples`: the logged sample, or the line awaiting
+/// receipt, with its status, history and expected containers.
+pub fn sample_item(item: &SampleItem<'_>) -> orders::Sample {
+    let base = match item.sample {
+        Some(sample) => orders::Sample::from(sample),
+        None => {
+            let mut test_ids: Vec<String> = Vec::new();
+            for line_item in &item.line.items {
+                for test in &line_item.test_ids {
+                    if !test_ids.contains(test) {
+                        test_ids.push(test.clone());
+                    }
+                }
+            }
+            orders::Sample {
+                line_number: item.line.line_number,
+                compound_name: item.line.compound_name.clone(),
+                lot_number: item.line.lot_number.clone(),
+                test_ids,
+                test_names: item
+                    .line
+                    .items
+                    .iter()
+                    .map(|line_item| line_item.name.clone())
+                    .collect(),
+                ..orders::Sample::default()
+            }
+        }
+    };
+    orders::Sample {
+        status: item.status.to_owned(),
+        expected_containers: item.expected_containers.clone(),
+        status_history: item
+            .history
+            .iter()
+            .map(|(status, at)| orders::SampleStatusChange {
+                status: (*status).to_owned(),
+                at: Some(to_timestamp(*at)),
+            })
+            .collect(),
+        ..base
     }
 }
 

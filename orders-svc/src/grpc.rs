@@ -216,9 +216,10 @@ impl OrdersApi for OrdersGrpc {
             .orders
             .list_samples(principal.customer()?, &request.get_ref().reference)
             .await?;
+        let items = crate::domain::sample_items::items(&view.order, &view.samples, &view.coas);
         Ok(Response::new(ListSamplesResponse {
             order: Some((&view.order).into()),
-            samples: view.samples.iter().map(Into::into).collect(),
+            samples: items.iter().map(crate::convert::sample_item).collect(),
         }))
     }
 

@@ -10,53 +10,92 @@ use proto::orders as pb;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-/// A sample item of an order as the lab logged it.
+/// A sample item of an order: one per order line from the moment the order exists, awaiting
+/// receipt with what the lab expects, then as the lab logged it.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Sample {
-    /// Accession number assigned by the lab (`ACC-…`); also a reference of the order and results.
-    pub accession_number: String,
+    /// Accession number assigned by the lab at receipt (`ACC-…`; also a reference of the order
+    /// and results); `null` while awaiting receipt.
+    pub accession_number: Option<String>,
     pub line_number: i32,
     pub compound_name: String,
     pub lot_number: Option<String>,
-    /// Units logged at receipt.
-    pub units: i32,
-    pub containers: String,
-    /// `intact`, `damaged`, `temperature_excursion` or `insufficient`.
-    pub condition: String,
-    #[serde(serialize_with = "rfc3339")]
-    pub received_at: DateTime<Utc>,
+    /// `awaiting_receipt`, `received`, `in_testing`, `reported` (a published COA in force) or
+    /// `disposed`.
+    pub status: String,
+    /// What the lab expects for the line: `<amount> — <container> (<notes>)` per sample
+    /// requirement of its tests.
+    pub expected_containers: Vec<String>,
+    /// Units logged at receipt; `null` while awaiting receipt.
+    pub units: Option<i32>,
+    /// Containers as received; `null` while awaiting receipt.
+    pub containers: Option<String>,
+    /// `intact`, `damaged`, `temperature_excursion` or `insufficient`; `null` while awaiting receipt.
+    pub condition: Option<String>,
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub received_at: Option<DateTime<Utc>>,
     #[serde(serialize_with = "rfc3339_opt")]
     pub testing_started_at: Option<DateTime<Utc>>,
-    /// When the retained portion may be discarded.
-    #[serde(serialize_with = "rfc3339")]
-    pub retain_until: DateTime<Utc>,
+    /// When the retained portion may be discarded; `null` while awaiting receipt.
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub retain_until: Option<DateTime<Utc>>,
     /// When the lab disposed of the retained portion (after `retainUntil`); null while retained.
     #[serde(serialize_with = "rfc3339_opt")]
     pub disposed_at: Option<DateTime<Utc>>,
     /// Catalog test ids and test or bundle names of the line.
     pub test_ids: Vec<String>,
     pub tests: Vec<String>,
-    /// Published COAs of this sample (ids), newest first.
+    /// How the sample got to its status, oldest first.
+    pub status_history: Vec<SampleStatusChange>,
+    /// Published COAs of this sample (ids), newest first; listed for keys with `results:read`.
     pub coa_ids: Vec<String>,
+}
+
+/// One move of a sample item.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SampleStatusChange {
+    /// `received`, `in_testing`, `reported` or `disposed`.
+    pub status: String,
+    #[serde(serialize_with = "rfc3339")]
+    pub at: DateTime<Utc>,
 }
 
 impl TryFrom<pb::Sample> for Sample {
     type Error = ApiError;
 
     fn try_from(sample: pb::Sample) -> Result<Self, ApiError> {
+        let received = !sample.accession_number.is_empty();
+        let non_empty = |text: String| (received && !text.is_empty()).then_some(text);
         Ok(Self {
-            received_at: required_time(sample.received_at.as_ref(), "sample receivedAt")?,
-            retain_until: required_time(sample.retain_until.as_ref(), "sample retainUntil")?,
+            received_at: optional_time(sample.received_at.as_ref()),
+            retain_until: optional_time(sample.retain_until.as_ref()),
             testing_started_at: optional_time(sample.testing_started_at.as_ref()),
             disposed_at: optional_time(sample.disposed_at.as_ref()),
-            accession_number: sample.accession_number,
+            status_history: sample
+                .status_history
+                .into_iter()
+                .map(|change| {
+                    Ok(SampleStatusChange {
+                        at: required_time(change.at.as_ref(), "sample status change at")?,
+                        status: change.status,
+                    })
+                })
+                .collect::<Result<_, ApiError>>()?,
+            status: if sample.status.is_empty() {
+                "received".to_owned()
+            } else {
+                sample.status
+            },
+            expected_containers: sample.expected_containers,
+            units: received.then_some(sample.units),
+            containers: non_empty(sample.containers),
+            condition: non_empty(sample.condition),
+            accession_number: received.then_some(sample.accession_number),
             line_number: sample.line_number,
             compound_name: sample.compound_name,
             lot_number: sample.lot_number,
-            units: sample.units,
-            containers: sample.containers,
-            condition: sample.condition,
             test_ids: sample.test_ids,
             tests: sample.test_names,
             coa_ids: Vec::new(),
@@ -72,7 +111,7 @@ pub struct OrderSamples {
     pub order_number: String,
     pub status: String,
     pub status_history: Vec<StatusChange>,
-    /// Empty until the lab receives the samples.
+    /// One item per order line, in line order.
     pub samples: Vec<Sample>,
 }
 

@@ -131,7 +131,7 @@ pub async fn list_samples(
         .scopes
         .iter()
         .any(|scope| scope == proto::scopes::RESULTS_READ);
-    if may_read_results && !samples.is_empty() {
+    if may_read_results && samples.iter().any(|sample| sample.accession_number.is_some()) {
         let query = ResultsQuery {
             order_id: uuid::Uuid::parse_str(&order.id).ok(),
             limit: Some(platform::pagination::MAX_LIMIT),
@@ -140,7 +140,7 @@ pub async fn list_samples(
         for coa in list_results(peers, caller, "", query).await?.data {
             if let Some(sample) = samples
                 .iter_mut()
-                .find(|sample| sample.accession_number == coa.accession_number)
+                .find(|sample| sample.accession_number.as_deref() == Some(coa.accession_number.as_str()))
             {
                 sample.coa_ids.push(coa.id);
             }

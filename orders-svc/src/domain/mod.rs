@@ -11,6 +11,7 @@ pub mod quote;
 pub mod reference;
 pub mod request;
 pub mod sample;
+pub mod sample_items;
 pub mod sample_metadata;
 pub mod status;
 pub mod support;

@@ -4,6 +4,7 @@
 use crate::domain::order::LineItem;
 use crate::domain::reference::OrderReference;
 use crate::domain::sample::{CustodyFacts, GENESIS_HASH, Sample};
+use crate::domain::sample_items::CoaMark;
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use sqlx::types::Json;
@@ -372,4 +373,29 @@ pub async fn mark_disposed(
     .execute(conn)
     .await?;
     Ok(())
+}
+
+/// The published COAs of a customer's order by sample, with whether each is in force.
+pub async fn coas_of_order(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    order_id: Uuid,
+) -> Result<Vec<CoaMark>, sqlx::Error> {
+    let rows: Vec<(String, DateTime<Utc>, bool)> = sqlx::query_as(
+        "SELECT p.accession_number, p.published_at, (p.retracted_at IS NULL AND p.superseded_by IS NULL) \
+         FROM orders.published_coas p JOIN orders.samples s ON s.accession_number = p.accession_number \
+         WHERE s.customer_id = $1 AND s.order_id = $2 AND p.customer_id = $1",
+    )
+    .bind(customer_id)
+    .bind(order_id)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(accession_number, published_at, in_force)| CoaMark {
+            accession_number,
+            published_at,
+            in_force,
+        })
+        .collect())
 }

@@ -46,6 +46,8 @@ pub const QA_LOCATION: &str = "Quality assurance";
 pub struct SampleView {
     pub order: Order,
     pub samples: Vec<Sample>,
+    /// The published COAs of its samples (for each item's status).
+    pub coas: Vec<crate::domain::sample_items::CoaMark>,
 }
 
 /// The chain of custody of an order.
@@ -347,7 +349,8 @@ impl OrdersService {
         let order = self.get_order(customer_id, reference).await?;
         let mut conn = self.pool.acquire().await?;
         let samples = sample_repo::list_samples(&mut conn, customer_id, order.id).await?;
-        Ok(SampleView { order, samples })
+        let coas = sample_repo::coas_of_order(&mut conn, customer_id, order.id).await?;
+        Ok(SampleView { order, samples, coas })
     }
 
     /// Reads the chain of custody of one of the customer's orders.

@@ -70,6 +70,24 @@ async fn a_paid_order_walks_through_the_lab_to_a_published_coa_with_every_event_
     })
     .await;
     let number = order_number(&sandbox, &agent.key, &order_id).await;
+    // Before receipt: one item per order line, awaiting receipt with what the lab expects.
+    let awaiting = sandbox
+        .get(&agent.key, &format!("/orders/{number}/samples"))
+        .await;
+    assert_eq!(awaiting.status, 200, "{:?}", awaiting.body);
+    let item = &awaiting.body["data"]["orderSamples"]["samples"][0];
+    assert_eq!(
+        awaiting.body["data"]["orderSamples"]["samples"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(item["status"], "awaiting_receipt", "{item}");
+    assert_eq!(item["accessionNumber"], Value::Null);
+    assert_eq!(item["receivedAt"], Value::Null);
+    assert!(!item["testIds"].as_array().unwrap().is_empty());
+    assert_eq!(item["statusHistory"], json!([]));
 
     let staff = lab_staff(&sandbox).await;
     let samples = receive_and_start(&sandbox, &staff, &number, 1).await;
@@ -143,6 +161,14 @@ async fn a_paid_order_walks_through_the_lab_to_a_published_coa_with_every_event_
     let sample = &samples_view.body["data"]["orderSamples"]["samples"][0];
     assert_eq!(sample["units"], 2);
     assert_eq!(sample["coaIds"], json!([coa_id]));
+    assert_eq!(sample["status"], "reported");
+    let moves: Vec<&str> = sample["statusHistory"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|change| change["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(moves, ["received", "in_testing", "reported"]);
     let custody = sandbox
         .get(&agent.key, &format!("/orders/{order_id}/custody"))
         .await;
