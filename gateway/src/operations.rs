@@ -172,20 +172,23 @@ pub async fn request_cancellation(
 /// subject, the reference and the whole body, 71 visible ASCII characters. The same request sent
 /// again is the same request; filing again after a decline needs another reason or a key.
 pub fn cancel_request_key(subject: &str, reference: &str, body: &CancelRequestBody) -> String {
+    let confirm = if body.confirm { "true" } else { "false" };
+    derived_key("cancel:", &[subject, reference, &body.reason, confirm])
+}
+
+/// The idempotency key of a request sent without one, where the spec leaves the header optional:
+/// `prefix` and the SHA-256 (hex) of `parts`, each followed by a 0 byte (visible ASCII, 64
+/// characters plus the prefix).
+pub fn derived_key(prefix: &str, parts: &[&str]) -> String {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
-    for part in [
-        subject,
-        reference,
-        &body.reason,
-        if body.confirm { "true" } else { "false" },
-    ] {
+    for part in parts {
         hasher.update(part.as_bytes());
         hasher.update([0]);
     }
     let digest = hasher.finalize();
-    let mut key = String::with_capacity(71);
-    key.push_str("cancel:");
+    let mut key = String::with_capacity(prefix.len() + 64);
+    key.push_str(prefix);
     for byte in digest {
         key.push_str(&format!("{byte:02x}"));
     }

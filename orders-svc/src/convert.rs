@@ -305,29 +305,19 @@ impl From<&Sample> for orders::Sample {
 pub fn sample_item(item: &SampleItem<'_>) -> orders::Sample {
     let base = match item.sample {
         Some(sample) => orders::Sample::from(sample),
-        None => {
-            let mut test_ids: Vec<String> = Vec::new();
-            for line_item in &item.line.items {
-                for test in &line_item.test_ids {
-                    if !test_ids.contains(test) {
-                        test_ids.push(test.clone());
-                    }
-                }
-            }
-            orders::Sample {
-                line_number: item.line.line_number,
-                compound_name: item.line.compound_name.clone(),
-                lot_number: item.line.lot_number.clone(),
-                test_ids,
-                test_names: item
-                    .line
-                    .items
-                    .iter()
-                    .map(|line_item| line_item.name.clone())
-                    .collect(),
-                ..orders::Sample::default()
-            }
-        }
+        None => orders::Sample {
+            line_number: item.line.line_number,
+            compound_name: item.line.compound_name.clone(),
+            lot_number: item.line.lot_number.clone(),
+            test_ids: crate::domain::order::line_test_ids(&item.line.items),
+            test_names: item
+                .line
+                .items
+                .iter()
+                .map(|line_item| line_item.name.clone())
+                .collect(),
+            ..orders::Sample::default()
+        },
     };
     orders::Sample {
         status: item.status.to_owned(),

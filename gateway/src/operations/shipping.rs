@@ -217,26 +217,18 @@ pub async fn request_pickup(
 /// the reference and the whole body (the quote token is signed and expires, so two intended
 /// pickups never share it), 71 visible ASCII characters.
 pub fn pickup_key(subject: &str, reference: &str, body: &PickupRequest) -> String {
-    use sha2::{Digest, Sha256};
-    let mut hasher = Sha256::new();
-    for part in [
-        subject,
-        reference,
-        &body.date,
-        &body.window,
-        &body.quote_token,
-        if body.confirm { "true" } else { "false" },
-    ] {
-        hasher.update(part.as_bytes());
-        hasher.update([0]);
-    }
-    let digest = hasher.finalize();
-    let mut key = String::with_capacity(71);
-    key.push_str("pickup:");
-    for byte in digest {
-        key.push_str(&format!("{byte:02x}"));
-    }
-    key
+    let confirm = if body.confirm { "true" } else { "false" };
+    super::derived_key(
+        "pickup:",
+        &[
+            subject,
+            reference,
+            &body.date,
+            &body.window,
+            &body.quote_token,
+            confirm,
+        ],
+    )
 }
 
 /// `GET /api/v1/files/labels/{file}`: the PDF of a signed label URL (no key; the signature is

@@ -234,6 +234,19 @@ impl Order {
     }
 }
 
+/// The catalog test ids of a line's items, each once, in item order.
+pub fn line_test_ids(items: &[LineItem]) -> Vec<String> {
+    let mut test_ids: Vec<String> = Vec::new();
+    for item in items {
+        for test in &item.test_ids {
+            if !test_ids.contains(test) {
+                test_ids.push(test.clone());
+            }
+        }
+    }
+    test_ids
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

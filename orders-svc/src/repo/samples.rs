@@ -118,14 +118,7 @@ pub async fn list_samples(
     Ok(rows
         .into_iter()
         .map(|row| {
-            let mut test_ids: Vec<String> = Vec::new();
-            for item in &row.items.0 {
-                for test in &item.test_ids {
-                    if !test_ids.contains(test) {
-                        test_ids.push(test.clone());
-                    }
-                }
-            }
+            let test_ids = crate::domain::order::line_test_ids(&row.items.0);
             Sample {
                 accession_number: row.accession_number,
                 line_number: row.line_number,
