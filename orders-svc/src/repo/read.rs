@@ -321,3 +321,18 @@ impl OrderRow {
         })
     }
 }
+
+/// A customer's order's current status (no lock).
+pub async fn order_status(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    order_id: Uuid,
+) -> Result<Option<OrderStatus>, sqlx::Error> {
+    let status: Option<String> =
+        sqlx::query_scalar("SELECT status FROM orders.orders WHERE customer_id = $1 AND id = $2")
+            .bind(customer_id)
+            .bind(order_id)
+            .fetch_optional(conn)
+            .await?;
+    Ok(status.as_deref().and_then(OrderStatus::parse))
+}
