@@ -801,3 +801,53 @@ async fn card_and_bank_orders_answer_with_their_label_already_bought_and_get_exa
     ));
     sandbox.stop().await;
 }
+
+#[tokio::test]
+async fn the_tracking_number_names_the_order_on_every_order_operation_and_only_for_its_customer() {
+    let sandbox = Sandbox::start().await;
+    let agent = sandbox.customer("Tracking Tess", "all").await;
+    let stranger = sandbox.customer("Stranger Sven", "all").await;
+    let quote = crate::support::quote(&sandbox, &agent, &["BPC-157"]).await;
+    let body = crate::support::order_body(quote["id"].as_str().unwrap());
+    let created = crate::support::place_order(&sandbox, &agent, &body, "tracking-ref-0001").await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let order = &created.body["data"]["order"];
+    let id = order["id"].as_str().unwrap();
+    let tracking = order["shipping"]["trackingNumber"].as_str().unwrap();
+    for path in ["", "/samples", "/custody", "/eta"] {
+        let read = sandbox
+            .get(&agent.key, &format!("/orders/{tracking}{path}"))
+            .await;
+        assert_eq!(read.status, 200, "{path}: {:?}", read.body);
+        let same = sandbox.get(&agent.key, &format!("/orders/{id}{path}")).await;
+        assert_eq!(read.body, same.body, "{path}");
+        let refused = sandbox
+            .get(&stranger.key, &format!("/orders/{tracking}{path}"))
+            .await;
+        let missing = sandbox
+            .get(&stranger.key, &format!("/orders/1Z000000000000000{path}"))
+            .await;
+        assert_eq!(
+            (refused.status, refused.error_code()),
+            (404, "not_found"),
+            "{path}"
+        );
+        assert_eq!(
+            refused.body, missing.body,
+            "{path}: indistinguishable from a missing order"
+        );
+    }
+    // A cancellation request names the order by its tracking number too.
+    let filed = sandbox
+        .post(
+            &agent.key,
+            &format!("/orders/{tracking}/cancel-request"),
+            &json!({ "reason": "ordered by mistake", "confirm": true }),
+            &[],
+        )
+        .await;
+    assert_eq!(filed.status, 202, "{:?}", filed.body);
+    let read = sandbox.get(&agent.key, &format!("/orders/{id}")).await;
+    assert_eq!(read.body["data"]["order"]["cancellation"]["status"], "pending");
+    sandbox.stop().await;
+}
