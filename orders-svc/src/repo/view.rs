@@ -37,9 +37,6 @@ macro_rules! select_view {
     };
 }
 
-/// How a reference that is not a UUID, order, invoice or accession number is tried: as a
-/// tracking number (never longer than this).
-
 /// Reads the customer's order view by UUID, order number, invoice number, accession number or
 /// tracking number: one indexed statement.
 #[tracing::instrument(name = "db", skip_all, fields(otel.name = "SELECT orders.order_views", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "SELECT", db.collection.name = "orders.order_views"))]
