@@ -578,7 +578,8 @@ macro_rules! operation_table {
                     annotations: READ,
                     guard: "",
                     description: "Reads one invoice with its lines, amounts and, on the bank rail, the transfer \
-                            instructions. `reference` is the invoice UUID, the invoice number (INV-…) or the order UUID. \
+                            instructions. `reference` is the invoice UUID, the invoice number (INV-…), or the order's UUID, order number, \
+                            accession number (ACC-…) or tracking number. \
                             Read-only.",
                 },
                 scope: { access: [INVOICES_READ], origin: spec, idempotency: none },
@@ -586,7 +587,7 @@ macro_rules! operation_table {
                     /// Reads one invoice.
                     handler: get_invoice,
                     openapi: (tag = "billing", operation_id = "getInvoice",
-                        params(("reference" = String, Path, description = "invoice UUID, invoice number (INV-…) or order UUID")),
+                        params(("reference" = String, Path, description = "invoice UUID or number (INV-…), or the order's UUID, number (ORD-…), accession (ACC-…) or tracking number")),
                         responses((status = 200, description = "the invoice", body = InvoiceEnvelope))),
                 },
                 call: {
@@ -672,7 +673,7 @@ macro_rules! operation_table {
                     guard: "",
                     description: "Reads one shipment with its carrier event history (status code, description, \
                             occurred-at, location, oldest first) and normalized status. `reference` is the shipment id, the \
-                            tracking number, the order id or the order number. Use it to follow a sample to the lab; \
+                            tracking number, or the order's id, order, invoice or accession number. Use it to follow a sample to the lab; \
                             svc.order.get shows the order moving to in_transit on the first acceptance scan. Read-only.",
                 },
                 scope: { access: [SHIPMENTS_READ], origin: spec, idempotency: none },
@@ -681,7 +682,7 @@ macro_rules! operation_table {
                     /// carrier event history.
                     handler: get_shipment,
                     openapi: (tag = "shipping", operation_id = "getShipment",
-                        params(("reference" = String, Path, description = "shipment UUID, tracking number, order UUID or order number")),
+                        params(("reference" = String, Path, description = "shipment UUID, tracking number, or the order's UUID, number (ORD-…), invoice (INV-…) or accession (ACC-…) number")),
                         responses((status = 200, description = "the shipment", body = ShipmentEnvelope))),
                 },
                 call: {
@@ -699,7 +700,8 @@ macro_rules! operation_table {
                     description: "Returns the prepaid inbound label of an order's shipment: a signed URL of the 4x6 in PDF \
                             (valid one hour; call again for a fresh one, never store it), the tracking number and URL, the \
                             ship-to address (the lab) and the packing steps with the exact containers per sample line. \
-                            `reference` is the shipment id, tracking number, order id or order number. Read-only.",
+                            `reference` is the shipment id, tracking number, or the order's id, order number, invoice number \
+                            or accession number. Read-only.",
                 },
                 scope: { access: [SHIPMENTS_READ], origin: spec, idempotency: none },
                 rest: {
@@ -707,7 +709,7 @@ macro_rules! operation_table {
                     /// number and URL, the ship-to address and the packing steps.
                     handler: get_label,
                     openapi: (tag = "shipping", operation_id = "getShipmentLabel",
-                        params(("reference" = String, Path, description = "shipment UUID, tracking number, order UUID or order number")),
+                        params(("reference" = String, Path, description = "shipment UUID, tracking number, or the order's UUID, number (ORD-…), invoice (INV-…) or accession (ACC-…) number")),
                         responses((status = 200, description = "the label", body = LabelEnvelope))),
                 },
                 call: {

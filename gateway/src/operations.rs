@@ -401,6 +401,14 @@ pub async fn get_invoice(
     caller: &Caller,
     reference: String,
 ) -> Result<InvoiceEnvelope, ApiError> {
+    // payments-svc knows invoice UUIDs, INV- numbers and order UUIDs; an order number, accession
+    // or tracking number names the order's invoice through orders-svc.
+    let reference = if uuid::Uuid::parse_str(reference.trim()).is_ok() || reference.trim().starts_with("INV-")
+    {
+        reference
+    } else {
+        data::data_release(peers, caller, reference).await?.order_id
+    };
     let request = payments::GetInvoiceRequest { reference };
     let response = peers
         .payments()

@@ -34,8 +34,11 @@ pub const ACCESS: AccessTable = &[
         "GetDataRelease",
         access::customer_any(&[
             proto::scopes::ORDERS_READ,
+            proto::scopes::ORDERS_WRITE,
             proto::scopes::RAW_DATA_READ,
             proto::scopes::INSTRUMENTS_READ,
+            proto::scopes::SHIPMENTS_READ,
+            proto::scopes::PAYMENTS_READ,
         ]),
     ),
     ("ListOrders", access::customer(&[proto::scopes::ORDERS_READ])),

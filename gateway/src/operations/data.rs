@@ -19,7 +19,9 @@ pub fn raw_data_not_found() -> ApiError {
     ApiError::new(ErrorCode::NotFound, "raw data not found")
 }
 
-async fn data_release(
+/// `GetDataRelease`: the order a reference (UUID, `ORD-`, `INV-`, `ACC-` or tracking number)
+/// names for the caller; another customer's answers `not_found` like a missing one.
+pub(crate) async fn data_release(
     peers: &Peers,
     caller: &Caller,
     reference: String,

@@ -49,6 +49,7 @@ pub async fn get_shipment(
     caller: &Caller,
     reference: String,
 ) -> Result<ShipmentEnvelope, ApiError> {
+    let reference = shipping_reference(peers, caller, reference).await?;
     let request = pb::GetShipmentRequest { reference };
     let shipment = peers
         .shipping()
@@ -61,8 +62,22 @@ pub async fn get_shipment(
     Ok(Shipment::try_from(shipment)?.into())
 }
 
+/// The reference shipping-svc is asked with: it knows shipment UUIDs, tracking numbers, order
+/// UUIDs and order numbers itself; an invoice (`INV-…`) or accession (`ACC-…`) number names the
+/// order's shipment through orders-svc (another customer's answers `not_found`).
+async fn shipping_reference(peers: &Peers, caller: &Caller, reference: String) -> Result<String, ApiError> {
+    let trimmed = reference.trim();
+    if trimmed.starts_with("INV-") || trimmed.starts_with("ACC-") {
+        return Ok(super::data::data_release(peers, caller, reference)
+            .await?
+            .order_id);
+    }
+    Ok(reference)
+}
+
 /// `GET /shipments/{reference}/label`: the label with a fresh signed PDF URL.
 pub async fn get_label(peers: &Peers, caller: &Caller, reference: String) -> Result<LabelEnvelope, ApiError> {
+    let reference = shipping_reference(peers, caller, reference).await?;
     let token = caller.token(SHIPPING_SVC);
     let label = peers
         .shipping()
@@ -153,6 +168,7 @@ pub async fn pickup_options(
     caller: &Caller,
     reference: String,
 ) -> Result<PickupOptionsEnvelope, ApiError> {
+    let reference = shipping_reference(peers, caller, reference).await?;
     let options = peers
         .shipping()
         .get_pickup_options(outgoing(
@@ -184,7 +200,7 @@ pub async fn request_pickup(
         }
     };
     let request = pb::RequestPickupRequest {
-        reference,
+        reference: shipping_reference(peers, caller, reference).await?,
         date: body.date,
         window: body.window,
         quote_token: body.quote_token,

@@ -837,6 +837,43 @@ async fn the_tracking_number_names_the_order_on_every_order_operation_and_only_f
             "{path}: indistinguishable from a missing order"
         );
     }
+    // The order's invoice by order number or tracking number; its shipment and label by invoice
+    // number: the same resource as by its own reference, another customer's the same 404.
+    let number = order["orderNumber"].as_str().unwrap();
+    let invoice = order["payment"]["invoiceNumber"].as_str().unwrap();
+    let shipment_id = order["shipping"]["shipmentId"].as_str().unwrap();
+    for (path, canonical) in [
+        (format!("/invoices/{number}"), format!("/invoices/{invoice}")),
+        (format!("/invoices/{tracking}"), format!("/invoices/{invoice}")),
+        (
+            format!("/shipments/{invoice}"),
+            format!("/shipments/{shipment_id}"),
+        ),
+        (
+            format!("/shipments/{number}"),
+            format!("/shipments/{shipment_id}"),
+        ),
+    ] {
+        let read = sandbox.get(&agent.key, &path).await;
+        assert_eq!(read.status, 200, "{path}: {:?}", read.body);
+        assert_eq!(
+            read.body,
+            sandbox.get(&agent.key, &canonical).await.body,
+            "{path}"
+        );
+        let refused = sandbox.get(&stranger.key, &path).await;
+        assert_eq!(
+            (refused.status, refused.error_code()),
+            (404, "not_found"),
+            "{path}"
+        );
+    }
+    let label = sandbox
+        .get(&agent.key, &format!("/shipments/{invoice}/label"))
+        .await;
+    assert_eq!(label.status, 200, "{:?}", label.body);
+    assert_eq!(label.body["data"]["label"]["trackingNumber"], tracking);
+
     // A cancellation request names the order by its tracking number too.
     let filed = sandbox
         .post(
