@@ -139,7 +139,7 @@ struct OrderDocument<'a> {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct AddonDocument<'a> {
-    id: String,
+    id: Option<String>,
     line_number: i32,
     accession_number: &'a str,
     status: &'a str,
@@ -467,7 +467,7 @@ impl<'a> OrderDocument<'a> {
                 .addons
                 .iter()
                 .map(|addon| AddonDocument {
-                    id: addon.id.to_string(),
+                    id: Some(addon.id.to_string()),
                     line_number: addon.line_number,
                     accession_number: &addon.accession_number,
                     status: addon.status.as_str(),

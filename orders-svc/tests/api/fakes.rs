@@ -131,10 +131,12 @@ impl PaymentsService for FakePayments {
             return Err(Status::unavailable("payments double is down"));
         }
         let mut invoices = self.state.invoices.lock().unwrap();
-        let invoice = invoices.entry(message.order_id.clone()).or_insert_with(|| {
+        let subject = message.addon_id.clone().unwrap_or_else(|| message.order_id.clone());
+        let invoice = invoices.entry(subject).or_insert_with(|| {
             let now = platform::time::now();
             let number = format!("INV-2026-{:06}", NEXT_INVOICE.fetch_add(1, Ordering::SeqCst));
             Invoice {
+                addon_id: message.addon_id.clone(),
                 legacy_payment_method: message.legacy_payment_method.clone(),
                 legacy_previous_status: String::new(),
                 legacy_status: "open".into(),
