@@ -12,7 +12,7 @@ use redis::streams::StreamInfoGroupsReply;
 use std::time::Duration;
 use uuid::Uuid;
 
-fn envelope(customer_id: &str, data: Data, event_type: &str) -> EventEnvelope {
+pub(crate) fn envelope(customer_id: &str, data: Data, event_type: &str) -> EventEnvelope {
     EventEnvelope {
         id: Uuid::now_v7().to_string(),
         r#type: event_type.into(),
@@ -60,7 +60,7 @@ async fn group_state(app: &TestApp) -> Option<(String, usize)> {
 }
 
 /// Waits until the group delivered `entry_id` and acknowledged everything.
-async fn wait_until_consumed(app: &TestApp, entry_id: &str) {
+pub(crate) async fn wait_until_consumed(app: &TestApp, entry_id: &str) {
     platform::testing::wait_for(
         "the consumer to acknowledge the entry",
         Duration::from_secs(15),

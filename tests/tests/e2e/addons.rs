@@ -201,6 +201,13 @@ async fn an_add_on_is_previewed_ordered_once_paid_tested_and_reported_in_an_amen
     let paid = addon_status(&sandbox, &agent, &order_id, "in_testing").await;
     assert!(paid["paidAt"].is_string(), "{paid}");
     assert_eq!(paid["invoice"]["status"], "paid");
+    let listed = sandbox
+        .labctl_as(&staff.analyst, &["samples", "addons", "--order", &number])
+        .await
+        .unwrap();
+    assert_eq!(listed["addons"][0]["status"], "in_testing", "{listed}");
+    assert_eq!(listed["addons"][0]["testIds"], json!([ADDON_TEST]));
+    assert_eq!(listed["addons"][0]["invoiceNumber"], addon_invoice.as_str());
 
     // The lab amends the COA: the add-on's result joins the original ones.
     let amendment = sandbox
