@@ -85,26 +85,34 @@ pub async fn insert(conn: &mut PgConnection, customer_id: Uuid, addon: &Addon) -
 }
 
 /// The add-ons of a customer's order, oldest first.
-pub async fn of_order(conn: &mut PgConnection, customer_id: Uuid, order_id: Uuid) -> Result<Vec<Addon>, sqlx::Error> {
+pub async fn of_order(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    order_id: Uuid,
+) -> Result<Vec<Addon>, sqlx::Error> {
     let rows: Vec<Row> = sqlx::query_as(select_addons!(
         "WHERE a.customer_id = $1 AND a.order_id = $2 ORDER BY a.requested_at, a.id"
     ))
-        .bind(customer_id)
-        .bind(order_id)
-        .fetch_all(conn)
-        .await?;
+    .bind(customer_id)
+    .bind(order_id)
+    .fetch_all(conn)
+    .await?;
     rows.into_iter().map(Row::into_addon).collect()
 }
 
 /// A customer's add-on, locked for the caller's transaction.
-pub async fn lock(conn: &mut PgConnection, customer_id: Uuid, addon_id: Uuid) -> Result<Option<Addon>, sqlx::Error> {
+pub async fn lock(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    addon_id: Uuid,
+) -> Result<Option<Addon>, sqlx::Error> {
     let row: Option<Row> = sqlx::query_as(select_addons!(
         "WHERE a.customer_id = $1 AND a.id = $2 FOR UPDATE OF a"
     ))
-        .bind(customer_id)
-        .bind(addon_id)
-        .fetch_optional(conn)
-        .await?;
+    .bind(customer_id)
+    .bind(addon_id)
+    .fetch_optional(conn)
+    .await?;
     row.map(Row::into_addon).transpose()
 }
 
@@ -158,9 +166,9 @@ pub async fn unreported_of_order(
         "WHERE a.customer_id = $1 AND a.order_id = $2 AND a.status IN ('paid', 'in_testing') \
          ORDER BY a.requested_at, a.id FOR UPDATE OF a"
     ))
-        .bind(customer_id)
-        .bind(order_id)
-        .fetch_all(conn)
-        .await?;
+    .bind(customer_id)
+    .bind(order_id)
+    .fetch_all(conn)
+    .await?;
     rows.into_iter().map(Row::into_addon).collect()
 }

@@ -73,7 +73,11 @@ fn not_found() -> ApiError {
 impl OrdersService {
     /// Prices add-on tests on the retained sample of one of the principal's customer's order
     /// lines; stores nothing.
-    pub async fn preview_addon(&self, principal: &Principal, request: &AddonRequest) -> Result<Addon, ApiError> {
+    pub async fn preview_addon(
+        &self,
+        principal: &Principal,
+        request: &AddonRequest,
+    ) -> Result<Addon, ApiError> {
         let customer_id = principal.customer()?;
         let (_, addon) = self.price_addon(customer_id, request).await?;
         Ok(addon)
@@ -95,7 +99,10 @@ impl OrdersService {
             .run(&self.pool, call, &Json, async |attempt| {
                 let addon_id = match attempt.recovery::<Stored>() {
                     Some(stored) => stored.addon_id,
-                    None => self.store_addon(principal, customer_id, attempt, &request).await?,
+                    None => {
+                        self.store_addon(principal, customer_id, attempt, &request)
+                            .await?
+                    }
                 };
                 self.invoice_addon(customer_id, attempt, addon_id).await
             })
@@ -103,12 +110,17 @@ impl OrdersService {
     }
 
     /// Reads the order, its samples, add-ons and catalog revision, and prices the request.
-    async fn price_addon(&self, customer_id: Uuid, request: &AddonRequest) -> Result<(Order, Addon), ApiError> {
+    async fn price_addon(
+        &self,
+        customer_id: Uuid,
+        request: &AddonRequest,
+    ) -> Result<(Order, Addon), ApiError> {
         let test_ids = addon::check_test_ids(&request.test_ids)?;
         let mut conn = self.pool.acquire().await?;
-        let order_id = super::cancellation::resolve_customer_order(&mut conn, customer_id, &request.reference)
-            .await?
-            .ok_or_else(not_found)?;
+        let order_id =
+            super::cancellation::resolve_customer_order(&mut conn, customer_id, &request.reference)
+                .await?
+                .ok_or_else(not_found)?;
         let order = repo::find_order(&mut conn, customer_id, &OrderReference::Id(order_id))
             .await?
             .ok_or_else(not_found)?;
@@ -136,11 +148,10 @@ impl OrdersService {
         let sample = addon::check_sample(&samples, line.line_number, now)?;
         let earlier = addon_repo::of_order(&mut conn, customer_id, order_id).await?;
         drop(conn);
-        let offered = self
-            .catalog_tests(customer_id, &order.catalog_revision)
-            .await?;
+        let offered = self.catalog_tests(customer_id, &order.catalog_revision).await?;
         let ordered = addon::ordered_tests(line, &earlier);
-        let (tests, total) = addon::price_tests(&test_ids, &offered, &order.category_id, &ordered, sample.units)?;
+        let (tests, total) =
+            addon::price_tests(&test_ids, &offered, &order.category_id, &ordered, sample.units)?;
         let addon = Addon {
             id: Uuid::nil(),
             order_id,
@@ -221,7 +232,12 @@ impl OrdersService {
         stored.map(|()| addon.id)
     }
 
-    async fn insert_addon(&self, customer_id: Uuid, attempt: &Attempt<'_, Json>, addon: &Addon) -> Result<(), ApiError> {
+    async fn insert_addon(
+        &self,
+        customer_id: Uuid,
+        attempt: &Attempt<'_, Json>,
+        addon: &Addon,
+    ) -> Result<(), ApiError> {
         let mut tx = self.pool.begin().await?;
         let (status, order_number) = repo::lock_order(&mut tx, customer_id, addon.order_id)
             .await?
@@ -272,7 +288,10 @@ impl OrdersService {
             .await?
             .ok_or_else(missing)?;
         // A payment may have been applied already (a slow answer): keep the newer status.
-        let keep = addon.invoice.as_ref().is_some_and(|known| known.status == InvoiceStatus::Paid);
+        let keep = addon
+            .invoice
+            .as_ref()
+            .is_some_and(|known| known.status == InvoiceStatus::Paid);
         if !keep {
             addon_repo::store_invoice(&mut tx, customer_id, addon_id, &summary).await?;
             addon.invoice = Some(summary);
@@ -350,11 +369,16 @@ impl OrdersService {
         if news.status == InvoiceStatus::Paid && addon.status == AddonStatus::PendingPayment {
             let now = platform::time::now();
             let samples = sample_repo::list_samples(&mut tx, customer_id, addon.order_id).await?;
-            let testing = samples
-                .iter()
-                .any(|sample| sample.accession_number == addon.accession_number && sample.testing_started_at.is_some());
-            let status = if testing { AddonStatus::InTesting } else { AddonStatus::Paid };
-            self.move_addon(&mut tx, customer_id, &mut addon, status, now).await?;
+            let testing = samples.iter().any(|sample| {
+                sample.accession_number == addon.accession_number && sample.testing_started_at.is_some()
+            });
+            let status = if testing {
+                AddonStatus::InTesting
+            } else {
+                AddonStatus::Paid
+            };
+            self.move_addon(&mut tx, customer_id, &mut addon, status, now)
+                .await?;
         }
         repo::view::refresh(&mut tx, customer_id, addon.order_id).await?;
         tx.commit().await

@@ -36,7 +36,12 @@ impl TestApp {
             .expect("samples received");
     }
 
-    async fn addon(&self, reference: &str, tests: &[&str], key: Option<&str>) -> Result<Response<Addon>, Status> {
+    async fn addon(
+        &self,
+        reference: &str,
+        tests: &[&str],
+        key: Option<&str>,
+    ) -> Result<Response<Addon>, Status> {
         let request = RequestAddonRequest {
             reference: reference.to_owned(),
             line_number: 1,
@@ -161,20 +166,31 @@ async fn a_confirmed_add_on_is_stored_and_invoiced_once_however_often_its_key_is
     let shown = app.get_order(&order.id).await.unwrap();
     assert_eq!(shown.addons.len(), 1);
     assert_eq!(shown.addons[0].id, addon.id);
-    assert_eq!(shown.status().as_str(), "sample_received", "the order's status does not move");
+    assert_eq!(
+        shown.status().as_str(),
+        "sample_received",
+        "the order's status does not move"
+    );
     let view = app.get_order_view(&order.id).await.unwrap();
     assert_eq!(view["addons"][0]["id"], addon.id.as_str());
-    assert_eq!(view["addons"][0]["invoice"]["invoiceNumber"], invoice.invoice_number.as_str());
+    assert_eq!(
+        view["addons"][0]["invoice"]["invoiceNumber"],
+        invoice.invoice_number.as_str()
+    );
     // The same key with other tests is another request.
     let reused = app
         .addon(&order.id, &["heavy-metals"], Some("addon-key-0001"))
         .await
         .unwrap_err();
-    assert_eq!(ApiError::from_status(&reused).code, ErrorCode::IdempotencyKeyReused);
+    assert_eq!(
+        ApiError::from_status(&reused).code,
+        ErrorCode::IdempotencyKeyReused
+    );
 }
 
 #[tokio::test]
-async fn add_ons_are_refused_before_receipt_for_other_matrices_beyond_the_retained_units_and_past_retention() {
+async fn add_ons_are_refused_before_receipt_for_other_matrices_beyond_the_retained_units_and_past_retention()
+{
     let app = spawn_app().await;
     let order = app.place_order().await;
     assert_eq!(
@@ -183,10 +199,22 @@ async fn add_ons_are_refused_before_receipt_for_other_matrices_beyond_the_retain
     );
     // Three line tests of four units: one retained unit.
     app.receive_units(&order, 4).await;
-    assert_eq!(app.refused(&order.id, &["terpenes"]).await, ErrorCode::AddonMatrixMismatch);
-    assert_eq!(app.refused(&order.id, &["no-such-test"]).await, ErrorCode::UnknownTest);
-    assert_eq!(app.refused(&order.id, &["identity-pack"]).await, ErrorCode::UnknownTest);
-    assert_eq!(app.refused(&order.id, &["hplc-purity"]).await, ErrorCode::InvalidRequest);
+    assert_eq!(
+        app.refused(&order.id, &["terpenes"]).await,
+        ErrorCode::AddonMatrixMismatch
+    );
+    assert_eq!(
+        app.refused(&order.id, &["no-such-test"]).await,
+        ErrorCode::UnknownTest
+    );
+    assert_eq!(
+        app.refused(&order.id, &["identity-pack"]).await,
+        ErrorCode::UnknownTest
+    );
+    assert_eq!(
+        app.refused(&order.id, &["hplc-purity"]).await,
+        ErrorCode::InvalidRequest
+    );
     assert_eq!(
         app.refused(&order.id, &["endotoxin", "heavy-metals"]).await,
         ErrorCode::AddonSampleInsufficient
@@ -209,21 +237,28 @@ async fn add_ons_are_refused_before_receipt_for_other_matrices_beyond_the_retain
         .unwrap_err();
     assert_eq!(ApiError::from_status(&stranger).code, ErrorCode::NotFound);
 
-    sqlx::query("UPDATE orders.samples SET retain_until = now() - interval '1 day' WHERE order_id = $1::text::uuid")
-        .bind(&order.id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    sqlx::query(
+        "UPDATE orders.samples SET retain_until = now() - interval '1 day' WHERE order_id = $1::text::uuid",
+    )
+    .bind(&order.id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
     assert_eq!(
         app.refused(&order.id, &["endotoxin"]).await,
         ErrorCode::SampleRetentionExpired
     );
-    sqlx::query("UPDATE orders.samples SET disposed_at = now(), disposed_by = 'tom' WHERE order_id = $1::text::uuid")
-        .bind(&order.id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    assert_eq!(app.refused(&order.id, &["endotoxin"]).await, ErrorCode::SampleConsumed);
+    sqlx::query(
+        "UPDATE orders.samples SET disposed_at = now(), disposed_by = 'tom' WHERE order_id = $1::text::uuid",
+    )
+    .bind(&order.id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        app.refused(&order.id, &["endotoxin"]).await,
+        ErrorCode::SampleConsumed
+    );
     assert!(app.outbox_events_of("order.addon_requested").await.is_empty());
 }
 
@@ -263,7 +298,10 @@ async fn the_paid_supplementary_invoice_moves_the_add_on_once_and_leaves_the_ord
     assert_eq!(shown.addons[0].status, "paid", "testing has not started");
     assert!(shown.addons[0].paid_at.is_some());
     assert_eq!(shown.addons[0].invoice.as_ref().unwrap().amount_due_cents, 0);
-    assert_eq!(shown.payment, order.payment, "the order's own invoice is untouched");
+    assert_eq!(
+        shown.payment, order.payment,
+        "the order's own invoice is untouched"
+    );
     assert_eq!(shown.status().as_str(), "sample_received");
     let updates = app.outbox_events_of("order.addon_updated").await;
     assert_eq!(updates.len(), 1, "the redelivery changed nothing");

@@ -171,7 +171,10 @@ impl PaymentsService for FakePayments {
             return Err(Status::unavailable("payments double is down"));
         }
         let mut invoices = self.state.invoices.lock().unwrap();
-        let subject = message.addon_id.clone().unwrap_or_else(|| message.order_id.clone());
+        let subject = message
+            .addon_id
+            .clone()
+            .unwrap_or_else(|| message.order_id.clone());
         let invoice = invoices.entry(subject).or_insert_with(|| {
             let now = platform::time::now();
             let number = format!("INV-2026-{:06}", NEXT_INVOICE.fetch_add(1, Ordering::SeqCst));

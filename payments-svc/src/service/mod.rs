@@ -143,7 +143,9 @@ impl PaymentsService {
         }
         // The order (add-on) exists: its spend commitment is no longer a candidate for reaping.
         match new.addon_id {
-            Some(addon_id) => repo::spend::confirm(tx, customer_id, SpendKind::Addon, &addon_id.to_string()).await?,
+            Some(addon_id) => {
+                repo::spend::confirm(tx, customer_id, SpendKind::Addon, &addon_id.to_string()).await?
+            }
             None => repo::spend::confirm_order(tx, customer_id, new.order_id).await?,
         }
         let now = platform::time::now();

@@ -23,7 +23,10 @@ async fn an_add_on_gets_exactly_one_supplementary_invoice_beside_the_orders_own(
     let addon_invoice = invoices[0].clone();
     assert!(invoices.iter().all(|invoice| invoice.id == addon_invoice.id));
     assert_ne!(addon_invoice.id, order_invoice.id);
-    assert_eq!(addon_invoice.addon_id.as_deref(), Some(addon_id.to_string().as_str()));
+    assert_eq!(
+        addon_invoice.addon_id.as_deref(),
+        Some(addon_id.to_string().as_str())
+    );
     assert_eq!(addon_invoice.total_cents, 7_500);
     assert_eq!(
         addon_invoice.bank_instructions.as_ref().unwrap().reference,
@@ -66,5 +69,8 @@ async fn an_add_on_gets_exactly_one_supplementary_invoice_beside_the_orders_own(
     assert_eq!(payment.addon_id.as_deref(), Some(addon_id.to_string().as_str()));
     assert_eq!(payment.amount_cents, 7_500);
     let order_after = app.get_invoice(customer, &order_id.to_string()).await.unwrap();
-    assert_eq!(order_after.status, order_invoice.status, "the order's invoice is untouched");
+    assert_eq!(
+        order_after.status, order_invoice.status,
+        "the order's invoice is untouched"
+    );
 }

@@ -1,7 +1,7 @@
 //! Integration tests of payments-svc against a real PostgreSQL and Redis.
 
-mod bank_reference;
 mod addons;
+mod bank_reference;
 mod cancellation;
 mod chain;
 mod consumer;

@@ -102,7 +102,12 @@ async fn an_add_on_is_previewed_ordered_once_paid_tested_and_reported_in_an_amen
 
     // Preview: priced from the order's catalog revision, nothing stored.
     let preview = sandbox
-        .post(&agent.key, &addon_path(&accession), &body(&[ADDON_TEST], false), &[])
+        .post(
+            &agent.key,
+            &addon_path(&accession),
+            &body(&[ADDON_TEST], false),
+            &[],
+        )
         .await;
     assert_eq!(preview.status, 200, "{:?}", preview.body);
     let priced = &preview.body["data"]["addon"];
@@ -126,12 +131,18 @@ async fn an_add_on_is_previewed_ordered_once_paid_tested_and_reported_in_an_amen
             409,
             "addon_sample_insufficient",
         ),
-        (json!({ "lineNumber": 9, "testIds": [ADDON_TEST] }), 400, "invalid_request"),
+        (
+            json!({ "lineNumber": 9, "testIds": [ADDON_TEST] }),
+            400,
+            "invalid_request",
+        ),
         (json!({ "lineNumber": 1, "testIds": [] }), 400, "invalid_request"),
         (body(&[ADDON_TEST], true), 400, "idempotency_key_missing"),
     ];
     for (request, status, code) in refusals {
-        let refused = sandbox.post(&agent.key, &addon_path(&number), &request, &[]).await;
+        let refused = sandbox
+            .post(&agent.key, &addon_path(&number), &request, &[])
+            .await;
         assert_eq!(
             (refused.status, refused.body["error"]["code"].as_str()),
             (status, Some(code)),
@@ -172,7 +183,12 @@ async fn an_add_on_is_previewed_ordered_once_paid_tested_and_reported_in_an_amen
         );
     }
     let other_input = sandbox
-        .post(&agent.key, &addon_path(&number), &body(&["tfa-counterion"], true), &key)
+        .post(
+            &agent.key,
+            &addon_path(&number),
+            &body(&["tfa-counterion"], true),
+            &key,
+        )
         .await;
     assert_eq!(other_input.status, 409, "{:?}", other_input.body);
     let invoices = sandbox
@@ -189,7 +205,10 @@ async fn an_add_on_is_previewed_ordered_once_paid_tested_and_reported_in_an_amen
     assert_eq!(shown["addons"].as_array().unwrap().len(), 1);
     assert_eq!(shown["addons"][0]["id"], addon["id"]);
     assert_eq!(shown["addons"][0]["status"], "pending_payment");
-    assert_eq!(shown["status"], "completed", "an add-on leaves the order's status alone");
+    assert_eq!(
+        shown["status"], "completed",
+        "an add-on leaves the order's status alone"
+    );
     // The same test cannot be ordered twice on the sample.
     let again = sandbox
         .post(&agent.key, &addon_path(&number), &body(&[ADDON_TEST], false), &[])
@@ -213,7 +232,14 @@ async fn an_add_on_is_previewed_ordered_once_paid_tested_and_reported_in_an_amen
     let amendment = sandbox
         .labctl_as(
             &staff.qa,
-            &["results", "amend", "--coa", &original_id, "--reason", "add-on heavy metals"],
+            &[
+                "results",
+                "amend",
+                "--coa",
+                &original_id,
+                "--reason",
+                "add-on heavy metals",
+            ],
         )
         .await
         .unwrap();
@@ -226,7 +252,14 @@ async fn an_add_on_is_previewed_ordered_once_paid_tested_and_reported_in_an_amen
             sandbox
                 .labctl_as(
                     &staff.analyst,
-                    &["results", "record", "--accession", &accession, "--results-json", &rows],
+                    &[
+                        "results",
+                        "record",
+                        "--accession",
+                        &accession,
+                        "--results-json",
+                        &rows,
+                    ],
                 )
                 .await
                 .ok()
@@ -243,7 +276,10 @@ async fn an_add_on_is_previewed_ordered_once_paid_tested_and_reported_in_an_amen
     let reported = addon_status(&sandbox, &agent, &order_id, "reported").await;
     assert!(reported["reportedAt"].is_string());
     let analytes = sandbox
-        .get(&agent.key, &format!("/results/{}/analytes", amended["id"].as_str().unwrap()))
+        .get(
+            &agent.key,
+            &format!("/results/{}/analytes", amended["id"].as_str().unwrap()),
+        )
         .await;
     assert_eq!(analytes.status, 200, "{:?}", analytes.body);
     let tests: Vec<&str> = analytes.body["data"]
@@ -309,9 +345,7 @@ async fn a_card_order_gets_an_add_on_with_its_own_pay_link_through_mcp() {
     assert!(link.contains("/pay/cs_"), "{link}");
     assert_ne!(link, order_link, "the add-on has its own pay link");
     assert_eq!(addon["invoice"]["bankInstructions"], Value::Null);
-    let again = sandbox
-        .call_tool(&agent.key, "svc.order.addons", confirm)
-        .await;
+    let again = sandbox.call_tool(&agent.key, "svc.order.addons", confirm).await;
     assert_eq!(
         again["result"]["structuredContent"]["data"]["addon"]["id"],
         addon["id"]
