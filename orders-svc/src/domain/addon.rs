@@ -172,11 +172,7 @@ pub fn check_order_holds_sample(status: OrderStatus, order_number: &str) -> Resu
 }
 
 /// The line's logged sample, if it can still be tested at `now`.
-pub fn check_sample<'a>(
-    samples: &'a [Sample],
-    line_number: i32,
-    now: DateTime<Utc>,
-) -> Result<&'a Sample, ApiError> {
+pub fn check_sample(samples: &[Sample], line_number: i32, now: DateTime<Utc>) -> Result<&Sample, ApiError> {
     let sample = samples
         .iter()
         .find(|sample| sample.line_number == line_number)
