@@ -715,7 +715,7 @@ async fn every_tool_answers_structured_content_that_validates_against_its_output
         .iter()
         .filter(|(_, result)| result["isError"] == true)
         .count();
-    assert_eq!(errors, 4, "only the four deliberate errors failed: {results:#?}");
+    assert_eq!(errors, 5, "only the five deliberate errors failed: {results:#?}");
     let cases: Vec<Value> = results
         .iter()
         .map(|(name, result)| json!({ "tool": name, "schema": schema_of(name), "instance": result["structuredContent"] }))
