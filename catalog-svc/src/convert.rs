@@ -15,6 +15,7 @@ impl From<pb::ListCatalogItemsRequest> for ListParams {
             include,
             limit,
             cursor,
+            catalog_revision,
         } = request;
         Self {
             category,
@@ -22,6 +23,7 @@ impl From<pb::ListCatalogItemsRequest> for ListParams {
             include,
             limit,
             cursor,
+            catalog_revision,
         }
     }
 }

@@ -16,7 +16,11 @@ use tonic::{Request, Response, Status};
 /// it places the order, shipping-svc when it derives the order's packing steps; operators with
 /// `catalog.admin` import revisions.
 pub const ACCESS: AccessTable = &[
-    ("ListCatalogItems", access::customer(&[CATALOG_READ])),
+    // orders-svc prices add-ons from an order's catalog revision.
+    (
+        "ListCatalogItems",
+        access::customer(&[CATALOG_READ]).or_services(&["orders-svc"]),
+    ),
     ("CreateQuote", access::customer(&[QUOTES_WRITE])),
     (
         "GetQuote",

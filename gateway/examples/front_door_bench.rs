@@ -692,6 +692,13 @@ impl OrdersService for FakeOrders {
         Err(Status::unimplemented("not in this benchmark"))
     }
 
+    async fn request_addon(
+        &self,
+        _: Request<orders::RequestAddonRequest>,
+    ) -> Result<Response<orders::RequestAddonResponse>, Status> {
+        Err(Status::unimplemented("not in this benchmark"))
+    }
+
     async fn list_cancel_requests(
         &self,
         _: Request<orders::ListCancelRequestsRequest>,

@@ -80,7 +80,8 @@ pub mod prelude {
     pub use crate::dto::export::{CoaExportPage, ExportQuery, InstrumentExportPage};
     pub use crate::dto::lab::{CustodyEnvelope, EtaEnvelope, OrderSamplesEnvelope};
     pub use crate::dto::orders::{
-        CancelRequestBody, CancellationEnvelope, CreateOrderRequest, OrderEnvelope, OrderList, OrdersQuery,
+        AddonEnvelope, AddonRequestBody, CancelRequestBody, CancellationEnvelope, CreateOrderRequest,
+        OrderEnvelope, OrderList, OrdersQuery,
     };
     pub use crate::dto::quotes::{CreateQuoteRequest, QuoteEnvelope};
     pub use crate::dto::registry::{InstrumentList, InstrumentsQuery, MethodList, MethodsQuery};
@@ -1307,6 +1308,54 @@ macro_rules! operation_table {
                 call: {
                     answer: replayable(ACCEPTED),
                     run: |cx, caller: Caller, key: OptionalIdempotencyKey, reference: Reference, body: ApiJson<CancelRequestBody>| operations::request_cancellation(cx.peers, &caller, key.as_deref(), reference, body),
+                },
+            }
+            {
+                route: post "/orders/{reference}/addons",
+                tool: {
+                    name: "svc.order.addons",
+                    title: "Price or order add-on tests on a retained sample",
+                    annotations: GUARDED_WRITE,
+                    guard: "`confirm: true` and `idempotencyKey` to order; without them a priced preview",
+                    description: "Adds tests to the sample the lab retains for one line of one of the customer's orders \
+                            (`reference`: order UUID, ORD-…, INV-…, tracking or ACC- number; `lineNumber`; `testIds`: catalog \
+                            test ids). Without `confirm` (or with `confirm: false`) it answers the server-computed price per \
+                            test and the total, from the catalog revision the order was priced with, and stores nothing. \
+                            With `confirm: true` and an `idempotencyKey` (only when the user agreed to the price) it orders \
+                            them: a supplementary invoice on the order's rail (bank instructions, or the card's own pay link) \
+                            and, once paid, the lab runs the tests on the same sample and publishes an amended COA. Refused \
+                            before the sample is received, for a cancelled order, past the sample's retention, for a \
+                            disposed or used-up sample, a test of another matrix or beyond the retained amount, and over \
+                            the key's spend envelope. Retry with the same `idempotencyKey` to get the same add-on back.",
+                },
+                scope: { access: [ORDERS_WRITE], origin: decided, idempotency: optional },
+                rest: {
+                    /// Prices (`confirm` false or absent) or orders (`confirm: true`) add-on tests on a line's
+                    /// retained sample.
+                    ///
+                    /// A preview answers 200 with the price of each test from the order's catalog revision and
+                    /// the total; nothing is stored. A confirmed call needs `Idempotency-Key` and answers 201 with
+                    /// the add-on in `pending_payment` and its supplementary invoice on the order's rail (bank:
+                    /// instructions; card: its own `hostedUrl`, shown to keys with a payments scope); a replay
+                    /// answers the same with `Idempotent-Replayed: true`. Once paid, the tests join the sample's
+                    /// test list and the lab publishes an amended COA that reports them (docs/results.md). The
+                    /// order shows its add-ons as `addons`. Refusals: 400 `invalid_request`, 400
+                    /// `unknown_test`, 400 `idempotency_key_missing` (confirming without a key), 403
+                    /// `spend_limit_exceeded`, 404 `not_found`, 409 `addon_sample_not_held`, 409
+                    /// `sample_retention_expired`, 409 `sample_consumed`, 409 `addon_matrix_mismatch`, 409
+                    /// `addon_sample_insufficient`, 400 `payment_method_unavailable` (stablecoin orders).
+                    handler: request_addon,
+                    openapi: (tag = "orders", operation_id = "requestOrderAddon",
+                        params(("reference" = String, Path, description = "order UUID, ORD-…, INV-…, ACC-… or tracking number")),
+                        request_body = AddonRequestBody,
+                        responses(
+                            (status = 200, description = "the priced preview (nothing stored)", body = AddonEnvelope),
+                            (status = 201, description = "the ordered add-on with its invoice (also for a replay, with Idempotent-Replayed: true)", body = AddonEnvelope,
+                                headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
+                },
+                call: {
+                    answer: staged,
+                    run: |cx, caller: Caller, key: OptionalIdempotencyKey, reference: Reference, body: ApiJson<AddonRequestBody>| operations::request_addon(cx.peers, &caller, key.as_deref(), reference, body),
                 },
             }
             {

@@ -19,8 +19,8 @@ use crate::dto::billing::{
 };
 use crate::dto::catalog::{CatalogPage, CatalogQuery};
 use crate::dto::orders::{
-    CancelRequestBody, CancellationEnvelope, CancellationRequest, CreateOrderRequest, Order, OrderEnvelope,
-    OrderList, OrdersQuery,
+    AddonEnvelope, AddonRequestBody, CancelRequestBody, CancellationEnvelope, CancellationRequest,
+    CreateOrderRequest, Order, OrderAddon, OrderEnvelope, OrderList, OrdersQuery,
 };
 use crate::dto::quotes::{CreateQuoteRequest, Quote, QuoteEnvelope};
 use crate::peers::Peers;
@@ -75,6 +75,7 @@ pub async fn list_catalog(
         include: includes.clone(),
         limit: query.limit,
         cursor: query.cursor,
+        catalog_revision: None,
     };
     let page = peers
         .catalog()
@@ -187,6 +188,59 @@ pub async fn request_cancellation(
     })
 }
 
+/// An answer that is either a read (200: a preview) or a creation (201, replayable).
+pub struct Staged<T> {
+    pub outcome: Replayable<T>,
+    pub created: bool,
+}
+
+/// `POST /orders/{reference}/addons`: prices add-on tests on a line's retained sample
+/// (`confirm` false: 200, nothing stored) or orders them (`confirm: true`, `Idempotency-Key`
+/// required: 201, a replay answers the same with `Idempotent-Replayed: true`).
+pub async fn request_addon(
+    peers: &Peers,
+    caller: &Caller,
+    idempotency_key: Option<&str>,
+    reference: String,
+    body: AddonRequestBody,
+) -> Result<Staged<AddonEnvelope>, ApiError> {
+    let confirm = body.confirm;
+    let request = orders::RequestAddonRequest {
+        reference,
+        line_number: body.line_number,
+        test_ids: body.test_ids,
+        confirm,
+    };
+    let token = caller.token(ORDERS_SVC);
+    let call = match (confirm, idempotency_key) {
+        (true, None) => {
+            return Err(ApiError::new(
+                ErrorCode::IdempotencyKeyMissing,
+                "ordering an add-on (confirm: true) requires the Idempotency-Key header (idempotencyKey in MCP)",
+            )
+            .with_details(serde_json::json!({ "field": "Idempotency-Key" })));
+        }
+        (true, Some(key)) => outgoing_idempotent(request, &token, key),
+        (false, _) => outgoing(request, &token),
+    };
+    let response = peers.orders().request_addon(call).await.map_err(service_error)?;
+    let replayed = is_replay(&response);
+    let addon = response.into_inner().addon.ok_or_else(|| missing("addon"))?;
+    let mut addon = OrderAddon::from(addon);
+    if !sees_pay_links(caller)
+        && let Some(invoice) = addon.invoice.as_mut()
+    {
+        invoice.hosted_url = None;
+    }
+    Ok(Staged {
+        outcome: Replayable {
+            body: addon.into(),
+            replayed,
+        },
+        created: confirm,
+    })
+}
+
 /// The idempotency key of a cancellation request sent without one: a digest of the API key's
 /// subject, the reference and the whole body, 71 visible ASCII characters. The same request sent
 /// again is the same request; filing again after a decline needs another reason or a key.
@@ -230,6 +284,11 @@ fn show_pay_link_to_payments_keys(order: &mut Order, caller: &Caller) {
         && let Some(payment) = order.payment.as_mut()
     {
         payment.hosted_url = None;
+    }
+    if !sees_pay_links(caller) {
+        for invoice in order.addons.iter_mut().filter_map(|addon| addon.invoice.as_mut()) {
+            invoice.hosted_url = None;
+        }
     }
 }
 
@@ -334,11 +393,13 @@ async fn order_document(
 ) -> Result<OrderDocument, ApiError> {
     let mut json = view.json;
     let mut at = usize::try_from(view.shipping_offset).unwrap_or(usize::MAX);
-    if !sees_pay_links(caller)
-        && let Some((position, removed)) = crate::dto::orders::blank_hosted_url(&mut json)
-        && at > position
-    {
-        at -= removed;
+    if !sees_pay_links(caller) {
+        // The order's link and each add-on's: every `"hostedUrl":"…"` becomes null.
+        while let Some((position, removed)) = crate::dto::orders::blank_hosted_url(&mut json) {
+            if at > position && at != usize::MAX {
+                at -= removed;
+            }
+        }
     }
     if !view.shipping_unknown {
         return OrderDocument::new(json);

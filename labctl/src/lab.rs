@@ -143,6 +143,20 @@ pub(crate) async fn samples(
                 "alreadyStarted": response.already_started,
             }))
         }
+        SamplesCommand::Addons { order } => {
+            let message = proto::orders::GetOrderRequest { reference: order };
+            let order = client
+                .get_lab_order(request(message, token))
+                .await
+                .map_err(status_error)?
+                .into_inner()
+                .order
+                .unwrap_or_default();
+            Ok(json!({
+                "orderNumber": order.order_number,
+                "addons": order.addons.iter().map(addon_json).collect::<Vec<_>>(),
+            }))
+        }
         SamplesCommand::Dispose { accession, method } => {
             let message = proto::orders::DisposeSampleRequest {
                 accession_number: accession,
@@ -162,6 +176,21 @@ pub(crate) async fn samples(
             }))
         }
     }
+}
+
+/// One add-on as `samples addons` shows it.
+fn addon_json(addon: &proto::orders::Addon) -> Value {
+    let invoice = addon.invoice.as_ref();
+    json!({
+        "id": addon.id, "lineNumber": addon.line_number, "accessionNumber": addon.accession_number,
+        "status": addon.status,
+        "testIds": addon.tests.iter().map(|test| test.test_id.as_str()).collect::<Vec<_>>(),
+        "totalCents": addon.total_cents,
+        "invoiceNumber": invoice.map(|invoice| invoice.invoice_number.as_str()),
+        "requestedAt": timestamp(addon.requested_at.as_ref()),
+        "paidAt": timestamp(addon.paid_at.as_ref()),
+        "reportedAt": timestamp(addon.reported_at.as_ref()),
+    })
 }
 
 /// Parses the JSON rows of `results record`.

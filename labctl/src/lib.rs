@@ -554,6 +554,14 @@ pub enum SamplesCommand {
         #[arg(long)]
         order: String,
     },
+    /// Lists an order's add-ons (tests ordered on its retained samples): which sample, which
+    /// tests, where each stands and its supplementary invoice. Paid add-ons are on the sample's
+    /// test list: record them in the sample's COA, or its amendment once published.
+    Addons {
+        /// Order number (ORD-…), id or accession number.
+        #[arg(long)]
+        order: String,
+    },
     /// Records the disposal of a sample's retained portion after its retention period
     /// (`retainUntil`): a custody entry `disposed`.
     Dispose {

@@ -38,6 +38,15 @@ impl EventHandler for PaymentEventsHandler {
         if let Some(news) = shipment_news(event) {
             return self.shipment(event, news).await;
         }
+        if let Some(news) = event.data.as_ref().and_then(convert::addon_invoice_news) {
+            let customer_id = event_customer(event)?;
+            let addon_id = event_uuid(event, "add-on id", &news.0)?;
+            let news = crate::service::AddonInvoiceNews { addon_id, ..news.1 };
+            return Ok(self
+                .orders
+                .apply_addon_invoice_news(&event.id, customer_id, &news)
+                .await?);
+        }
         let Some((order_id, news)) = event.data.as_ref().and_then(convert::invoice_news) else {
             return Ok(());
         };
@@ -105,6 +114,7 @@ impl PaymentEventsHandler {
             version: published.version.max(1),
             amends,
             published_at: time(&published.published_at),
+            test_ids: &published.test_ids,
         };
         Ok(self
             .orders

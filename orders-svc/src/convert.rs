@@ -157,6 +157,103 @@ pub fn create_invoice_request(order: &Order) -> payments::CreateInvoiceRequest {
             .collect(),
         total_cents: order.total.0,
         checkout_expires_at: to_timestamp_opt(order.quote_expires_at),
+        addon_id: None,
+    }
+}
+
+/// Builds the CreateInvoice request of an add-on's supplementary invoice: the order's rail,
+/// one line per test, bound to the add-on id.
+pub fn create_addon_invoice_request(
+    order: &Order,
+    addon: &crate::domain::addon::Addon,
+    lines: &[InvoiceLine],
+) -> payments::CreateInvoiceRequest {
+    payments::CreateInvoiceRequest {
+        order_id: order.id.to_string(),
+        order_number: order.order_number.clone(),
+        payment_method: order.payment_method as i32,
+        legacy_payment_method: order.payment_method.as_str().to_owned(),
+        currency: addon.currency.clone(),
+        lines: lines.iter().cloned().map(payments::InvoiceLine::from).collect(),
+        total_cents: addon.total.0,
+        checkout_expires_at: None,
+        addon_id: Some(addon.id.to_string()),
+    }
+}
+
+/// The add-on id and the news of a payments-stream payload about a supplementary invoice
+/// (the add-on id in the news is nil until the caller parses the first part).
+pub fn addon_invoice_news(data: &Data) -> Option<(String, crate::service::AddonInvoiceNews)> {
+    let news = |addon_id: &Option<String>, invoice_id: &str, invoice_number: &str, status, amount_due| {
+        addon_id.as_ref().map(|addon_id| {
+            (
+                addon_id.clone(),
+                crate::service::AddonInvoiceNews {
+                    addon_id: uuid::Uuid::nil(),
+                    invoice_id: invoice_id.to_owned(),
+                    invoice_number: invoice_number.to_owned(),
+                    status,
+                    amount_due,
+                },
+            )
+        })
+    };
+    match data {
+        Data::PaymentConfirmed(confirmed) => news(
+            &confirmed.addon_id,
+            &confirmed.invoice_id,
+            &confirmed.invoice_number,
+            proto::common::InvoiceStatus::Paid,
+            None,
+        ),
+        Data::InvoiceCreated(created) => news(
+            &created.addon_id,
+            &created.invoice_id,
+            &created.invoice_number,
+            or_legacy(created.status, &created.legacy_status),
+            Some(Cents(created.amount_due_cents)),
+        ),
+        Data::InvoiceUpdated(updated) => news(
+            &updated.addon_id,
+            &updated.invoice_id,
+            &updated.invoice_number,
+            or_legacy(updated.status, &updated.legacy_status),
+            Some(Cents(updated.amount_due_cents)),
+        ),
+        _ => None,
+    }
+}
+
+impl From<&crate::domain::addon::Addon> for orders::Addon {
+    fn from(addon: &crate::domain::addon::Addon) -> Self {
+        orders::Addon {
+            id: if addon.id.is_nil() {
+                String::new()
+            } else {
+                addon.id.to_string()
+            },
+            order_id: addon.order_id.to_string(),
+            order_number: addon.order_number.clone(),
+            line_number: addon.line_number,
+            accession_number: addon.accession_number.clone(),
+            status: addon.status.as_str().to_owned(),
+            tests: addon
+                .tests
+                .iter()
+                .map(|test| orders::AddonTest {
+                    test_id: test.test_id.clone(),
+                    name: test.name.clone(),
+                    price_cents: test.price_cents,
+                })
+                .collect(),
+            total_cents: addon.total.0,
+            currency: addon.currency.clone(),
+            catalog_revision: addon.catalog_revision.clone(),
+            requested_at: to_timestamp_opt(addon.requested_at),
+            paid_at: to_timestamp_opt(addon.paid_at),
+            reported_at: to_timestamp_opt(addon.reported_at),
+            invoice: addon.invoice.as_ref().map(orders::OrderPayment::from),
+        }
     }
 }
 
@@ -212,6 +309,7 @@ impl From<&Order> for orders::Order {
                 decided_by: String::new(),
                 ..request.into()
             }),
+            addons: order.addons.iter().map(orders::Addon::from).collect(),
         }
     }
 }

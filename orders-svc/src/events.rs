@@ -1,8 +1,10 @@
 //! The events orders-svc emits through its outbox: `order.created`, `order.status_changed`,
 //! `sample.received`, `testing.started`, `order.cancellation_requested`,
-//! `order.cancellation_declined` and `order.cancelled`.
+//! `order.cancellation_declined`, `order.cancelled`, `order.addon_requested` and
+//! `order.addon_updated`.
 //! (What it consumes is `crate::consumer`.)
 
+use crate::domain::addon::Addon;
 use crate::domain::cancellation::{CancelRequest, RequestStatus};
 use crate::domain::order::{Order, StatusChange};
 use crate::domain::sample::Sample;
@@ -211,5 +213,49 @@ pub fn order_cancelled(
         customer_id,
         subject_id: request.order_id.to_string(),
         data: Data::OrderCancelled(data),
+    }
+}
+
+/// Event type of an ordered add-on.
+pub const ORDER_ADDON_REQUESTED: &str = "order.addon_requested";
+/// Event type of an add-on that moved on (paid, in_testing, reported).
+pub const ORDER_ADDON_UPDATED: &str = "order.addon_updated";
+
+/// Builds `order.addon_requested` (a new add-on) or `order.addon_updated` (`updated`) for
+/// `addon` as it stands, at `at`.
+pub fn order_addon(customer_id: Uuid, addon: &Addon, updated: bool, at: DateTime<Utc>) -> NewEvent {
+    let data = proto::orders::OrderAddon {
+        addon_id: addon.id.to_string(),
+        order_id: addon.order_id.to_string(),
+        order_number: addon.order_number.clone(),
+        line_number: addon.line_number,
+        accession_number: addon.accession_number.clone(),
+        test_ids: addon.test_ids(),
+        test_names: addon.test_names(),
+        status: addon.status.as_str().to_owned(),
+        total_cents: addon.total.0,
+        currency: addon.currency.clone(),
+        invoice_id: addon
+            .invoice
+            .as_ref()
+            .map(|invoice| invoice.invoice_id.clone())
+            .unwrap_or_default(),
+        invoice_number: addon
+            .invoice
+            .as_ref()
+            .map(|invoice| invoice.invoice_number.clone())
+            .unwrap_or_default(),
+        occurred_at: platform::time::rfc3339(at),
+    };
+    let (event_type, data) = if updated {
+        (ORDER_ADDON_UPDATED, Data::OrderAddonUpdated(data))
+    } else {
+        (ORDER_ADDON_REQUESTED, Data::OrderAddonRequested(data))
+    };
+    NewEvent {
+        event_type,
+        customer_id,
+        subject_id: addon.id.to_string(),
+        data,
     }
 }

@@ -18,7 +18,8 @@ use proto::orders::{
     GetCustodyResponse, GetEtaResponse, GetOrderRequest, GetOrderResponse, GetOrderViewResponse,
     ListCancelRequestsRequest, ListCancelRequestsResponse, ListOrdersRequest, ListOrdersResponse,
     ListSamplesRequest, ListSamplesResponse, ReceiveSamplesRequest, ReceiveSamplesResponse,
-    RequestCancellationRequest, RequestCancellationResponse, StartTestingRequest, StartTestingResponse,
+    RequestAddonRequest, RequestAddonResponse, RequestCancellationRequest, RequestCancellationResponse,
+    StartTestingRequest, StartTestingResponse,
 };
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
@@ -55,6 +56,7 @@ pub const ACCESS: AccessTable = &[
     ),
     ("ListCancelRequests", access::ANY_OPERATOR),
     ("DecideCancelRequest", access::staff(roles::PAYMENTS_ADMIN)),
+    ("RequestAddon", access::customer(&[proto::scopes::ORDERS_WRITE])),
 ];
 
 /// The tonic service over the orders use cases.
@@ -282,6 +284,46 @@ impl OrdersApi for OrdersGrpc {
             .into_response(|request| RequestCancellationResponse {
                 cancel_request: Some((&request).into()),
             })
+    }
+
+    async fn request_addon(
+        &self,
+        request: Request<RequestAddonRequest>,
+    ) -> Result<Response<RequestAddonResponse>, Status> {
+        let principal = principal(&request)?;
+        let confirm = request.get_ref().confirm;
+        let key = if confirm {
+            Some(IdempotencyKey::from_grpc(&request)?)
+        } else {
+            None
+        };
+        let RequestAddonRequest {
+            reference,
+            line_number,
+            test_ids,
+            confirm: _,
+        } = request.into_inner();
+        let addon_request = crate::service::AddonRequest {
+            reference,
+            line_number,
+            test_ids,
+        };
+        let respond = |addon: crate::domain::addon::Addon| RequestAddonResponse {
+            addon: Some((&addon).into()),
+        };
+        match key {
+            Some(key) => self
+                .orders
+                .request_addon(&principal, key, addon_request)
+                .await
+                .into_response(respond),
+            None => self
+                .orders
+                .preview_addon(&principal, &addon_request)
+                .await
+                .map(|addon| Response::new(respond(addon)))
+                .map_err(Status::from),
+        }
     }
 
     async fn list_cancel_requests(

@@ -131,6 +131,29 @@ struct OrderDocument<'a> {
     amount: Option<AmountDocument<'a>>,
     /// The latest cancellation request (`null` when none was filed).
     cancellation: Option<CancellationDocument<'a>>,
+    /// Add-on tests on the retained samples, oldest first (the gateway's `OrderAddon`).
+    addons: Vec<AddonDocument<'a>>,
+}
+
+/// One add-on (the gateway's `OrderAddon`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AddonDocument<'a> {
+    id: Option<String>,
+    line_number: i32,
+    accession_number: &'a str,
+    status: &'a str,
+    tests: &'a [crate::domain::addon::AddonTest],
+    total_cents: i64,
+    currency: &'a str,
+    catalog_revision: &'a str,
+    #[serde(serialize_with = "rfc3339_opt")]
+    requested_at: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "rfc3339_opt")]
+    paid_at: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "rfc3339_opt")]
+    reported_at: Option<DateTime<Utc>>,
+    invoice: Option<PaymentDocument<'a>>,
 }
 
 /// The `cancellation` block (the gateway's `CancellationRequest`).
@@ -470,6 +493,24 @@ impl<'a> OrderDocument<'a> {
                 note: request.note.as_deref(),
                 charge_cents: request.charge_cents,
             }),
+            addons: order
+                .addons
+                .iter()
+                .map(|addon| AddonDocument {
+                    id: Some(addon.id.to_string()),
+                    line_number: addon.line_number,
+                    accession_number: &addon.accession_number,
+                    status: addon.status.as_str(),
+                    tests: &addon.tests,
+                    total_cents: addon.total.0,
+                    currency: &addon.currency,
+                    catalog_revision: &addon.catalog_revision,
+                    requested_at: addon.requested_at,
+                    paid_at: addon.paid_at,
+                    reported_at: addon.reported_at,
+                    invoice: addon.invoice.as_ref().map(PaymentDocument::of),
+                })
+                .collect(),
         }
     }
 }
@@ -534,6 +575,7 @@ mod tests {
             accession_numbers: Vec::new(),
             stablecoin: None,
             cancellation: None,
+            addons: Vec::new(),
         }
     }
 

@@ -198,6 +198,7 @@ async fn main() {
             lines: vec![],
             total: platform::money::Cents(10_000 + index as i64),
             checkout_expires_at: None,
+            addon_id: None,
         };
         service
             .create_invoice(customer, invoice)

@@ -30,7 +30,12 @@ impl TryFrom<pb::CreateInvoiceRequest> for NewInvoice {
                 amount: Cents(line.amount_cents),
             })
             .collect();
-        NewInvoice::parse(RawInvoice {
+        let addon_id = request
+            .addon_id
+            .as_deref()
+            .map(|id| platform::ids::parse_uuid("addonId", id))
+            .transpose()?;
+        let mut new = NewInvoice::parse(RawInvoice {
             order_id: request.order_id,
             order_number: request.order_number,
             // The enum, or the text an orders-svc of the release before sends.
@@ -47,7 +52,9 @@ impl TryFrom<pb::CreateInvoiceRequest> for NewInvoice {
                 .checkout_expires_at
                 .as_ref()
                 .and_then(platform::time::from_timestamp),
-        })
+        })?;
+        new.addon_id = addon_id;
+        Ok(new)
     }
 }
 
@@ -172,6 +179,7 @@ impl From<Invoice> for pb::Invoice {
                 reference: bank.reference,
             }),
             checkout: invoice.checkout.map(Into::into),
+            addon_id: invoice.addon_id.map(|id| id.to_string()),
         }
     }
 }

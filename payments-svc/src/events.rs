@@ -42,6 +42,7 @@ pub fn invoice_created(invoice: &Invoice) -> NewEvent {
             amount_due_cents: invoice.amount_due.0,
             issued_at: rfc3339(invoice.issued_at),
             due_at: rfc3339(invoice.due_at),
+            addon_id: invoice.addon_id.map(|id| id.to_string()),
         }),
     }
 }
@@ -64,6 +65,7 @@ pub fn invoice_updated(invoice: &Invoice, updated_at: DateTime<Utc>) -> NewEvent
             amount_paid_cents: invoice.amount_paid.0,
             amount_due_cents: invoice.amount_due.0,
             updated_at: rfc3339(updated_at),
+            addon_id: invoice.addon_id.map(|id| id.to_string()),
         }),
     }
 }
@@ -87,6 +89,7 @@ pub fn payment_confirmed(payment: &Payment, invoice: &Invoice, confirmed_at: Dat
             currency: invoice.currency.clone(),
             confirmed_at: rfc3339(confirmed_at),
             transaction_hash: None,
+            addon_id: invoice.addon_id.map(|id| id.to_string()),
         }),
     }
 }

@@ -36,18 +36,21 @@ pub fn to_json(data: &Data) -> serde_json::Value {
         Data::CoaRetracted(d) => serde_json::to_value(d),
         Data::TicketAnswered(d) => serde_json::to_value(d),
         Data::TicketClosed(d) => serde_json::to_value(d),
+        Data::OrderAddonRequested(d) | Data::OrderAddonUpdated(d) => serde_json::to_value(d),
     };
     // Serializing plain structs of strings and integers into a Value cannot fail.
     rendered.unwrap_or(serde_json::Value::Null)
 }
 
 /// Every event type of the spec with the read scope a webhook subscription to it needs.
-pub const EVENT_KINDS: [(&str, &str); 24] = [
+pub const EVENT_KINDS: [(&str, &str); 26] = [
     ("order.created", scopes::ORDERS_READ),
     ("order.status_changed", scopes::ORDERS_READ),
     ("order.cancelled", scopes::ORDERS_READ),
     ("order.cancellation_requested", scopes::ORDERS_READ),
     ("order.cancellation_declined", scopes::ORDERS_READ),
+    ("order.addon_requested", scopes::ORDERS_READ),
+    ("order.addon_updated", scopes::ORDERS_READ),
     ("invoice.created", scopes::INVOICES_READ),
     ("invoice.updated", scopes::INVOICES_READ),
     ("payment.requested", scopes::PAYMENTS_READ),

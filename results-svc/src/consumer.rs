@@ -62,6 +62,17 @@ fn news(event: &EventEnvelope, customer_id: Uuid) -> Result<Option<SampleNews>, 
             order_id: order(&started.order_id)?,
             at: time(&started.started_at),
         }),
+        // A supplementary invoice of an add-on pays the add-on, not the order: its tests reach
+        // the lab through order.addon_updated.
+        Some(Data::PaymentConfirmed(confirmed)) if confirmed.addon_id.is_some() => None,
+        Some(Data::InvoiceUpdated(updated)) if updated.addon_id.is_some() => None,
+        Some(Data::OrderAddonUpdated(addon)) if matches!(addon.status.as_str(), "paid" | "in_testing") => {
+            Some(SampleNews::TestsAdded {
+                accession_number: addon.accession_number.clone(),
+                test_ids: addon.test_ids.clone(),
+                test_names: addon.test_names.clone(),
+            })
+        }
         Some(Data::PaymentConfirmed(confirmed)) => Some(SampleNews::Paid {
             order_id: order(&confirmed.order_id)?,
             at: time(&confirmed.confirmed_at),

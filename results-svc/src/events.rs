@@ -29,8 +29,20 @@ pub fn coa_published(coa: &Coa, published_at: DateTime<Utc>) -> NewEvent {
             published_at: platform::time::rfc3339(published_at),
             version: coa.version,
             amends_coa_id: coa.amends.map(|id| id.to_string()),
+            test_ids: coa_test_ids(coa),
         }),
     }
+}
+
+/// The test ids of a COA's results, each once, in result order.
+fn coa_test_ids(coa: &Coa) -> Vec<String> {
+    let mut test_ids: Vec<String> = Vec::new();
+    for row in &coa.results {
+        if !test_ids.contains(&row.test_id) {
+            test_ids.push(row.test_id.clone());
+        }
+    }
+    test_ids
 }
 
 /// Builds `coa.retracted`.

@@ -100,6 +100,45 @@ pub async fn insert_sample(conn: &mut PgConnection, sample: &SampleFacts) -> Res
     Ok(())
 }
 
+/// Adds tests (a paid add-on's) to a customer's sample, each once, keeping the names beside
+/// their ids; an unknown sample changes nothing.
+pub async fn add_sample_tests(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    accession_number: &str,
+    test_ids: &[String],
+    test_names: &[String],
+) -> Result<(), sqlx::Error> {
+    let row: Option<(Vec<String>, Vec<String>)> = sqlx::query_as(
+        "SELECT test_ids, test_names FROM results.samples \
+         WHERE customer_id = $1 AND accession_number = $2 FOR UPDATE",
+    )
+    .bind(customer_id)
+    .bind(accession_number)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((mut ids, mut names)) = row else {
+        return Ok(());
+    };
+    for (index, test_id) in test_ids.iter().enumerate() {
+        if !ids.contains(test_id) {
+            ids.push(test_id.clone());
+            names.push(test_names.get(index).cloned().unwrap_or_else(|| test_id.clone()));
+        }
+    }
+    sqlx::query(
+        "UPDATE results.samples SET test_ids = $3, test_names = $4 \
+         WHERE customer_id = $1 AND accession_number = $2",
+    )
+    .bind(customer_id)
+    .bind(accession_number)
+    .bind(&ids)
+    .bind(&names)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Stamps the start of testing on a customer's order's samples.
 pub async fn set_testing_started(
     conn: &mut PgConnection,

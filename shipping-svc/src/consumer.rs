@@ -77,6 +77,9 @@ impl EventHandler for ShippingEventsHandler {
                 self.service.cancel_order_label(&cancellation).await?;
                 Ok(())
             }
+            // An add-on's supplementary invoice pays tests on a sample the lab already holds:
+            // nothing to ship.
+            Some(Data::PaymentConfirmed(payment)) if payment.addon_id.is_some() => Ok(()),
             Some(Data::PaymentConfirmed(payment)) => {
                 let customer_id = event_customer(event)?;
                 let order_id = event_uuid(event, "order id", &payment.order_id)?;
@@ -132,8 +135,9 @@ impl EventHandler for ShippingEventsHandler {
                 }
             }
             Some(Data::InvoiceUpdated(invoice))
-                if or_legacy::<InvoiceStatus>(invoice.status, &invoice.legacy_status)
-                    == InvoiceStatus::Paid =>
+                if invoice.addon_id.is_none()
+                    && or_legacy::<InvoiceStatus>(invoice.status, &invoice.legacy_status)
+                        == InvoiceStatus::Paid =>
             {
                 let customer_id = event_customer(event)?;
                 let order_id = event_uuid(event, "order id", &invoice.order_id)?;

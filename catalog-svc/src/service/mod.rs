@@ -32,6 +32,8 @@ pub struct ListParams {
     pub include: Vec<String>,
     pub limit: Option<i32>,
     pub cursor: Option<String>,
+    /// Reads this revision instead of the current one (ignored with a cursor).
+    pub catalog_revision: Option<String>,
 }
 
 /// Result of an import.
@@ -138,6 +140,7 @@ impl CatalogService {
             include,
             limit,
             cursor,
+            catalog_revision,
         } = params;
         let request = ListRequest::new(category, query, &include, limit, cursor)?;
         let (revision, catalog) = match &request.cursor {
@@ -151,7 +154,19 @@ impl CatalogService {
                 })?;
                 (position.revision.clone(), catalog)
             }
-            None => self.current().await?,
+            None => match catalog_revision {
+                Some(revision) => {
+                    let catalog = self.catalog(&revision).await?.ok_or_else(|| {
+                        ApiError::field(
+                            ErrorCode::InvalidRequest,
+                            "catalogRevision",
+                            "the catalog revision is unknown",
+                        )
+                    })?;
+                    (revision, catalog)
+                }
+                None => self.current().await?,
+            },
         };
         if let Some(category) = &request.filters.category
             && catalog.category(category).is_none()

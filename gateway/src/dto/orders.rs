@@ -168,6 +168,9 @@ pub struct Order {
     /// The latest cancellation request (`POST /orders/{reference}/cancel-request`) and what
     /// staff decided; `null` when none was filed.
     pub cancellation: Option<CancellationRequest>,
+    /// Add-on tests ordered on the retained samples (`POST /orders/{reference}/addons`),
+    /// oldest first, each with its supplementary invoice and where it stands.
+    pub addons: Vec<OrderAddon>,
 }
 
 /// An order's `shipping` block: the label, or the pending block of a card or bank order whose
@@ -194,6 +197,88 @@ pub struct PendingShipping {
 pub enum PendingShippingStatus {
     LabelPending,
 }
+
+/// Body of `POST /orders/{reference}/addons`.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AddonRequestBody {
+    /// The order line whose retained sample the tests run on.
+    pub line_number: i32,
+    /// Catalog test ids (tests, not bundles), 1 to 20, each once, not already on the line.
+    #[schema(min_items = 1, max_items = 20)]
+    pub test_ids: Vec<String>,
+    /// `false` or absent: a priced preview, nothing stored. `true`: order the add-on (needs
+    /// `Idempotency-Key`).
+    #[serde(default)]
+    pub confirm: bool,
+}
+
+/// One priced test of an add-on.
+#[derive(Serialize, ToSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct AddonTest {
+    pub test_id: String,
+    pub name: String,
+    /// Price in the order's catalog revision, in cents.
+    pub price_cents: i64,
+}
+
+/// Add-on tests on the retained sample of one order line (docs/order-states.md, "Add-ons").
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderAddon {
+    /// `null` in a preview.
+    pub id: Option<String>,
+    pub line_number: i32,
+    /// The sample the tests run on.
+    pub accession_number: String,
+    /// `preview`, `pending_payment`, `paid` (on the lab's list), `in_testing` or `reported` (a
+    /// COA reporting every test is published).
+    pub status: String,
+    pub tests: Vec<AddonTest>,
+    pub total_cents: i64,
+    pub currency: String,
+    /// The catalog revision the tests were priced from (the order's).
+    pub catalog_revision: String,
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub requested_at: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub paid_at: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub reported_at: Option<DateTime<Utc>>,
+    /// The supplementary invoice on the order's rail (bank instructions, or the card's own
+    /// `hostedUrl`); `null` in a preview.
+    pub invoice: Option<OrderPayment>,
+}
+
+impl From<pb::Addon> for OrderAddon {
+    fn from(addon: pb::Addon) -> Self {
+        Self {
+            id: non_empty(addon.id),
+            line_number: addon.line_number,
+            accession_number: addon.accession_number,
+            status: addon.status,
+            tests: addon
+                .tests
+                .into_iter()
+                .map(|test| AddonTest {
+                    test_id: test.test_id,
+                    name: test.name,
+                    price_cents: test.price_cents,
+                })
+                .collect(),
+            total_cents: addon.total_cents,
+            currency: addon.currency,
+            catalog_revision: addon.catalog_revision,
+            requested_at: optional_time(addon.requested_at.as_ref()),
+            paid_at: optional_time(addon.paid_at.as_ref()),
+            reported_at: optional_time(addon.reported_at.as_ref()),
+            invoice: addon.invoice.map(OrderPayment::from),
+        }
+    }
+}
+
+single_envelope!(AddonEnvelope, AddonData, addon: OrderAddon);
 
 /// A request to cancel an order, which a human decides (docs/order-states.md, "Cancellation").
 #[derive(Serialize, ToSchema, Debug, Clone)]
@@ -292,6 +377,7 @@ impl TryFrom<pb::Order> for Order {
                 .cancellation
                 .map(CancellationRequest::try_from)
                 .transpose()?,
+            addons: order.addons.into_iter().map(OrderAddon::from).collect(),
             shipping: None,
             id: order.id,
             order_number: order.order_number,

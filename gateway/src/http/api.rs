@@ -52,6 +52,13 @@ macro_rules! handlers {
     (@answer replayable($status:ident), $answer:ident) => {
         replayable_response(StatusCode::$status, $answer)
     };
+    // A preview (200) or a creation (201, replayable).
+    (@answer staged, $answer:ident) => {
+        replayable_response(
+            if $answer.created { StatusCode::CREATED } else { StatusCode::OK },
+            $answer.outcome,
+        )
+    };
     (@answer secret($status:ident), $answer:ident) => {
         no_store(replayable_response(StatusCode::$status, $answer))
     };

@@ -97,6 +97,7 @@ macro_rules! dispatch {
     (@answer created, $run:expr) => { read(Box::pin($run).await?) };
     (@answer replayable, $run:expr) => { replayable(Box::pin($run).await?) };
     (@answer secret, $run:expr) => { replayable(Box::pin($run).await?) };
+    (@answer staged, $run:expr) => { replayable(Box::pin($run).await?.outcome) };
 }
 
 crate::operation_table::operation_table!(dispatch);

@@ -71,6 +71,7 @@ async fn the_openapi_document_is_3_1_with_the_spec_version_and_every_routed_oper
             "GET /webhooks",
             "GET /webhooks/{endpointId}/deliveries",
             "POST /orders",
+            "POST /orders/{reference}/addons",
             "POST /orders/{reference}/cancel-request",
             "POST /orders/{reference}/pickup",
             "POST /payments/prepare",

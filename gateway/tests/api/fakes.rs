@@ -381,6 +381,13 @@ impl OrdersService for Fake {
         Err(Status::unimplemented("not faked in the gateway tests"))
     }
 
+    async fn request_addon(
+        &self,
+        _: Request<orders::RequestAddonRequest>,
+    ) -> Result<Response<orders::RequestAddonResponse>, Status> {
+        Err(Status::unimplemented("not faked in the gateway tests"))
+    }
+
     async fn list_cancel_requests(
         &self,
         _: Request<orders::ListCancelRequestsRequest>,

@@ -40,6 +40,7 @@ pub fn sample_order(id: &str, customer_id: &str) -> orders::Order {
         accession_numbers: Vec::new(),
         amount: None,
         cancellation: None,
+        addons: Vec::new(),
         id: id.to_owned(),
         order_number: "ORD-000001".into(),
         customer_id: customer_id.to_owned(),

@@ -2,6 +2,7 @@
 //! turn it into an order, the order and its parts, the status state machine, payment rails and
 //! order references. No SQL, no gRPC.
 
+pub mod addon;
 pub mod cancellation;
 pub mod eta;
 pub(crate) mod fields;

@@ -137,6 +137,9 @@ pub struct Order {
     /// The latest cancellation request (pending or decided), if any.
     #[serde(default)]
     pub cancellation: Option<super::cancellation::CancelRequest>,
+    /// Add-on tests ordered on the order's retained samples, oldest first.
+    #[serde(default)]
+    pub addons: Vec<super::addon::Addon>,
 }
 
 /// The stablecoin payment request of an order (SPEC Order: `amount.atomic`, `amount.decimal`,

@@ -2,6 +2,7 @@
 //! case owns, every statement is schema-qualified, and every statement that touches customer data
 //! filters by `customer_id`.
 
+pub mod addons;
 pub mod cancellation;
 mod read;
 pub mod samples;

@@ -45,7 +45,11 @@ macro_rules! select_orders {
                (SELECT row_to_json(r) FROM ( \
                   SELECT id, status, reason, order_status, requested_at, decided_at, decided_by, note, charge_cents \
                   FROM orders.cancel_requests WHERE customer_id = o.customer_id AND order_id = o.id \
-                  ORDER BY requested_at DESC, id DESC LIMIT 1) r) AS cancellation \
+                  ORDER BY requested_at DESC, id DESC LIMIT 1) r) AS cancellation, \
+               (SELECT json_agg(a ORDER BY a.requested_at, a.id) FROM ( \
+                  SELECT id, line_number, accession_number, status, tests, total_cents, currency, \
+                         catalog_revision, requested_at, paid_at, reported_at, invoice \
+                  FROM orders.addons WHERE customer_id = o.customer_id AND order_id = o.id) a) AS addons \
              FROM ",
             $from_and_tail
         )
@@ -169,6 +173,23 @@ struct OrderRow {
     history: Option<Json<Vec<HistoryRow>>>,
     accession_numbers: Option<Vec<String>>,
     cancellation: Option<Json<CancellationRow>>,
+    addons: Option<Json<Vec<AddonRow>>>,
+}
+
+#[derive(Deserialize)]
+struct AddonRow {
+    id: Uuid,
+    line_number: i32,
+    accession_number: String,
+    status: String,
+    tests: Vec<crate::domain::addon::AddonTest>,
+    total_cents: i64,
+    currency: String,
+    catalog_revision: String,
+    requested_at: DateTime<Utc>,
+    paid_at: Option<DateTime<Utc>>,
+    reported_at: Option<DateTime<Utc>>,
+    invoice: Option<crate::domain::order::PaymentSummary>,
 }
 
 #[derive(Deserialize)]
@@ -218,6 +239,31 @@ fn parse_status(value: &str) -> Result<OrderStatus, sqlx::Error> {
 
 impl OrderRow {
     fn into_order(self) -> Result<Order, sqlx::Error> {
+        let addons = self
+            .addons
+            .map(|Json(rows)| rows)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|row| -> Result<crate::domain::addon::Addon, sqlx::Error> {
+                Ok(crate::domain::addon::Addon {
+                    id: row.id,
+                    order_id: self.id,
+                    order_number: self.order_number.clone(),
+                    line_number: row.line_number,
+                    accession_number: row.accession_number,
+                    status: crate::domain::addon::AddonStatus::parse(&row.status)
+                        .ok_or_else(|| corrupt("add-on status", &row.status))?,
+                    tests: row.tests,
+                    total: Cents(row.total_cents),
+                    currency: row.currency,
+                    catalog_revision: row.catalog_revision,
+                    requested_at: Some(row.requested_at),
+                    paid_at: row.paid_at,
+                    reported_at: row.reported_at,
+                    invoice: row.invoice,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let cancellation = self
             .cancellation
             .map(|Json(row)| -> Result<CancelRequest, sqlx::Error> {
@@ -325,6 +371,7 @@ impl OrderRow {
             accession_numbers: self.accession_numbers.unwrap_or_default(),
             stablecoin: self.stablecoin_request.map(|json| json.0),
             cancellation,
+            addons,
         })
     }
 }

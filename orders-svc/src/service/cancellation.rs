@@ -243,7 +243,7 @@ impl OrdersService {
 }
 
 /// The id of the customer's order by UUID, order, invoice, accession or tracking number.
-async fn resolve_customer_order(
+pub(super) async fn resolve_customer_order(
     conn: &mut PgConnection,
     customer_id: Uuid,
     reference: &str,

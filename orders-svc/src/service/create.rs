@@ -91,11 +91,11 @@ impl OrdersService {
         };
         let planned = plan_order(quote, request, placement)?;
         let order_id = Uuid::now_v7();
-        self.commit_spend(principal, customer_id, order_id, planned.total())
+        self.commit_spend(principal, customer_id, ("order", order_id), planned.total())
             .await?;
         let stored = self.store_order(attempt, planned, order_id, now).await;
         if stored.is_err() {
-            self.release_spend(customer_id, order_id).await;
+            self.release_spend(customer_id, ("order", order_id)).await;
         }
         stored
     }
@@ -130,11 +130,11 @@ impl OrdersService {
     /// Commits the order total against the calling key's spend envelope (payments-svc). A
     /// refusal (403 `spend_limit_exceeded` with the remainders) passes through; any other
     /// failure is a retryable 503.
-    async fn commit_spend(
+    pub(super) async fn commit_spend(
         &self,
         principal: &Principal,
         customer_id: Uuid,
-        order_id: Uuid,
+        (kind, subject_id): (&str, Uuid),
         total: Cents,
     ) -> Result<(), ApiError> {
         let token = self
@@ -142,8 +142,8 @@ impl OrdersService {
             .service_token(platform::mesh::PAYMENTS_SVC, Some(customer_id));
         let request = proto::payments::CommitSpendRequest {
             key_id: principal.subject.clone(),
-            kind: "order".to_owned(),
-            subject_id: order_id.to_string(),
+            kind: kind.to_owned(),
+            subject_id: subject_id.to_string(),
             amount_cents: total.0,
         };
         match self
@@ -168,13 +168,13 @@ impl OrdersService {
 
     /// Releases the spend committed for an order that was not stored (best effort: a
     /// commitment never confirmed by an invoice is also released by payments-svc's job).
-    async fn release_spend(&self, customer_id: Uuid, order_id: Uuid) {
+    pub(super) async fn release_spend(&self, customer_id: Uuid, (kind, subject_id): (&str, Uuid)) {
         let token = self
             .tokens
             .service_token(platform::mesh::PAYMENTS_SVC, Some(customer_id));
         let request = proto::payments::ReleaseSpendRequest {
-            kind: "order".to_owned(),
-            subject_id: order_id.to_string(),
+            kind: kind.to_owned(),
+            subject_id: subject_id.to_string(),
         };
         if let Err(status) = self
             .payments
@@ -182,7 +182,7 @@ impl OrdersService {
             .release_spend(platform::grpc::outgoing(request, &token))
             .await
         {
-            tracing::warn!(order.id = %order_id, error = %status.message(), "could not release the spend of an unplaced order");
+            tracing::warn!(spend.kind = kind, spend.subject = %subject_id, error = %status.message(), "could not release the spend of an unplaced order or add-on");
         }
     }
 

@@ -66,6 +66,8 @@ pub struct PublishedCoa<'a> {
     /// The COA it amends (and supersedes).
     pub amends: Option<Uuid>,
     pub published_at: DateTime<Utc>,
+    /// The catalog test ids the COA reports (add-ons it covers become `reported`).
+    pub test_ids: &'a [String],
 }
 
 /// A retracted COA as orders-svc learns it from `coa.retracted`.
@@ -320,6 +322,8 @@ impl OrdersService {
                     events::testing_started(customer_id, order_id, &number, now),
                 )
                 .await?;
+            self.addons_testing_started(&mut tx, customer_id, order_id, now)
+                .await?;
         }
         let samples = sample_repo::list_samples(&mut tx, customer_id, order_id).await?;
         let order = read_order(&mut tx, customer_id, order_id).await?;
@@ -495,6 +499,14 @@ impl OrdersService {
         };
         sample_repo::append_custody(&mut tx, customer_id, order_id, vec![entry]).await?;
         let order = (customer_id, order_id);
+        self.addons_reported(
+            &mut tx,
+            order,
+            coa.accession_number,
+            coa.test_ids,
+            coa.published_at,
+        )
+        .await?;
         if status == OrderStatus::InLab
             && transition(
                 &mut tx,

@@ -2,6 +2,7 @@
 //! store, catalog-svc and payments-svc), reading orders, the lab's steps (samples, testing,
 //! custody), and applying payments and results events.
 
+mod addons;
 mod cancellation;
 mod create;
 mod lab;
@@ -11,6 +12,7 @@ mod shipment_events;
 pub mod support;
 mod transition;
 
+pub use addons::{AddonInvoiceNews, AddonRequest, OPERATION_ADDON};
 pub use cancellation::{Decided, OPERATION_CANCEL_REQUEST};
 pub use create::OPERATION_CREATE;
 pub use lab::{CustodyView, Disposal, LabStep, PublishedCoa, RetractedCoa, SampleView};

@@ -12,7 +12,7 @@ use redis::streams::StreamInfoGroupsReply;
 use std::time::Duration;
 use uuid::Uuid;
 
-fn envelope(customer_id: &str, data: Data, event_type: &str) -> EventEnvelope {
+pub(crate) fn envelope(customer_id: &str, data: Data, event_type: &str) -> EventEnvelope {
     EventEnvelope {
         id: Uuid::now_v7().to_string(),
         r#type: event_type.into(),
@@ -29,6 +29,7 @@ fn envelope(customer_id: &str, data: Data, event_type: &str) -> EventEnvelope {
 fn payment_confirmed(order: &Order, customer_id: &str) -> EventEnvelope {
     let payment = order.payment.clone().unwrap_or_default();
     let data = PaymentConfirmed {
+        addon_id: None,
         legacy_rail: String::new(),
         payment_id: Uuid::now_v7().to_string(),
         invoice_id: payment.invoice_id,
@@ -59,7 +60,7 @@ async fn group_state(app: &TestApp) -> Option<(String, usize)> {
 }
 
 /// Waits until the group delivered `entry_id` and acknowledged everything.
-async fn wait_until_consumed(app: &TestApp, entry_id: &str) {
+pub(crate) async fn wait_until_consumed(app: &TestApp, entry_id: &str) {
     platform::testing::wait_for(
         "the consumer to acknowledge the entry",
         Duration::from_secs(15),
@@ -195,6 +196,7 @@ async fn invoice_events_fill_a_missing_payment_block_and_update_its_status() {
     assert_eq!(order.payment, None);
 
     let created = InvoiceCreated {
+        addon_id: None,
         legacy_payment_method: String::new(),
         legacy_status: String::new(),
         invoice_id: Uuid::now_v7().to_string(),
@@ -233,6 +235,7 @@ async fn invoice_events_fill_a_missing_payment_block_and_update_its_status() {
     assert_eq!(payment.due_at.unwrap().seconds, 1_786_838_400);
 
     let updated = InvoiceUpdated {
+        addon_id: None,
         legacy_previous_status: String::new(),
         legacy_status: String::new(),
         invoice_id: created.invoice_id.clone(),

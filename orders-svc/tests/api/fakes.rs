@@ -37,6 +37,36 @@ pub struct CatalogState {
     pub quotes: Mutex<HashMap<String, Quote>>,
     pub get_quote_calls: AtomicUsize,
     pub unavailable: AtomicBool,
+    /// The catalog revisions ListCatalogItems was asked for.
+    pub listed_revisions: Mutex<Vec<Option<String>>>,
+}
+
+/// The catalog revision of `data::sample_quote`, the only one the double lists.
+pub const CATALOG_REVISION: &str = "rev-2026-07-01";
+
+/// The items of [`CATALOG_REVISION`]: the quote's tests and bundle, and add-on candidates.
+fn catalog_items() -> Vec<CatalogItem> {
+    let test = |id: &str, price_cents: i64, categories: &[&str]| CatalogItem {
+        id: id.into(),
+        kind: "test".into(),
+        name: id.replace('-', " "),
+        category_ids: categories.iter().map(|c| (*c).to_owned()).collect(),
+        price_cents,
+        ..Default::default()
+    };
+    vec![
+        test("hplc-purity", 15_000, &["peptides"]),
+        test("ms-identity", 4_500, &["peptides"]),
+        test("nmr-identity", 4_500, &["peptides"]),
+        test("endotoxin", 7_500, &["peptides"]),
+        test("heavy-metals", 9_000, &["peptides", "cannabis"]),
+        test("terpenes", 8_000, &["cannabis"]),
+        CatalogItem {
+            kind: "bundle".into(),
+            test_ids: vec!["ms-identity".into(), "nmr-identity".into()],
+            ..test("identity-pack", 9_000, &["peptides"])
+        },
+    ]
 }
 
 #[derive(Clone)]
@@ -49,9 +79,19 @@ struct FakeCatalog {
 impl CatalogService for FakeCatalog {
     async fn list_catalog_items(
         &self,
-        _: Request<ListCatalogItemsRequest>,
+        request: Request<ListCatalogItemsRequest>,
     ) -> Result<Response<ListCatalogItemsResponse>, Status> {
-        Err(Status::unimplemented("not in this double"))
+        service_principal(&request, &self.verifier)?;
+        let revision = request.get_ref().catalog_revision.clone();
+        self.state.listed_revisions.lock().unwrap().push(revision.clone());
+        if revision.as_deref() != Some(CATALOG_REVISION) {
+            return Err(ApiError::new(ErrorCode::InvalidRequest, "unknown catalog revision").into());
+        }
+        Ok(Response::new(ListCatalogItemsResponse {
+            catalog_revision: CATALOG_REVISION.into(),
+            items: catalog_items(),
+            ..Default::default()
+        }))
     }
 
     async fn create_quote(
@@ -131,10 +171,15 @@ impl PaymentsService for FakePayments {
             return Err(Status::unavailable("payments double is down"));
         }
         let mut invoices = self.state.invoices.lock().unwrap();
-        let invoice = invoices.entry(message.order_id.clone()).or_insert_with(|| {
+        let subject = message
+            .addon_id
+            .clone()
+            .unwrap_or_else(|| message.order_id.clone());
+        let invoice = invoices.entry(subject).or_insert_with(|| {
             let now = platform::time::now();
             let number = format!("INV-2026-{:06}", NEXT_INVOICE.fetch_add(1, Ordering::SeqCst));
             Invoice {
+                addon_id: message.addon_id.clone(),
                 legacy_payment_method: message.legacy_payment_method.clone(),
                 legacy_previous_status: String::new(),
                 legacy_status: "open".into(),

@@ -1,6 +1,7 @@
 //! Integration tests of orders-svc against real PostgreSQL and Redis, with in-test doubles of
 //! catalog-svc and payments-svc.
 
+mod addons;
 mod cancellation;
 mod concurrency;
 mod consumers;

@@ -147,6 +147,7 @@ async fn the_view_follows_payment_and_shipping_events_and_signs_the_label_url_at
     let order = app.place_order().await;
     let payment = order.payment.clone().unwrap();
     let confirmed = PaymentConfirmed {
+        addon_id: None,
         legacy_rail: String::new(),
         payment_id: Uuid::now_v7().to_string(),
         invoice_id: payment.invoice_id.clone(),

@@ -68,6 +68,9 @@ pub struct NewInvoice {
     pub total: Cents,
     /// When the card checkout session expires (the quote's expiry); card rail only.
     pub checkout_expires_at: Option<DateTime<Utc>>,
+    /// The add-on a supplementary invoice bills (one invoice per add-on); `None` for the
+    /// order's own invoice (one per order).
+    pub addon_id: Option<Uuid>,
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> ApiError {
@@ -120,6 +123,7 @@ impl NewInvoice {
             lines,
             total: sum,
             checkout_expires_at: raw.checkout_expires_at,
+            addon_id: None,
         })
     }
 }
@@ -175,6 +179,20 @@ pub struct Invoice {
     /// The newest checkout session (card rail), where the use case attached it.
     #[serde(default)]
     pub checkout: Option<crate::domain::checkout::CheckoutSession>,
+    /// The add-on this supplementary invoice bills; `None` for the order's own invoice.
+    #[serde(default)]
+    pub addon_id: Option<Uuid>,
+}
+
+impl Invoice {
+    /// The spend commitment the invoice's money stands for: the add-on's (kind `addon`) for a
+    /// supplementary invoice, else the order's (kind `order`).
+    pub fn spend_subject(&self) -> (crate::domain::spend::SpendKind, String) {
+        match self.addon_id {
+            Some(addon_id) => (crate::domain::spend::SpendKind::Addon, addon_id.to_string()),
+            None => (crate::domain::spend::SpendKind::Order, self.order_id.to_string()),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ macro_rules! select_invoices {
     () => {
         "SELECT id, invoice_number, customer_id, order_id, order_number, status, previous_status, \
          payment_method, currency, total_cents, amount_paid_cents, amount_due_cents, bank_instructions, \
-         issued_at, due_at, paid_at, created_at FROM payments.invoices "
+         issued_at, due_at, paid_at, created_at, addon_id FROM payments.invoices "
     };
 }
 
@@ -34,9 +34,9 @@ pub async fn insert_invoice(conn: &mut PgConnection, invoice: &Invoice) -> Resul
     let inserted = sqlx::query(
         "INSERT INTO payments.invoices (id, invoice_number, customer_id, order_id, order_number, status, \
            previous_status, payment_method, currency, total_cents, amount_paid_cents, amount_due_cents, \
-           bank_instructions, issued_at, due_at, paid_at, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17) \
-         ON CONFLICT ON CONSTRAINT invoices_customer_order_key DO NOTHING",
+           bank_instructions, issued_at, due_at, paid_at, created_at, updated_at, addon_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17, $18) \
+         ON CONFLICT DO NOTHING",
     )
     .bind(invoice.id)
     .bind(&invoice.invoice_number)
@@ -60,6 +60,7 @@ pub async fn insert_invoice(conn: &mut PgConnection, invoice: &Invoice) -> Resul
     .bind(invoice.due_at)
     .bind(invoice.paid_at)
     .bind(invoice.created_at)
+    .bind(invoice.addon_id)
     .execute(&mut *conn)
     .await?;
     if inserted.rows_affected() == 0 {
@@ -96,10 +97,28 @@ pub async fn by_order(
     customer_id: Uuid,
     order_id: Uuid,
 ) -> Result<Option<Invoice>, sqlx::Error> {
-    let query = concat!(select_invoices!(), "WHERE customer_id = $1 AND order_id = $2");
+    let query = concat!(
+        select_invoices!(),
+        "WHERE customer_id = $1 AND order_id = $2 AND addon_id IS NULL"
+    );
     let row = sqlx::query(query)
         .bind(customer_id)
         .bind(order_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    with_lines(conn, customer_id, row).await
+}
+
+/// The customer's supplementary invoice of add-on `addon_id`, with lines.
+pub async fn by_addon(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    addon_id: Uuid,
+) -> Result<Option<Invoice>, sqlx::Error> {
+    let query = concat!(select_invoices!(), "WHERE customer_id = $1 AND addon_id = $2");
+    let row = sqlx::query(query)
+        .bind(customer_id)
+        .bind(addon_id)
         .fetch_optional(&mut *conn)
         .await?;
     with_lines(conn, customer_id, row).await
@@ -114,7 +133,8 @@ pub async fn by_reference(
     let (id, number) = split(reference);
     let query = concat!(
         select_invoices!(),
-        "WHERE customer_id = $1 AND (id = $2 OR order_id = $2 OR invoice_number = $3) ORDER BY id LIMIT 1"
+        "WHERE customer_id = $1 AND (id = $2 OR (order_id = $2 AND addon_id IS NULL) OR invoice_number = $3) \
+         ORDER BY id LIMIT 1"
     );
     let row = sqlx::query(query)
         .bind(customer_id)
@@ -135,7 +155,8 @@ pub async fn by_order_reference(
     let (id, number) = split(reference);
     let query = concat!(
         select_invoices!(),
-        "WHERE customer_id = $1 AND (id = $2 OR order_id = $2 OR invoice_number = $3 OR order_number = $3) \
+        "WHERE customer_id = $1 AND (id = $2 OR invoice_number = $3 \
+           OR (addon_id IS NULL AND (order_id = $2 OR order_number = $3))) \
          ORDER BY id LIMIT 1"
     );
     let row = sqlx::query(query)
@@ -357,5 +378,6 @@ fn invoice_from_row(row: &PgRow) -> Result<Invoice, sqlx::Error> {
         bank_instructions: bank.map(|Json(instructions)| instructions),
         created_at: row.try_get("created_at")?,
         checkout: None,
+        addon_id: row.try_get("addon_id")?,
     })
 }

@@ -339,6 +339,25 @@ pub async fn confirm_order(
     Ok(())
 }
 
+/// Marks the commitment of `kind` and `subject_id` confirmed (its subject exists).
+pub async fn confirm(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    kind: crate::domain::spend::SpendKind,
+    subject_id: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE payments.spend_commitments SET confirmed = true \
+         WHERE customer_id = $1 AND kind = $2 AND subject_id = $3 AND NOT confirmed",
+    )
+    .bind(customer_id)
+    .bind(kind.as_str())
+    .bind(subject_id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Releases order commitments never confirmed by an invoice and older than `before` (orders
 /// that were never placed: their request failed or its process died between the commitment
 /// and the order), at most `limit` of them, within a transaction. Returns how many.

@@ -376,15 +376,9 @@ impl PaymentsService {
         };
         let settlement = balance.settle(&invoice.invoice_number, amount)?;
         repo::invoices::apply_settlement(tx, invoice.customer_id, invoice.id, &settlement, now).await?;
-        // Money arrived: the order's spend stands even if its expiry had released it.
-        repo::spend::reactivate(
-            tx,
-            invoice.customer_id,
-            crate::domain::spend::SpendKind::Order,
-            &invoice.order_id.to_string(),
-            now,
-        )
-        .await?;
+        // Money arrived: the order's (add-on's) spend stands even if its expiry had released it.
+        let (kind, subject) = invoice.spend_subject();
+        repo::spend::reactivate(tx, invoice.customer_id, kind, &subject, now).await?;
         if settlement.completes {
             let updated =
                 repo::invoices::by_reference(tx, invoice.customer_id, &InvoiceReference::Id(invoice.id))

@@ -108,14 +108,8 @@ impl PaymentsService {
             .await?
             .ok_or_else(|| ApiError::internal("a session's invoice is missing"))?;
         if matches!(invoice.status, crate::domain::InvoiceStatus::Open) {
-            repo::spend::release(
-                tx,
-                customer_id,
-                crate::domain::spend::SpendKind::Order,
-                &invoice.order_id.to_string(),
-                platform::time::now(),
-            )
-            .await?;
+            let (kind, subject) = invoice.spend_subject();
+            repo::spend::release(tx, customer_id, kind, &subject, platform::time::now()).await?;
         }
         Ok(())
     }

@@ -19,6 +19,7 @@ use crate::config::BankAccount;
 use crate::domain::checkout::{CheckoutSession, CheckoutStatus, SessionSubject, hosted_url, new_session_id};
 use crate::domain::invoice::invoice_number;
 use crate::domain::payment::{Balance, STATUS_SUCCEEDED};
+use crate::domain::spend::SpendKind;
 use crate::domain::{
     BankPayment, Invoice, InvoiceReference, InvoiceStatus, NewInvoice, Payment, PaymentMethod,
 };
@@ -133,11 +134,20 @@ impl PaymentsService {
         customer_id: Uuid,
         new: NewInvoice,
     ) -> Result<Invoice, ApiError> {
-        if let Some(existing) = repo::invoices::by_order(tx, customer_id, new.order_id).await? {
+        let existing = match new.addon_id {
+            Some(addon_id) => repo::invoices::by_addon(tx, customer_id, addon_id).await?,
+            None => repo::invoices::by_order(tx, customer_id, new.order_id).await?,
+        };
+        if let Some(existing) = existing {
             return Ok(existing);
         }
-        // The order exists: its spend commitment is no longer a candidate for reaping.
-        repo::spend::confirm_order(tx, customer_id, new.order_id).await?;
+        // The order (add-on) exists: its spend commitment is no longer a candidate for reaping.
+        match new.addon_id {
+            Some(addon_id) => {
+                repo::spend::confirm(tx, customer_id, SpendKind::Addon, &addon_id.to_string()).await?
+            }
+            None => repo::spend::confirm_order(tx, customer_id, new.order_id).await?,
+        }
         let now = platform::time::now();
         let number = invoice_number(now, repo::invoices::next_invoice_sequence(tx).await?);
         let bank_instructions =
@@ -162,12 +172,15 @@ impl PaymentsService {
             bank_instructions,
             created_at: now,
             checkout: None,
+            addon_id: new.addon_id,
         };
         if !repo::invoices::insert_invoice(tx, &invoice).await? {
             // A concurrent call issued it first; answer with the winner.
-            return repo::invoices::by_order(tx, customer_id, invoice.order_id)
-                .await?
-                .ok_or_else(|| ApiError::internal("invoice conflict without an invoice"));
+            let winner = match invoice.addon_id {
+                Some(addon_id) => repo::invoices::by_addon(tx, customer_id, addon_id).await?,
+                None => repo::invoices::by_order(tx, customer_id, invoice.order_id).await?,
+            };
+            return winner.ok_or_else(|| ApiError::internal("invoice conflict without an invoice"));
         }
         if invoice.payment_method == PaymentMethod::CardCheckout {
             let expires_at = new.checkout_expires_at.unwrap_or_else(|| {

@@ -8,7 +8,6 @@
 
 use super::{PaymentsService, SpendCommitment, invoice_not_found};
 use crate::domain::checkout::CheckoutStatus;
-use crate::domain::spend::SpendKind;
 use crate::domain::{Invoice, InvoiceReference, InvoiceStatus, PaymentMethod};
 use crate::repo;
 use platform::error::ApiError;
@@ -94,11 +93,12 @@ impl PaymentsService {
         }
         // The expired payment released the order's spend; a fresh link commits it again, under
         // the preparing key's envelope (403 spend_limit_exceeded when it no longer fits).
+        let (kind, subject_id) = invoice.spend_subject();
         let commitment = SpendCommitment {
             customer_id: invoice.customer_id,
             key_id: key_id.to_owned(),
-            kind: SpendKind::Order,
-            subject_id: invoice.order_id.to_string(),
+            kind,
+            subject_id,
             amount: invoice.amount_due,
         };
         self.commit_in(tx, &commitment, true).await?;

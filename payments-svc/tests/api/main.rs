@@ -1,5 +1,6 @@
 //! Integration tests of payments-svc against a real PostgreSQL and Redis.
 
+mod addons;
 mod bank_reference;
 mod cancellation;
 mod chain;

@@ -18,8 +18,21 @@ use uuid::Uuid;
 #[derive(Clone, Debug)]
 pub enum SampleNews {
     Received(Vec<SampleFacts>),
-    TestingStarted { order_id: Uuid, at: DateTime<Utc> },
-    Paid { order_id: Uuid, at: DateTime<Utc> },
+    TestingStarted {
+        order_id: Uuid,
+        at: DateTime<Utc>,
+    },
+    Paid {
+        order_id: Uuid,
+        at: DateTime<Utc>,
+    },
+    /// A paid add-on: its tests join the sample's test list (once each), so the lab records
+    /// them in the sample's COA (or its amendment).
+    TestsAdded {
+        accession_number: String,
+        test_ids: Vec<String>,
+        test_names: Vec<String>,
+    },
 }
 
 impl ResultsService {
@@ -39,6 +52,14 @@ impl ResultsService {
                 for sample in samples.iter().filter(|sample| sample.customer_id == customer_id) {
                     repo::insert_sample(&mut tx, sample).await?;
                 }
+            }
+            SampleNews::TestsAdded {
+                accession_number,
+                test_ids,
+                test_names,
+            } => {
+                repo::add_sample_tests(&mut tx, customer_id, &accession_number, &test_ids, &test_names)
+                    .await?;
             }
             SampleNews::TestingStarted { order_id, at } => {
                 repo::set_testing_started(&mut tx, customer_id, order_id, at).await?;

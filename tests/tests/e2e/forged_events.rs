@@ -25,6 +25,7 @@ fn payment_confirmed(order: &serde_json::Value, customer_id: &str, source: &str)
         subject_id: Uuid::now_v7().to_string(),
         schema_version: 1,
         data: Some(Data::PaymentConfirmed(proto::payments::PaymentConfirmed {
+            addon_id: None,
             payment_id: Uuid::now_v7().to_string(),
             invoice_id: text(&order["payment"]["invoiceId"]),
             invoice_number: text(&order["payment"]["invoiceNumber"]),

@@ -1,5 +1,6 @@
 //! End-to-end tests: one module per business flow or cross-cutting guarantee.
 
+mod addons;
 mod bank_invoice_flow;
 mod browser_checkout;
 mod cancellation;

@@ -602,6 +602,13 @@ async fn every_tool_answers_structured_content_that_validates_against_its_output
     crate::lab_support::record_and_submit(&sandbox, &staff, &samples[0]).await;
     crate::lab_support::approve_and_publish(&sandbox, &staff, &accession).await;
     call("svc.order.sample.list", json!({ "reference": order_id })).await;
+    // Two received units both went to the line's two tests: an add-on is refused (its error
+    // envelope validates like any answer); its success is validated in addons.rs.
+    call(
+        "svc.order.addons",
+        json!({ "reference": order_id, "lineNumber": 1, "testIds": ["heavy-metals-icpms"] }),
+    )
+    .await;
     call("svc.order.custody.get", json!({ "reference": order_id })).await;
     call("svc.order.eta.get", json!({ "reference": order_id })).await;
     call("svc.result.list", json!({ "orderId": order_id })).await;
@@ -713,7 +720,7 @@ async fn every_tool_answers_structured_content_that_validates_against_its_output
         .iter()
         .filter(|(_, result)| result["isError"] == true)
         .count();
-    assert_eq!(errors, 4, "only the four deliberate errors failed: {results:#?}");
+    assert_eq!(errors, 5, "only the five deliberate errors failed: {results:#?}");
     let cases: Vec<Value> = results
         .iter()
         .map(|(name, result)| json!({ "tool": name, "schema": schema_of(name), "instance": result["structuredContent"] }))

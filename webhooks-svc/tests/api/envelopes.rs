@@ -55,6 +55,7 @@ pub fn coa_published(customer: Uuid) -> EventEnvelope {
         customer,
         "coa.published",
         Data::CoaPublished(proto::results::CoaPublished {
+            test_ids: Vec::new(),
             coa_id: Uuid::now_v7().to_string(),
             submission_id: "SUB-1".into(),
             accession_number: "ACC-2026-0001".into(),
