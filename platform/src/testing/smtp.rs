@@ -20,6 +20,11 @@ impl SmtpServer {
             .and_then(|listener| listener.local_addr())
             .map(|addr| addr.port())
             .expect("a free port");
+        Self::start_on(port).await
+    }
+
+    /// Starts the server on `port` (a relay that comes back where it was).
+    pub async fn start_on(port: u16) -> Self {
         let maildir = std::env::temp_dir().join(format!("lab-smtp-{}", Uuid::now_v7().simple()));
         let child = Command::new("python3")
             .args([
@@ -66,6 +71,79 @@ impl SmtpServer {
             }
         }
         messages
+    }
+}
+
+/// One delivered message as Python's `email` package parses it (the standard library, not our
+/// code, decodes the MIME structure, the transfer encodings and the attachments).
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct ParsedEmail {
+    /// Every header (name, value) in order, values unfolded.
+    pub headers: Vec<(String, String)>,
+    /// Content types of every part, in order (`multipart/mixed`, `text/plain`, …).
+    pub content_types: Vec<String>,
+    /// The decoded `text/plain` body.
+    pub text: String,
+    /// Attachments (file name, content type, bytes).
+    pub attachments: Vec<ParsedAttachment>,
+}
+
+/// One attachment of a [`ParsedEmail`].
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct ParsedAttachment {
+    pub filename: String,
+    pub content_type: String,
+    #[serde(deserialize_with = "from_hex")]
+    pub bytes: Vec<u8>,
+}
+
+fn from_hex<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+    let text = <String as serde::Deserialize>::deserialize(deserializer)?;
+    hex::decode(text).map_err(serde::de::Error::custom)
+}
+
+impl ParsedEmail {
+    /// The value of the first header named `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(header, _)| header.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+const PARSE_EMAIL: &str = r#"
+import email, email.policy, json, sys
+message = email.message_from_bytes(open(sys.argv[1], 'rb').read(), policy=email.policy.default)
+text = message.get_body(preferencelist=('plain',))
+print(json.dumps({
+    'headers': [[name, str(value)] for name, value in message.items()],
+    'content_types': [part.get_content_type() for part in message.walk()],
+    'text': text.get_content() if text is not None else '',
+    'attachments': [{'filename': part.get_filename(), 'content_type': part.get_content_type(),
+                     'bytes': part.get_payload(decode=True).hex()} for part in message.iter_attachments()],
+}))
+"#;
+
+impl SmtpServer {
+    /// Every message delivered so far, parsed by Python's `email` package.
+    pub fn parsed(&self) -> Vec<ParsedEmail> {
+        let mut parsed = Vec::new();
+        for folder in ["new", "cur"] {
+            let Ok(entries) = std::fs::read_dir(self.maildir.join(folder)) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let output = Command::new("python3")
+                    .args(["-c", PARSE_EMAIL])
+                    .arg(entry.path())
+                    .output()
+                    .expect("python3 parses the message");
+                assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+                parsed.push(serde_json::from_slice(&output.stdout).expect("the parser's JSON"));
+            }
+        }
+        parsed
     }
 }
 
