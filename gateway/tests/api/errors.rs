@@ -56,15 +56,18 @@ async fn every_response_carries_a_request_id_and_a_sane_incoming_one_is_kept() {
 async fn unknown_routes_are_enveloped_404s_and_wrong_methods_enveloped_405s() {
     let app = spawn_app().await;
     let customer = app.identity.keyed_customer(&["all"]).await;
-    // An operation of the spec not built yet (GET /instruments, then GET /support/tickets, were
-    // the example until they were built).
+    // An operation of the spec not built yet (GET /instruments, GET /support/tickets, then POST
+    // /notifications/customer-coa, were the example until they were built), its path parameter
+    // filled in.
     let unbuilt = gateway::scopes::NOT_BUILT
-        .iter()
-        .find(|operation| !operation.path.contains('{'))
-        .expect("an operation without path parameters is not built yet");
+        .first()
+        .expect("an operation of the spec is not built yet");
     let missing = app
         .http
-        .request(unbuilt.method.parse().unwrap(), app.agent(unbuilt.path))
+        .request(
+            unbuilt.method.parse().unwrap(),
+            app.agent(&unbuilt.path.replace("{reference}", "ORD-2026-000001")),
+        )
         .bearer_auth(&customer.plaintext)
         .json(&serde_json::json!({}))
         .send()
