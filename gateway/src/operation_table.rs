@@ -80,7 +80,8 @@ pub mod prelude {
     pub use crate::dto::export::{CoaExportPage, ExportQuery, InstrumentExportPage};
     pub use crate::dto::lab::{CustodyEnvelope, EtaEnvelope, OrderSamplesEnvelope};
     pub use crate::dto::notifications::{
-        CoaEmailEnvelope, ConsentEnvelope, ConsentList, ConsentsQuery, RecordConsentRequest, SendCoaEmailRequest,
+        CoaEmailEnvelope, ConsentEnvelope, ConsentList, ConsentsQuery, RecordConsentRequest,
+        SendCoaEmailRequest,
     };
     pub use crate::dto::orders::{
         CancelRequestBody, CancellationEnvelope, CreateOrderRequest, OrderEnvelope, OrderList, OrdersQuery,

@@ -115,9 +115,7 @@ const fn decided(operation: Operation) -> Operation {
 /// routed (a call with a key is authenticated, then 404; a public one is 404 without a key), no
 /// tool. Building one moves
 /// it from here to a declaration of `crate::operation_table` (a test holds the two lists apart).
-pub const NOT_BUILT: &[Operation] = &[
-    decided(op("POST", "/orders/{reference}/addons", &[ORDERS_WRITE])),
-];
+pub const NOT_BUILT: &[Operation] = &[decided(op("POST", "/orders/{reference}/addons", &[ORDERS_WRITE]))];
 
 /// Every operation of the spec's REST table and our additions: the built ones, then the others.
 pub fn all() -> impl Iterator<Item = &'static Operation> {

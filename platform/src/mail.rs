@@ -101,12 +101,14 @@ impl Mailer {
             .subject(email.subject.clone())
             .message_id(Some(email.message_id.clone()));
         for (name, value) in &email.headers {
-            let name = HeaderName::new_from_ascii(name.clone()).map_err(|error| format!("header {name}: {error}"))?;
+            let name = HeaderName::new_from_ascii(name.clone())
+                .map_err(|error| format!("header {name}: {error}"))?;
             builder = builder.raw_header(HeaderValue::new(name, value.clone()));
         }
         let mut body = MultiPart::mixed().singlepart(SinglePart::plain(email.text.clone()));
         for attachment in &email.attachments {
-            let content_type = ContentType::parse(&attachment.content_type).map_err(|error| error.to_string())?;
+            let content_type =
+                ContentType::parse(&attachment.content_type).map_err(|error| error.to_string())?;
             body = body.singlepart(
                 Attachment::new(attachment.filename.clone()).body(attachment.bytes.clone(), content_type),
             );
@@ -144,8 +146,11 @@ mod tests {
 
     #[test]
     fn a_message_carries_its_extra_headers_and_a_plain_text_body() {
-        let mailer = Mailer::new("Lab <lab@example.com>", &MailTransport::Files(PathBuf::from("/nonexistent")))
-            .unwrap();
+        let mailer = Mailer::new(
+            "Lab <lab@example.com>",
+            &MailTransport::Files(PathBuf::from("/nonexistent")),
+        )
+        .unwrap();
         let email = OutgoingEmail {
             message_id: "<m-1@lab.example>".into(),
             to: "someone@example.org".into(),
@@ -158,11 +163,17 @@ mod tests {
             }],
             headers: vec![
                 ("List-Unsubscribe".into(), "<https://lab.example/u/abc>".into()),
-                ("List-Unsubscribe-Post".into(), "List-Unsubscribe=One-Click".into()),
+                (
+                    "List-Unsubscribe-Post".into(),
+                    "List-Unsubscribe=One-Click".into(),
+                ),
             ],
         };
         let formatted = String::from_utf8(mailer.build(&email).unwrap().formatted()).unwrap();
-        assert!(formatted.contains("List-Unsubscribe: <https://lab.example/u/abc>\r\n"), "{formatted}");
+        assert!(
+            formatted.contains("List-Unsubscribe: <https://lab.example/u/abc>\r\n"),
+            "{formatted}"
+        );
         assert!(formatted.contains("List-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n"));
         assert!(formatted.contains("Content-Type: text/plain; charset=utf-8"));
         assert!(!formatted.contains("text/html"));

@@ -12,8 +12,8 @@ use platform::time::{from_timestamp, to_timestamp, to_timestamp_opt};
 use proto::results::notification_service_server::NotificationService as NotificationApi;
 use proto::results::{
     self as pb, CheckUnsubscribeRequest, CheckUnsubscribeResponse, ListConsentsRequest, ListConsentsResponse,
-    RecordConsentRequest, RecordConsentResponse, SendCoaEmailRequest, SendCoaEmailResponse, UnsubscribeRequest,
-    UnsubscribeResponse, WithdrawConsentRequest, WithdrawConsentResponse,
+    RecordConsentRequest, RecordConsentResponse, SendCoaEmailRequest, SendCoaEmailResponse,
+    UnsubscribeRequest, UnsubscribeResponse, WithdrawConsentRequest, WithdrawConsentResponse,
 };
 use proto::scopes::{ORDERS_READ, ORDERS_WRITE, RESULTS_READ};
 use std::sync::Arc;
@@ -108,7 +108,13 @@ impl NotificationApi for NotificationGrpc {
         let key = IdempotencyKey::from_grpc(&request)?;
         let message = request.into_inner();
         self.notifications
-            .send_coa_email(&principal, key, message.reference, message.recipient_email, message.message)
+            .send_coa_email(
+                &principal,
+                key,
+                message.reference,
+                message.recipient_email,
+                message.message,
+            )
             .await
             .into_response(|email| SendCoaEmailResponse {
                 email: Some(email_proto(&email)),
@@ -130,7 +136,10 @@ impl NotificationApi for NotificationGrpc {
         &self,
         request: Request<UnsubscribeRequest>,
     ) -> Result<Response<UnsubscribeResponse>, Status> {
-        let outcome = self.notifications.unsubscribe(&request.into_inner().token).await?;
+        let outcome = self
+            .notifications
+            .unsubscribe(&request.into_inner().token)
+            .await?;
         Ok(Response::new(UnsubscribeResponse {
             withdrawn: outcome.withdrawn,
             unchanged: outcome.unchanged,

@@ -130,7 +130,8 @@ impl NotificationSettings {
         } else {
             need.refuse("RESULTS_SMTP_URL is not set: the SMTP relay COA emails go through");
         }
-        settings.unsubscribe_key = platform::config::file_or_value("RESULTS", "UNSUBSCRIBE_KEY")?.map(Into::into);
+        settings.unsubscribe_key =
+            platform::config::file_or_value("RESULTS", "UNSUBSCRIBE_KEY")?.map(Into::into);
         need.refuse_if(settings.unsubscribe_key.is_none(), || {
             format!(
                 "RESULTS_UNSUBSCRIBE_KEY is not set: the HMAC key of the one-click unsubscribe links in COA emails (at least {} characters)",
@@ -143,12 +144,15 @@ impl NotificationSettings {
             Some(platform::production::MIN_SECRET_CHARS),
         );
         if let Some(limit) = platform::env::env_var("RESULTS_COA_EMAIL_DAILY_LIMIT") {
-            settings.daily_limit = limit
-                .trim()
-                .parse()
-                .ok()
-                .filter(|limit| *limit >= 1)
-                .ok_or_else(|| anyhow::anyhow!("RESULTS_COA_EMAIL_DAILY_LIMIT must be a whole number of at least 1"))?;
+            settings.daily_limit =
+                limit
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|limit| *limit >= 1)
+                    .ok_or_else(|| {
+                        anyhow::anyhow!("RESULTS_COA_EMAIL_DAILY_LIMIT must be a whole number of at least 1")
+                    })?;
         }
         Ok(settings)
     }
@@ -333,7 +337,12 @@ impl Application {
         base.serve(
             vec![GRPC_SERVICE, REGISTRY_GRPC_SERVICE, NOTIFICATION_GRPC_SERVICE],
             vec![consumer],
-            |router| router.add_service(api).add_service(registry).add_service(notifications),
+            |router| {
+                router
+                    .add_service(api)
+                    .add_service(registry)
+                    .add_service(notifications)
+            },
             shutdown,
         )
         .await

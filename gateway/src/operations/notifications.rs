@@ -49,7 +49,11 @@ pub async fn record_consent(
 }
 
 /// `GET /notifications/consents`: one page of the customer's consents, newest recorded first.
-pub async fn list_consents(peers: &Peers, caller: &Caller, query: ConsentsQuery) -> Result<ConsentList, ApiError> {
+pub async fn list_consents(
+    peers: &Peers,
+    caller: &Caller,
+    query: ConsentsQuery,
+) -> Result<ConsentList, ApiError> {
     let request = pb::ListConsentsRequest {
         recipient_email: query.recipient_email,
         status: query.status,
@@ -71,7 +75,11 @@ pub async fn list_consents(peers: &Peers, caller: &Caller, query: ConsentsQuery)
 }
 
 /// `POST /notifications/consents/{consentId}/withdraw`: withdraws one of the customer's consents.
-pub async fn withdraw_consent(peers: &Peers, caller: &Caller, consent_id: String) -> Result<ConsentEnvelope, ApiError> {
+pub async fn withdraw_consent(
+    peers: &Peers,
+    caller: &Caller,
+    consent_id: String,
+) -> Result<ConsentEnvelope, ApiError> {
     let request = pb::WithdrawConsentRequest { consent_id };
     let consent = peers
         .notifications()

@@ -139,7 +139,11 @@ impl SmtpServer {
                     .arg(entry.path())
                     .output()
                     .expect("python3 parses the message");
-                assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+                assert!(
+                    output.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
                 parsed.push(serde_json::from_slice(&output.stdout).expect("the parser's JSON"));
             }
         }

@@ -8,7 +8,13 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// How a recipient gave consent (the closed list the API accepts).
-pub const CONSENT_MECHANISMS: [&str; 5] = ["web_form", "email_reply", "signed_paper", "verbal_recorded", "in_app"];
+pub const CONSENT_MECHANISMS: [&str; 5] = [
+    "web_form",
+    "email_reply",
+    "signed_paper",
+    "verbal_recorded",
+    "in_app",
+];
 /// Withdrawal through the API by the customer.
 pub const WITHDRAWN_BY_CUSTOMER: &str = "customer_request";
 /// Withdrawal by the recipient through the email's one-click unsubscribe link.
@@ -43,7 +49,11 @@ pub struct Consent {
 impl Consent {
     /// `active` or `withdrawn`.
     pub fn status(&self) -> &'static str {
-        if self.withdrawn_at.is_some() { "withdrawn" } else { "active" }
+        if self.withdrawn_at.is_some() {
+            "withdrawn"
+        } else {
+            "active"
+        }
     }
 }
 
@@ -86,7 +96,11 @@ impl NewConsent {
             .with_details(serde_json::json!({ "allowed": CONSENT_MECHANISMS })));
         }
         let consented_at = input.consented_at.ok_or_else(|| {
-            ApiError::field(ErrorCode::InvalidRequest, "consentedAt", "consentedAt is required (ISO 8601)")
+            ApiError::field(
+                ErrorCode::InvalidRequest,
+                "consentedAt",
+                "consentedAt is required (ISO 8601)",
+            )
         })?;
         if consented_at > now + FUTURE_TOLERANCE {
             return Err(ApiError::field(
@@ -113,7 +127,10 @@ impl NewConsent {
 /// The recipient address, trimmed: one plain mailbox (`name@domain`) of at most 254 characters.
 pub fn recipient(address: &str) -> Result<String, ApiError> {
     let address = address.trim();
-    if address.is_empty() || address.chars().count() > MAX_EMAIL_CHARS || !platform::mail::is_plain_address(address) {
+    if address.is_empty()
+        || address.chars().count() > MAX_EMAIL_CHARS
+        || !platform::mail::is_plain_address(address)
+    {
         return Err(ApiError::field(
             ErrorCode::InvalidRequest,
             "recipientEmail",
@@ -143,7 +160,9 @@ pub fn note(message: Option<String>) -> Result<Option<String>, ApiError> {
         return Err(refuse("message is at most 2000 characters of plain text"));
     }
     if message.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-        return Err(refuse("message is plain text: no control characters other than line breaks and tabs"));
+        return Err(refuse(
+            "message is plain text: no control characters other than line breaks and tabs",
+        ));
     }
     Ok(Some(message.trim_end().to_owned()))
 }
@@ -205,23 +224,53 @@ mod tests {
         let field = |input: ConsentInput| {
             NewConsent::validate(input, now).unwrap_err().details.unwrap()["field"].clone()
         };
-        assert_eq!(field(ConsentInput { mechanism: "guessed".into(), ..input() }), "mechanism");
         assert_eq!(
-            field(ConsentInput { consented_at: Some(now + Duration::hours(1)), ..input() }),
+            field(ConsentInput {
+                mechanism: "guessed".into(),
+                ..input()
+            }),
+            "mechanism"
+        );
+        assert_eq!(
+            field(ConsentInput {
+                consented_at: Some(now + Duration::hours(1)),
+                ..input()
+            }),
             "consentedAt"
         );
-        assert_eq!(field(ConsentInput { consented_at: None, ..input() }), "consentedAt");
+        assert_eq!(
+            field(ConsentInput {
+                consented_at: None,
+                ..input()
+            }),
+            "consentedAt"
+        );
         for address in ["no-at", "Jane <jane@example.org>", "a@b@c.org", ""] {
-            assert_eq!(field(ConsentInput { recipient_email: address.into(), ..input() }), "recipientEmail");
+            assert_eq!(
+                field(ConsentInput {
+                    recipient_email: address.into(),
+                    ..input()
+                }),
+                "recipientEmail"
+            );
         }
-        assert_eq!(field(ConsentInput { consented_by: "two\nlines".into(), ..input() }), "consentedBy");
+        assert_eq!(
+            field(ConsentInput {
+                consented_by: "two\nlines".into(),
+                ..input()
+            }),
+            "consentedBy"
+        );
     }
 
     #[test]
     fn a_note_is_plain_text_within_its_limit() {
         assert_eq!(note(None).unwrap(), None);
         assert_eq!(note(Some("  ".into())).unwrap(), None);
-        assert_eq!(note(Some("a\r\nb <b>x</b>".into())).unwrap().as_deref(), Some("a\nb <b>x</b>"));
+        assert_eq!(
+            note(Some("a\r\nb <b>x</b>".into())).unwrap().as_deref(),
+            Some("a\nb <b>x</b>")
+        );
         assert!(note(Some("x".repeat(2001))).is_err());
         assert!(note(Some("bell\u{7}".into())).is_err());
     }

@@ -75,7 +75,10 @@ impl CoaEmailContent<'_> {
                 bytes: self.pdf,
             }],
             headers: vec![
-                ("List-Unsubscribe".to_owned(), format!("<{}>", self.unsubscribe_url)),
+                (
+                    "List-Unsubscribe".to_owned(),
+                    format!("<{}>", self.unsubscribe_url),
+                ),
                 (
                     "List-Unsubscribe-Post".to_owned(),
                     "List-Unsubscribe=One-Click".to_owned(),

@@ -70,8 +70,10 @@ impl Notifications {
     ) -> Self {
         // The claim outlives the SMTP conversation (lettre's own timeout is a minute), so a retry
         // never takes over a send that is still talking to the relay.
-        let idempotency = IdempotencyStore::new(crate::SCHEMA)
-            .with_timing(std::time::Duration::from_secs(120), std::time::Duration::from_secs(10));
+        let idempotency = IdempotencyStore::new(crate::SCHEMA).with_timing(
+            std::time::Duration::from_secs(120),
+            std::time::Duration::from_secs(10),
+        );
         Self {
             pool,
             results,
@@ -111,15 +113,22 @@ impl Notifications {
                 )
                 .with_details(serde_json::json!({ "unsubscribedAt": unsubscribed.to_rfc3339() })));
             }
-            let recorded = repo::insert_consent(&mut tx, Uuid::now_v7(), customer_id, &consent, &recipient_key, now)
-                .await
-                .map_err(|error| {
-                    if repo::is_second_active_consent(&error) {
-                        second_consent(None)
-                    } else {
-                        ApiError::from(error)
-                    }
-                })?;
+            let recorded = repo::insert_consent(
+                &mut tx,
+                Uuid::now_v7(),
+                customer_id,
+                &consent,
+                &recipient_key,
+                now,
+            )
+            .await
+            .map_err(|error| {
+                if repo::is_second_active_consent(&error) {
+                    second_consent(None)
+                } else {
+                    ApiError::from(error)
+                }
+            })?;
             if let Some(attempt) = attempt {
                 attempt.complete(&mut tx, &recorded).await?;
             }
@@ -160,18 +169,26 @@ impl Notifications {
         };
         let after: Option<After> = CONSENTS.after(page)?;
         let filter = ConsentFilter {
-            recipient_key: recipient.filter(|r| !r.trim().is_empty()).map(|r| consent::recipient_key(&r)),
+            recipient_key: recipient
+                .filter(|r| !r.trim().is_empty())
+                .map(|r| consent::recipient_key(&r)),
             active,
             after: after.map(|after| (after.created_at, after.id)),
             limit: page.fetch(),
         };
         let mut conn = self.pool.acquire().await?;
         let consents = repo::list_consents(&mut conn, customer_id, &filter).await?;
-        Ok(CONSENTS.page(page, consents, |consent| After::new(consent.recorded_at, consent.id)))
+        Ok(CONSENTS.page(page, consents, |consent| {
+            After::new(consent.recorded_at, consent.id)
+        }))
     }
 
     /// Withdraws one of the customer's consents (`customer_request`); (consent, unchanged).
-    pub async fn withdraw_consent(&self, customer_id: Uuid, consent_id: &str) -> Result<(Consent, bool), ApiError> {
+    pub async fn withdraw_consent(
+        &self,
+        customer_id: Uuid,
+        consent_id: &str,
+    ) -> Result<(Consent, bool), ApiError> {
         let not_found = || ApiError::new(ErrorCode::NotFound, "consent not found");
         let id = Uuid::try_parse(consent_id.trim()).map_err(|_| not_found())?;
         let mut tx = self.pool.begin().await?;
@@ -229,9 +246,14 @@ impl Notifications {
         if coa.status != crate::domain::coa::CoaStatus::Published {
             return Err(ApiError::new(
                 ErrorCode::Conflict,
-                format!("the COA is {}: only a COA in force is emailed", coa.status.as_str()),
+                format!(
+                    "the COA is {}: only a COA in force is emailed",
+                    coa.status.as_str()
+                ),
             )
-            .with_details(serde_json::json!({ "status": coa.status.as_str(), "supersededBy": coa.superseded_by })));
+            .with_details(
+                serde_json::json!({ "status": coa.status.as_str(), "supersededBy": coa.superseded_by }),
+            ));
         }
         let letterhead = self.results.letterhead();
         let verify_url = letterhead.verify_url(&coa);
@@ -309,7 +331,8 @@ impl Notifications {
         let unsubscribe_url = format!(
             "{}{UNSUBSCRIBE_PATH}{}",
             letterhead.public_base_url.trim_end_matches('/'),
-            self.keys.sign(consent.id, now.timestamp() + token::LIFETIME_SECONDS)
+            self.keys
+                .sign(consent.id, now.timestamp() + token::LIFETIME_SECONDS)
         );
         let message = email::CoaEmailContent {
             coa: &coa,
@@ -325,8 +348,13 @@ impl Notifications {
         let outcome = self.mailer.send(&message).await;
         let finished = platform::time::now();
         let mut tx = self.pool.begin().await?;
-        repo::record_outcome(&mut tx, email.id, outcome.as_ref().map(|_| ()).map_err(String::as_str), finished)
-            .await?;
+        repo::record_outcome(
+            &mut tx,
+            email.id,
+            outcome.as_ref().map(|_| ()).map_err(String::as_str),
+            finished,
+        )
+        .await?;
         match outcome {
             Ok(()) => {
                 let sent = CoaEmail {
@@ -365,7 +393,9 @@ impl Notifications {
     pub async fn unsubscribe(&self, token: &str) -> Result<Unsubscribed, ApiError> {
         let id = self.token_consent(token)?;
         let mut tx = self.pool.begin().await?;
-        let consent = repo::lock_consent(&mut tx, None, id).await?.ok_or_else(link_not_valid)?;
+        let consent = repo::lock_consent(&mut tx, None, id)
+            .await?
+            .ok_or_else(link_not_valid)?;
         if consent.withdrawn_at.is_some() {
             return Ok(Unsubscribed {
                 withdrawn: true,

@@ -253,7 +253,11 @@ impl EmailRow {
 }
 
 /// Records an email about to be sent (`sending`).
-pub async fn insert_email(conn: &mut PgConnection, email: &CoaEmail, recipient_key: &str) -> Result<(), sqlx::Error> {
+pub async fn insert_email(
+    conn: &mut PgConnection,
+    email: &CoaEmail,
+    recipient_key: &str,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO results.coa_emails (id, customer_id, coa_id, consent_id, recipient_email, recipient_key, \
            message_id, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 'sending', $8)",

@@ -40,7 +40,8 @@ impl UnsubscribeKeys {
     /// `now` (Unix seconds); `None` otherwise (tampered, malformed or expired alike).
     pub fn verify(&self, token: &str, now: i64) -> Option<Uuid> {
         let mut parts = token.split('.');
-        let (Some(id), Some(expires), Some(signature), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        let (Some(id), Some(expires), Some(signature), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return None;
         };
@@ -84,7 +85,15 @@ mod tests {
         let swapped = format!("{}.{rest}", Uuid::now_v7().simple());
         let extended = token.replacen(".5000.", ".9000.", 1);
         let foreign = UnsubscribeKeys::new(b"another key entirely, also long enough").sign(consent, 5_000);
-        for bad in [swapped.as_str(), extended.as_str(), foreign.as_str(), other_rest, "", "a.b.c", &format!("{token}.x")] {
+        for bad in [
+            swapped.as_str(),
+            extended.as_str(),
+            foreign.as_str(),
+            other_rest,
+            "",
+            "a.b.c",
+            &format!("{token}.x"),
+        ] {
             assert_eq!(keys.verify(bad, 0), None, "{bad}");
         }
     }

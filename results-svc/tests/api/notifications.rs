@@ -72,8 +72,14 @@ async fn send(
         message: Some("Here is the certificate for lot 42.\n<b>Not HTML</b>".into()),
     };
     let request = platform::grpc::outgoing_idempotent(message, &token(app, customer), key);
-    let response = client.send_coa_email(request).await.map_err(|status| ApiError::from_status(&status))?;
-    let replayed = response.metadata().get(platform::grpc::IDEMPOTENT_REPLAYED).is_some();
+    let response = client
+        .send_coa_email(request)
+        .await
+        .map_err(|status| ApiError::from_status(&status))?;
+    let replayed = response
+        .metadata()
+        .get(platform::grpc::IDEMPOTENT_REPLAYED)
+        .is_some();
     Ok((response.into_inner().email.expect("an email"), replayed))
 }
 
@@ -88,9 +94,11 @@ async fn unsubscribe(app: &TestApp, token: &str) -> Result<pb::UnsubscribeRespon
 
 /// Waits for `count` messages at the server and returns them parsed.
 async fn wait_for_emails(smtp: &SmtpServer, count: usize) -> Vec<ParsedEmail> {
-    platform::testing::wait_for("the emails at the SMTP server", Duration::from_secs(10), || async {
-        (smtp.messages().len() >= count).then_some(())
-    })
+    platform::testing::wait_for(
+        "the emails at the SMTP server",
+        Duration::from_secs(10),
+        || async { (smtp.messages().len() >= count).then_some(()) },
+    )
     .await;
     smtp.parsed()
 }
@@ -112,28 +120,63 @@ async fn a_published_coa_is_emailed_once_per_key_with_its_pdf_verify_link_and_on
     let customer = Uuid::now_v7();
     let (sample, coa) = app.published(customer).await;
     let consent = record_consent(&app, customer, RECIPIENT).await.unwrap();
-    assert_eq!((consent.status.as_str(), consent.mechanism.as_str()), ("active", "web_form"));
+    assert_eq!(
+        (consent.status.as_str(), consent.mechanism.as_str()),
+        ("active", "web_form")
+    );
 
-    let (email, replayed) = send(&app, customer, "send-key-0001", &sample.accession, "buyer@example.org")
-        .await
-        .unwrap();
+    let (email, replayed) = send(
+        &app,
+        customer,
+        "send-key-0001",
+        &sample.accession,
+        "buyer@example.org",
+    )
+    .await
+    .unwrap();
     assert!(!replayed);
     assert_eq!(email.status, "sent");
     assert!(email.sent_at.is_some());
-    assert_eq!((email.coa_id.as_str(), email.consent_id.as_str()), (coa.id.as_str(), consent.id.as_str()));
-    assert!(email.verify_url.contains(&format!("accession={}", sample.accession)), "{}", email.verify_url);
+    assert_eq!(
+        (email.coa_id.as_str(), email.consent_id.as_str()),
+        (coa.id.as_str(), consent.id.as_str())
+    );
+    assert!(
+        email
+            .verify_url
+            .contains(&format!("accession={}", sample.accession)),
+        "{}",
+        email.verify_url
+    );
 
     let emails = wait_for_emails(&smtp, 1).await;
     assert_eq!(emails.len(), 1);
     let message = &emails[0];
-    assert_eq!(message.header("To"), Some(RECIPIENT), "the address as the consent recorded it");
+    assert_eq!(
+        message.header("To"),
+        Some(RECIPIENT),
+        "the address as the consent recorded it"
+    );
     assert_eq!(message.header("Message-ID"), Some(email.message_id.as_str()));
-    assert_eq!(message.header("List-Unsubscribe-Post"), Some("List-Unsubscribe=One-Click"));
+    assert_eq!(
+        message.header("List-Unsubscribe-Post"),
+        Some("List-Unsubscribe=One-Click")
+    );
     let link = unsubscribe_token(message);
-    assert!(message.text.contains(&format!("/api/v1/unsubscribe/{link}")), "the link in the body too");
+    assert!(
+        message.text.contains(&format!("/api/v1/unsubscribe/{link}")),
+        "the link in the body too"
+    );
     assert!(message.text.contains(&email.verify_url), "{}", message.text);
-    assert!(message.text.contains("> <b>Not HTML</b>"), "the note quoted as plain text");
-    assert!(!message.content_types.iter().any(|part| part == "text/html"), "{:?}", message.content_types);
+    assert!(
+        message.text.contains("> <b>Not HTML</b>"),
+        "the note quoted as plain text"
+    );
+    assert!(
+        !message.content_types.iter().any(|part| part == "text/html"),
+        "{:?}",
+        message.content_types
+    );
     assert_eq!(message.attachments.len(), 1);
     let attachment = &message.attachments[0];
     assert_eq!(attachment.content_type, "application/pdf");
@@ -141,9 +184,15 @@ async fn a_published_coa_is_emailed_once_per_key_with_its_pdf_verify_link_and_on
     assert!(attachment.bytes.starts_with(b"%PDF"));
 
     // The same key again: the stored answer, and nothing more reaches the server.
-    let (again, replayed) = send(&app, customer, "send-key-0001", &sample.accession, "buyer@example.org")
-        .await
-        .unwrap();
+    let (again, replayed) = send(
+        &app,
+        customer,
+        "send-key-0001",
+        &sample.accession,
+        "buyer@example.org",
+    )
+    .await
+    .unwrap();
     assert!(replayed);
     assert_eq!(again, email);
     platform::testing::holds_for("no second email", Duration::from_millis(500), || async {
@@ -158,7 +207,11 @@ async fn a_published_coa_is_emailed_once_per_key_with_its_pdf_verify_link_and_on
             message: None,
         };
         client
-            .send_coa_email(platform::grpc::outgoing_idempotent(message, &token(&app, customer), "send-key-0001"))
+            .send_coa_email(platform::grpc::outgoing_idempotent(
+                message,
+                &token(&app, customer),
+                "send-key-0001",
+            ))
             .await
             .map_err(|status| ApiError::from_status(&status))
             .unwrap_err()
@@ -174,13 +227,12 @@ async fn a_published_coa_is_emailed_once_per_key_with_its_pdf_verify_link_and_on
         .await
         .unwrap_err();
     assert_eq!(refused.code, ErrorCode::ConsentRequired);
-    let withdrawn: (String,) = sqlx::query_as(
-        "SELECT withdrawal_mechanism FROM results.recipient_consents WHERE id = $1::uuid",
-    )
-    .bind(&consent.id)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let withdrawn: (String,) =
+        sqlx::query_as("SELECT withdrawal_mechanism FROM results.recipient_consents WHERE id = $1::uuid")
+            .bind(&consent.id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
     assert_eq!(withdrawn.0, "one_click_unsubscribe");
     assert_eq!(smtp.messages().len(), 1);
 }
@@ -204,7 +256,11 @@ async fn without_an_active_consent_nothing_is_sent_and_the_same_key_works_once_c
     let refused = send(&app, customer, "send-key-0003", &sample.accession, RECIPIENT)
         .await
         .unwrap_err();
-    assert_eq!(refused.code, ErrorCode::ConsentRequired, "not replayed as stored: consent may come");
+    assert_eq!(
+        refused.code,
+        ErrorCode::ConsentRequired,
+        "not replayed as stored: consent may come"
+    );
 
     record_consent(&app, customer, RECIPIENT).await.unwrap();
     let (email, replayed) = send(&app, customer, "send-key-0003", &sample.accession, RECIPIENT)
@@ -222,15 +278,27 @@ async fn another_customers_coa_and_an_unpublished_one_are_not_found_and_nothing_
     let (sample, coa) = app.published(owner).await;
     record_consent(&app, intruder, RECIPIENT).await.unwrap();
     for reference in [sample.accession.as_str(), coa.id.as_str(), "ACC-2026-NONE"] {
-        let error = send(&app, intruder, &format!("intruder-{reference}"), reference, RECIPIENT)
-            .await
-            .unwrap_err();
+        let error = send(
+            &app,
+            intruder,
+            &format!("intruder-{reference}"),
+            reference,
+            RECIPIENT,
+        )
+        .await
+        .unwrap_err();
         assert_eq!(error.code, ErrorCode::NotFound, "{reference}");
     }
     let unpublished = app.sample_in_testing(intruder).await;
-    let error = send(&app, intruder, "intruder-draft", &unpublished.accession, RECIPIENT)
-        .await
-        .unwrap_err();
+    let error = send(
+        &app,
+        intruder,
+        "intruder-draft",
+        &unpublished.accession,
+        RECIPIENT,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(error.code, ErrorCode::NotFound);
     platform::testing::nothing_more_arrives("no email", Duration::from_millis(300), || async {
         smtp.messages().len()
@@ -245,8 +313,24 @@ async fn the_per_recipient_limit_answers_rate_limited_with_retry_after_counting_
     let customer = Uuid::now_v7();
     let (sample, _) = app.published(customer).await;
     record_consent(&app, customer, RECIPIENT).await.unwrap();
-    send(&app, customer, "limit-key-1", &sample.accession, "buyer@example.org").await.unwrap();
-    send(&app, customer, "limit-key-2", &sample.accession, "BUYER@EXAMPLE.ORG").await.unwrap();
+    send(
+        &app,
+        customer,
+        "limit-key-1",
+        &sample.accession,
+        "buyer@example.org",
+    )
+    .await
+    .unwrap();
+    send(
+        &app,
+        customer,
+        "limit-key-2",
+        &sample.accession,
+        "BUYER@EXAMPLE.ORG",
+    )
+    .await
+    .unwrap();
     let limited = send(&app, customer, "limit-key-3", &sample.accession, RECIPIENT)
         .await
         .unwrap_err();
@@ -258,7 +342,15 @@ async fn the_per_recipient_limit_answers_rate_limited_with_retry_after_counting_
 
     // Another recipient of the same customer has its own allowance.
     record_consent(&app, customer, "other@example.org").await.unwrap();
-    send(&app, customer, "limit-key-4", &sample.accession, "other@example.org").await.unwrap();
+    send(
+        &app,
+        customer,
+        "limit-key-4",
+        &sample.accession,
+        "other@example.org",
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
@@ -275,7 +367,13 @@ async fn a_tampered_foreign_or_expired_unsubscribe_token_is_refused_and_changes_
     let foreign = UnsubscribeKeys::new(b"not the key of this deployment at all").sign(consent_id, now + 3600);
     let altered = valid.replacen(&format!(".{}.", now + 3600), &format!(".{}.", now + 7200), 1);
     let other_consent = keys.sign(Uuid::now_v7(), now + 3600);
-    for token in [&expired, &foreign, &altered, &other_consent, &"garbage".to_owned()] {
+    for token in [
+        &expired,
+        &foreign,
+        &altered,
+        &other_consent,
+        &"garbage".to_owned(),
+    ] {
         let error = unsubscribe(&app, token).await.unwrap_err();
         assert_eq!(error.code, ErrorCode::NotFound, "{token}");
         let mut client = client(&app).await;
@@ -304,19 +402,27 @@ async fn a_tampered_foreign_or_expired_unsubscribe_token_is_refused_and_changes_
 }
 
 #[tokio::test]
-async fn one_active_consent_per_recipient_withdrawn_only_by_its_customer_and_not_re_recorded_from_before_an_unsubscribe() {
+async fn one_active_consent_per_recipient_withdrawn_only_by_its_customer_and_not_re_recorded_from_before_an_unsubscribe()
+ {
     let smtp = SmtpServer::start().await;
     let app = app_with(&smtp, 10).await;
     let (customer, other) = (Uuid::now_v7(), Uuid::now_v7());
     let consent = record_consent(&app, customer, RECIPIENT).await.unwrap();
-    let second = record_consent(&app, customer, "BUYER@example.org").await.unwrap_err();
+    let second = record_consent(&app, customer, "BUYER@example.org")
+        .await
+        .unwrap_err();
     assert_eq!(second.code, ErrorCode::Conflict);
     assert_eq!(second.details.as_ref().unwrap()["consentId"], consent.id.as_str());
     let invalid = {
         let mut client = client(&app).await;
         let mut request = consent_request(RECIPIENT);
         request.mechanism = "assumed".into();
-        unwrap(client.record_consent(platform::grpc::outgoing(request, &token(&app, customer))).await).unwrap_err()
+        unwrap(
+            client
+                .record_consent(platform::grpc::outgoing(request, &token(&app, customer)))
+                .await,
+        )
+        .unwrap_err()
     };
     assert_eq!(invalid.code, ErrorCode::InvalidRequest);
     assert_eq!(invalid.details.as_ref().unwrap()["field"], "mechanism");
@@ -333,9 +439,13 @@ async fn one_active_consent_per_recipient_withdrawn_only_by_its_customer_and_not
         };
         let token = token(&app, customer);
         async move {
-            unwrap(client.list_consents(platform::grpc::outgoing(request, &token)).await)
-                .unwrap()
-                .consents
+            unwrap(
+                client
+                    .list_consents(platform::grpc::outgoing(request, &token))
+                    .await,
+            )
+            .unwrap()
+            .consents
         }
     };
     assert_eq!(list(other, None).await.len(), 0);
@@ -344,7 +454,9 @@ async fn one_active_consent_per_recipient_withdrawn_only_by_its_customer_and_not
         client
             .clone()
             .withdraw_consent(platform::grpc::outgoing(
-                pb::WithdrawConsentRequest { consent_id: consent.id.clone() },
+                pb::WithdrawConsentRequest {
+                    consent_id: consent.id.clone(),
+                },
                 &token(&app, other),
             ))
             .await,
@@ -354,7 +466,10 @@ async fn one_active_consent_per_recipient_withdrawn_only_by_its_customer_and_not
 
     // The recipient unsubscribes; a consent dated before that is refused, a newer one accepted.
     let keys = UnsubscribeKeys::new(results_svc::DEVELOPMENT_UNSUBSCRIBE_KEY.as_bytes());
-    let link = keys.sign(Uuid::parse_str(&consent.id).unwrap(), platform::time::now().timestamp() + 60);
+    let link = keys.sign(
+        Uuid::parse_str(&consent.id).unwrap(),
+        platform::time::now().timestamp() + 60,
+    );
     unsubscribe(&app, &link).await.unwrap();
     assert_eq!(list(customer, Some("withdrawn")).await.len(), 1);
     let stale = record_consent(&app, customer, RECIPIENT).await.unwrap_err();
@@ -380,7 +495,10 @@ async fn one_active_consent_per_recipient_withdrawn_only_by_its_customer_and_not
         async move {
             unwrap(
                 client
-                    .withdraw_consent(platform::grpc::outgoing(pb::WithdrawConsentRequest { consent_id }, &token))
+                    .withdraw_consent(platform::grpc::outgoing(
+                        pb::WithdrawConsentRequest { consent_id },
+                        &token,
+                    ))
                     .await,
             )
             .unwrap()
@@ -388,7 +506,10 @@ async fn one_active_consent_per_recipient_withdrawn_only_by_its_customer_and_not
     };
     let first = withdraw(renewed.id.clone()).await;
     assert_eq!(
-        (first.unchanged, first.consent.unwrap().withdrawal_mechanism.as_deref()),
+        (
+            first.unchanged,
+            first.consent.unwrap().withdrawal_mechanism.as_deref()
+        ),
         (false, Some("customer_request"))
     );
     assert!(withdraw(renewed.id.clone()).await.unchanged);
@@ -424,7 +545,11 @@ async fn a_relay_that_is_down_records_a_failed_email_answers_503_and_the_same_ke
         .await
         .unwrap();
     assert_eq!((email.status.as_str(), replayed), ("sent", false));
-    assert_eq!(email.id, details["emailId"].as_str().unwrap(), "the same email, resumed");
+    assert_eq!(
+        email.id,
+        details["emailId"].as_str().unwrap(),
+        "the same email, resumed"
+    );
     let emails = wait_for_emails(&smtp, 1).await;
     assert_eq!(emails.len(), 1);
     assert_eq!(emails[0].header("Message-ID"), Some(email.message_id.as_str()));

@@ -39,9 +39,11 @@ fn consent_body(consented_at: chrono::DateTime<chrono::Utc>) -> Value {
 }
 
 async fn wait_for_emails(smtp: &SmtpServer, count: usize) -> Vec<ParsedEmail> {
-    platform::testing::wait_for("the emails at the SMTP server", Duration::from_secs(20), || async {
-        (smtp.messages().len() >= count).then_some(())
-    })
+    platform::testing::wait_for(
+        "the emails at the SMTP server",
+        Duration::from_secs(20),
+        || async { (smtp.messages().len() >= count).then_some(()) },
+    )
     .await;
     smtp.parsed()
 }
@@ -61,11 +63,26 @@ async fn a_coa_emailed_with_consent_reaches_the_recipient_once_and_one_click_uns
     // Without consent on record: refused, nothing sent.
     let send = json!({ "reference": accession, "recipientEmail": RECIPIENT, "message": "Your COA for lot 42.\n<b>plain</b>" });
     let refused = sandbox
-        .post(&agent.key, "/notifications/customer-coa", &send, &[("Idempotency-Key", "mail-send-0000")])
+        .post(
+            &agent.key,
+            "/notifications/customer-coa",
+            &send,
+            &[("Idempotency-Key", "mail-send-0000")],
+        )
         .await;
-    assert_eq!((refused.status, refused.error_code()), (409, "consent_required"), "{:?}", refused.body);
-    let keyless = sandbox.post(&agent.key, "/notifications/customer-coa", &send, &[]).await;
-    assert_eq!((keyless.status, keyless.error_code()), (400, "idempotency_key_missing"));
+    assert_eq!(
+        (refused.status, refused.error_code()),
+        (409, "consent_required"),
+        "{:?}",
+        refused.body
+    );
+    let keyless = sandbox
+        .post(&agent.key, "/notifications/customer-coa", &send, &[])
+        .await;
+    assert_eq!(
+        (keyless.status, keyless.error_code()),
+        (400, "idempotency_key_missing")
+    );
 
     let now = platform::time::now();
     let recorded = sandbox
@@ -78,7 +95,10 @@ async fn a_coa_emailed_with_consent_reaches_the_recipient_once_and_one_click_uns
         .await;
     assert_eq!(recorded.status, 201, "{:?}", recorded.body);
     let consent = &recorded.body["data"]["consent"];
-    assert_eq!((consent["status"].as_str(), consent["mechanism"].as_str()), (Some("active"), Some("web_form")));
+    assert_eq!(
+        (consent["status"].as_str(), consent["mechanism"].as_str()),
+        (Some("active"), Some("web_form"))
+    );
     let consent_id = consent["id"].as_str().unwrap().to_owned();
 
     // Another customer can neither send this COA nor see the consent.
@@ -86,39 +106,72 @@ async fn a_coa_emailed_with_consent_reaches_the_recipient_once_and_one_click_uns
         .post(&intruder.key, "/notifications/consents", &consent_body(now), &[])
         .await;
     let foreign = sandbox
-        .post(&intruder.key, "/notifications/customer-coa", &send, &[("Idempotency-Key", "mail-send-0009")])
+        .post(
+            &intruder.key,
+            "/notifications/customer-coa",
+            &send,
+            &[("Idempotency-Key", "mail-send-0009")],
+        )
         .await;
     assert_eq!((foreign.status, foreign.error_code()), (404, "not_found"));
     let listed = sandbox.get(&intruder.key, "/notifications/consents").await;
-    assert!(listed.body["data"].as_array().unwrap().iter().all(|c| c["id"] != consent_id.as_str()));
+    assert!(
+        listed.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["id"] != consent_id.as_str())
+    );
     let withdraw_foreign = sandbox
-        .post(&intruder.key, &format!("/notifications/consents/{consent_id}/withdraw"), &json!({}), &[])
+        .post(
+            &intruder.key,
+            &format!("/notifications/consents/{consent_id}/withdraw"),
+            &json!({}),
+            &[],
+        )
         .await;
     assert_eq!(withdraw_foreign.status, 404);
 
     // The send: one email, with the PDF, the verify link and the one-click unsubscribe.
     let sent = sandbox
-        .post(&agent.key, "/notifications/customer-coa", &send, &[("Idempotency-Key", "mail-send-0001")])
+        .post(
+            &agent.key,
+            "/notifications/customer-coa",
+            &send,
+            &[("Idempotency-Key", "mail-send-0001")],
+        )
         .await;
     assert_eq!(sent.status, 201, "{:?}", sent.body);
     let email = sent.body["data"]["email"].clone();
     assert_eq!(email["status"], "sent");
     assert_eq!(email["consentId"], consent_id.as_str());
     let verify_url = email["verifyUrl"].as_str().unwrap().to_owned();
-    assert!(verify_url.starts_with(&format!("{}/api/v1/agent/verify?accession={accession}", sandbox.base_url)));
+    assert!(verify_url.starts_with(&format!(
+        "{}/api/v1/agent/verify?accession={accession}",
+        sandbox.base_url
+    )));
     let emails = wait_for_emails(&smtp, 1).await;
     assert_eq!(emails.len(), 1);
     let message = &emails[0];
     assert_eq!(message.header("To"), Some(RECIPIENT));
-    assert_eq!(message.header("List-Unsubscribe-Post"), Some("List-Unsubscribe=One-Click"));
+    assert_eq!(
+        message.header("List-Unsubscribe-Post"),
+        Some("List-Unsubscribe=One-Click")
+    );
     let unsubscribe_url = message
         .header("List-Unsubscribe")
         .unwrap()
         .trim_start_matches('<')
         .trim_end_matches('>')
         .to_owned();
-    assert!(unsubscribe_url.starts_with(&format!("{}/api/v1/unsubscribe/", sandbox.base_url)), "{unsubscribe_url}");
-    assert!(message.text.contains(&unsubscribe_url), "the link is in the body too");
+    assert!(
+        unsubscribe_url.starts_with(&format!("{}/api/v1/unsubscribe/", sandbox.base_url)),
+        "{unsubscribe_url}"
+    );
+    assert!(
+        message.text.contains(&unsubscribe_url),
+        "the link is in the body too"
+    );
     assert!(message.text.contains(&verify_url));
     assert!(message.text.contains("> <b>plain</b>"));
     assert!(!message.content_types.iter().any(|part| part == "text/html"));
@@ -133,7 +186,12 @@ async fn a_coa_emailed_with_consent_reaches_the_recipient_once_and_one_click_uns
 
     // A replay answers the same email and sends nothing.
     let replay = sandbox
-        .post(&agent.key, "/notifications/customer-coa", &send, &[("Idempotency-Key", "mail-send-0001")])
+        .post(
+            &agent.key,
+            "/notifications/customer-coa",
+            &send,
+            &[("Idempotency-Key", "mail-send-0001")],
+        )
         .await;
     assert_eq!(replay.status, 201);
     assert_eq!(replay.header("idempotent-replayed"), Some("true"));
@@ -148,8 +206,13 @@ async fn a_coa_emailed_with_consent_reaches_the_recipient_once_and_one_click_uns
     assert_eq!(page.status(), 200);
     assert_eq!(page.headers()["cache-control"], "no-store");
     let html = page.text().await.unwrap();
-    assert!(html.contains("<form method=\"post\">") && html.contains("name=\"List-Unsubscribe\""), "{html}");
-    let active = sandbox.get(&agent.key, "/notifications/consents?status=active").await;
+    assert!(
+        html.contains("<form method=\"post\">") && html.contains("name=\"List-Unsubscribe\""),
+        "{html}"
+    );
+    let active = sandbox
+        .get(&agent.key, "/notifications/consents?status=active")
+        .await;
     assert_eq!(active.body["data"].as_array().unwrap().len(), 1);
     // A tampered token changes nothing.
     let (head, signature) = unsubscribe_url.rsplit_once('.').unwrap();
@@ -168,10 +231,23 @@ async fn a_coa_emailed_with_consent_reaches_the_recipient_once_and_one_click_uns
         }
     };
     assert_eq!(one_click(tampered).await, 404);
-    assert_eq!(sandbox.get(&agent.key, "/notifications/consents?status=active").await.body["data"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        sandbox
+            .get(&agent.key, "/notifications/consents?status=active")
+            .await
+            .body["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     // The one-click POST, as a mail client sends it (no key): withdrawn, once.
     assert_eq!(one_click(unsubscribe_url.clone()).await, 200);
-    assert_eq!(one_click(unsubscribe_url.clone()).await, 200, "a repeat is harmless");
+    assert_eq!(
+        one_click(unsubscribe_url.clone()).await,
+        200,
+        "a repeat is harmless"
+    );
     let withdrawn = sandbox.get(&agent.key, "/notifications/consents").await;
     let withdrawn = &withdrawn.body["data"][0];
     assert_eq!(withdrawn["status"], "withdrawn");
@@ -186,7 +262,10 @@ async fn a_coa_emailed_with_consent_reaches_the_recipient_once_and_one_click_uns
         )
         .await;
     assert_eq!(refused["result"]["isError"], true, "{refused}");
-    assert_eq!(refused["result"]["structuredContent"]["error"]["code"], "consent_required", "{refused}");
+    assert_eq!(
+        refused["result"]["structuredContent"]["error"]["code"], "consent_required",
+        "{refused}"
+    );
     // A consent dated before the unsubscribe is refused; one given afterwards is accepted, and
     // the email goes out again (through MCP).
     let stale = sandbox
@@ -196,7 +275,10 @@ async fn a_coa_emailed_with_consent_reaches_the_recipient_once_and_one_click_uns
             consent_body(now - chrono::Duration::days(1)),
         )
         .await;
-    assert_eq!(stale["result"]["structuredContent"]["error"]["code"], "conflict", "{stale}");
+    assert_eq!(
+        stale["result"]["structuredContent"]["error"]["code"], "conflict",
+        "{stale}"
+    );
     let renewed = sandbox
         .call_tool(
             &agent.key,
@@ -204,7 +286,10 @@ async fn a_coa_emailed_with_consent_reaches_the_recipient_once_and_one_click_uns
             consent_body(platform::time::now()),
         )
         .await;
-    assert_eq!(renewed["result"]["structuredContent"]["data"]["consent"]["status"], "active", "{renewed}");
+    assert_eq!(
+        renewed["result"]["structuredContent"]["data"]["consent"]["status"], "active",
+        "{renewed}"
+    );
     let again = sandbox
         .call_tool(
             &agent.key,
@@ -212,7 +297,10 @@ async fn a_coa_emailed_with_consent_reaches_the_recipient_once_and_one_click_uns
             json!({ "reference": accession, "recipientEmail": RECIPIENT, "idempotencyKey": "mail-send-0003" }),
         )
         .await;
-    assert_eq!(again["result"]["structuredContent"]["data"]["email"]["status"], "sent", "{again}");
+    assert_eq!(
+        again["result"]["structuredContent"]["data"]["email"]["status"], "sent",
+        "{again}"
+    );
     assert_eq!(wait_for_emails(&smtp, 2).await.len(), 2);
     sandbox.stop().await;
 }

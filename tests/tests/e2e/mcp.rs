@@ -697,7 +697,11 @@ async fn every_tool_answers_structured_content_that_validates_against_its_output
     )
     .await;
     assert_eq!(emailed["data"]["email"]["status"], "sent", "{emailed}");
-    call("svc.notification.consent.withdraw", json!({ "consentId": consent_id })).await;
+    call(
+        "svc.notification.consent.withdraw",
+        json!({ "consentId": consent_id }),
+    )
+    .await;
     // Business errors validate too: their structured content is the REST error envelope. This
     // mesh has no stablecoin rail: its two tools answer payment_method_unavailable (their
     // successes are validated in stablecoin.rs against anvil).
