@@ -56,8 +56,8 @@
 
 use crate::caller::Caller;
 use crate::http::extract::{
-    ApiJson, ApiQuery, EndpointId, IdempotencyKey, OptionalApiJson, OptionalIdempotencyKey, Reference,
-    TicketId, from_value, query_from_value,
+    ApiJson, ApiQuery, ConsentId, EndpointId, IdempotencyKey, OptionalApiJson, OptionalIdempotencyKey,
+    Reference, TicketId, from_value, query_from_value,
 };
 use crate::limits::ceiling::LookupCeiling;
 use crate::peers::Peers;
@@ -79,6 +79,10 @@ pub mod prelude {
     pub use crate::dto::data::{InstrumentDataEnvelope, RawDataEnvelope};
     pub use crate::dto::export::{CoaExportPage, ExportQuery, InstrumentExportPage};
     pub use crate::dto::lab::{CustodyEnvelope, EtaEnvelope, OrderSamplesEnvelope};
+    pub use crate::dto::notifications::{
+        CoaEmailEnvelope, ConsentEnvelope, ConsentList, ConsentsQuery, RecordConsentRequest,
+        SendCoaEmailRequest,
+    };
     pub use crate::dto::orders::{
         AddonEnvelope, AddonRequestBody, CancelRequestBody, CancellationEnvelope, CreateOrderRequest,
         OrderEnvelope, OrderList, OrdersQuery,
@@ -102,11 +106,13 @@ pub mod prelude {
         WebhookEndpointEnvelope, WebhookEndpointList, WebhookSecretEnvelope, WebhooksQuery,
     };
     pub use crate::http::extract::{
-        ApiJson, ApiQuery, EndpointId, IdempotencyKey, OptionalApiJson, OptionalIdempotencyKey, Reference,
-        TicketId,
+        ApiJson, ApiQuery, ConsentId, EndpointId, IdempotencyKey, OptionalApiJson, OptionalIdempotencyKey,
+        Reference, TicketId,
     };
     pub use crate::operations::data::ExportKind;
-    pub use crate::operations::{self, checkout, data, registry, results, shipping, support, webhooks};
+    pub use crate::operations::{
+        self, checkout, data, notifications, registry, results, shipping, support, webhooks,
+    };
 }
 
 /// What an operation may use besides its inputs.
@@ -259,6 +265,25 @@ impl Input for TicketId {
                 ErrorCode::InvalidRequest,
                 "ticketId",
                 "the ticketId argument is required: a ticket UUID or number (TKT-…)",
+            )),
+        }
+    }
+}
+
+impl Input for ConsentId {
+    type Rest = String;
+    type Mcp<'a> = String;
+    fn rest(self) -> String {
+        self.0
+    }
+    /// `consentId` (the consent's UUID; results-svc resolves it), required.
+    fn mcp(input: &mut McpInput<'_>) -> Result<String, ApiError> {
+        match input.arguments.remove("consentId") {
+            Some(Value::String(consent)) if !consent.is_empty() => Ok(consent),
+            _ => Err(ApiError::field(
+                ErrorCode::InvalidRequest,
+                "consentId",
+                "the consentId argument is required: a consent UUID",
             )),
         }
     }
@@ -1734,6 +1759,147 @@ macro_rules! operation_table {
                     run: |cx, caller: Caller, key: OptionalIdempotencyKey, ticket: TicketId, body: ApiJson<ReplyToTicketRequest>| support::reply_to_ticket(cx.peers, &caller, key.as_deref(), ticket, body),
                 },
             }
+            {
+                route: post "/notifications/consents",
+                tool: {
+                    name: "svc.notification.consent.record",
+                    title: "Record an end customer's consent to COA emails",
+                    annotations: Annotations {
+                        read_only_hint: false,
+                        destructive_hint: false,
+                        idempotent_hint: true,
+                        open_world_hint: false,
+                    },
+                    guard: "only a consent the recipient really gave; `idempotencyKey`",
+                    description: "Records that one of your own customers consented to receive certificates of analysis by \
+                            email at `recipientEmail`: who consented (`consentedBy`, a name or your CRM id), when \
+                            (`consentedAt`, ISO 8601, not in the future), the version of the consent text they agreed to \
+                            (`textVersion`), how (`mechanism`: web_form, email_reply, signed_paper, verbal_recorded or \
+                            in_app) and optionally `evidenceReference`. Record only consent the person actually gave. \
+                            One active consent per address (a second is conflict with details.consentId; withdraw it \
+                            first). After the recipient unsubscribed through an email's link, only a consent given later \
+                            is accepted. Send an `idempotencyKey` and reuse it when retrying.",
+                },
+                scope: { access: [ORDERS_WRITE], origin: addition, idempotency: optional },
+                rest: {
+                    /// Records an end customer's consent to receive COAs by email (send `Idempotency-Key` to retry safely).
+                    ///
+                    /// Not in the spec's table: our addition, the record `POST /notifications/customer-coa` checks at
+                    /// send time (docs/notifications.md). Refusals: 400 `invalid_request` (`details.field`), 409
+                    /// `conflict` (an active consent of the address exists, `details.consentId`; or `consentedAt` is
+                    /// before the recipient's last one-click unsubscribe, `details.unsubscribedAt`).
+                    handler: record_consent,
+                    openapi: (tag = "notifications", operation_id = "recordRecipientConsent", request_body = RecordConsentRequest,
+                        responses((status = 201, description = "the consent (also for a replay, with Idempotent-Replayed: true)", body = ConsentEnvelope,
+                            headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
+                },
+                call: {
+                    answer: replayable(CREATED),
+                    run: |cx, caller: Caller, key: OptionalIdempotencyKey, body: ApiJson<RecordConsentRequest>| notifications::record_consent(cx.peers, &caller, key.as_deref(), body),
+                },
+            }
+            {
+                route: get "/notifications/consents",
+                tool: {
+                    name: "svc.notification.consent.list",
+                    title: "List recorded consents",
+                    annotations: READ,
+                    guard: "",
+                    description: "Lists the consents you recorded for your customers' addresses, newest first, each with \
+                            its status (active or withdrawn) and, once withdrawn, when and how (customer_request: you \
+                            withdrew it; one_click_unsubscribe: the recipient used an email's link). Filter by \
+                            `recipientEmail` (without regard to case) and `status`; page with `limit` and `cursor`. Read-only.",
+                },
+                scope: { access: [ORDERS_READ], origin: addition, idempotency: none },
+                rest: {
+                    /// Lists the customer's recorded consents, newest first.
+                    ///
+                    /// Not in the spec's table: our addition (docs/notifications.md).
+                    handler: list_consents,
+                    openapi: (tag = "notifications", operation_id = "listRecipientConsents", params(ConsentsQuery),
+                        responses((status = 200, description = "one page of consents", body = ConsentList))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, query: ApiQuery<ConsentsQuery>| notifications::list_consents(cx.peers, &caller, query),
+                },
+            }
+            {
+                route: post "/notifications/consents/{consentId}/withdraw",
+                tool: {
+                    name: "svc.notification.consent.withdraw",
+                    title: "Withdraw a recorded consent",
+                    annotations: Annotations {
+                        read_only_hint: false,
+                        destructive_hint: true,
+                        idempotent_hint: true,
+                        open_world_hint: false,
+                    },
+                    guard: "when the recipient asked you to stop",
+                    description: "Withdraws one of your recorded consents (`consentId`), for example when the recipient asked \
+                            you to stop: no COA email reaches that address until a new consent is recorded. Withdrawing a \
+                            withdrawn consent changes nothing. Another customer's consent is not_found.",
+                },
+                scope: { access: [ORDERS_WRITE], origin: addition, idempotency: none },
+                rest: {
+                    /// Withdraws one of the customer's consents (idempotent: a withdrawn consent stays as it is).
+                    ///
+                    /// Not in the spec's table: our addition (docs/notifications.md). The answer is the consent,
+                    /// `status` `withdrawn`, `withdrawalMechanism` `customer_request` (or how it was withdrawn before).
+                    handler: withdraw_consent,
+                    openapi: (tag = "notifications", operation_id = "withdrawRecipientConsent",
+                        params(("consentId" = String, Path, description = "consent UUID")),
+                        responses((status = 200, description = "the withdrawn consent", body = ConsentEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, consent: ConsentId| notifications::withdraw_consent(cx.peers, &caller, consent),
+                },
+            }
+            {
+                route: post "/notifications/customer-coa",
+                tool: {
+                    name: "svc.notification.coa.send",
+                    title: "Email a COA to an opted-in end customer",
+                    annotations: Annotations {
+                        read_only_hint: false,
+                        destructive_hint: false,
+                        idempotent_hint: true,
+                        open_world_hint: true,
+                    },
+                    guard: "`idempotencyKey`; only to a recipient whose consent is on record",
+                    description: "Emails one of your published COAs (`reference`: COA id or ACC- accession number) to one of \
+                            your own customers at `recipientEmail`, whose consent you recorded with \
+                            svc.notification.consent.record; without an active consent the call is refused \
+                            (consent_required). The email is plain text with your optional `message` (at most 2000 \
+                            characters, quoted as written), the COA's public verify link, the PDF attached and a one-click \
+                            unsubscribe link. At most 10 emails per recipient in 24 hours (rate_limited with \
+                            retryAfterSeconds). `idempotencyKey` is required: a retry with the same key never sends a \
+                            second email. status sent means the mail relay accepted it.",
+                },
+                scope: { access: [RESULTS_READ, ORDERS_WRITE], origin: decided, idempotency: required },
+                rest: {
+                    /// Emails a published COA to an end customer whose consent is on record (`Idempotency-Key` required).
+                    ///
+                    /// Consent is checked when sending: an address without an active consent (never recorded, withdrawn
+                    /// by you or unsubscribed by the recipient) is 409 `consent_required`. The COA must be yours (else 404
+                    /// `not_found`, like a missing one) and in force (a retracted or superseded COA is 409 `conflict`).
+                    /// The email (plain text, the verify link, the PDF, `List-Unsubscribe` with
+                    /// `List-Unsubscribe-Post: List-Unsubscribe=One-Click`) is sent once per key: a replay answers the
+                    /// stored email with `Idempotent-Replayed: true` and sends nothing. Per recipient and customer at
+                    /// most 10 in any 24 hours: 429 `rate_limited` (`details.policy` = `per-recipient`, `Retry-After`). A
+                    /// mail relay that refuses is 503 `service_unavailable` (`details.emailId`, `details.status` =
+                    /// `failed`): nothing was sent, retry with the same key.
+                    handler: send_coa_email,
+                    openapi: (tag = "notifications", operation_id = "sendCustomerCoaEmail", request_body = SendCoaEmailRequest,
+                        responses((status = 201, description = "the email, accepted by the mail relay (also for a replay, with Idempotent-Replayed: true)", body = CoaEmailEnvelope,
+                            headers(("Idempotent-Replayed" = String, description = "`true` when this is a stored replay"))))),
+                },
+                call: {
+                    answer: replayable(CREATED),
+                    run: |cx, caller: Caller, key: IdempotencyKey, body: ApiJson<SendCoaEmailRequest>| notifications::send_coa_email(cx.peers, &caller, key, body),
+                },
+            }
         }
     };
 }
@@ -1839,7 +2005,7 @@ mod tests {
             .filter(|operation| operation.requires_idempotency_key())
             .map(|operation| (operation.method, operation.path))
             .collect();
-        // SPEC.md, Authentication 4: the seven operations that require `Idempotency-Key`.
+        // SPEC.md, Authentication 4: the seven operations that require `Idempotency-Key`, and ours.
         let mut spec = vec![
             ("POST", "/orders"),
             ("POST", "/payments/prepare"),
@@ -1848,6 +2014,9 @@ mod tests {
             ("DELETE", "/webhooks/{endpointId}"),
             ("POST", "/webhooks/{endpointId}/rotate-secret"),
             ("POST", "/webhooks/{endpointId}/test"),
+            // Our decision (docs/notifications.md): an email cannot be unsent, so it goes out once
+            // per key and never without one.
+            ("POST", "/notifications/customer-coa"),
         ];
         let mut sorted = required.clone();
         sorted.sort();
@@ -2015,6 +2184,7 @@ mod tests {
                 ("POST", "/payments/prepare"),
                 ("POST", "/payments/stablecoin/submit"),
                 ("POST", "/support/tickets"),
+                ("POST", "/notifications/customer-coa"),
             ]
         );
     }

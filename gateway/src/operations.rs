@@ -6,6 +6,7 @@
 
 pub mod checkout;
 pub mod data;
+pub mod notifications;
 pub mod registry;
 pub mod results;
 pub mod shipping;

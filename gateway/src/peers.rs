@@ -9,6 +9,7 @@ use proto::identity::identity_service_client::IdentityServiceClient;
 use proto::orders::orders_service_client::OrdersServiceClient;
 use proto::orders::support_service_client::SupportServiceClient;
 use proto::payments::payments_service_client::PaymentsServiceClient;
+use proto::results::notification_service_client::NotificationServiceClient;
 use proto::results::registry_service_client::RegistryServiceClient;
 use proto::results::results_service_client::ResultsServiceClient;
 use proto::shipping::shipping_service_client::ShippingServiceClient;
@@ -108,6 +109,11 @@ impl Peers {
 
     pub fn results(&self) -> ResultsServiceClient<Channel> {
         ResultsServiceClient::new(self.inner.results.clone())
+    }
+
+    /// results-svc's consents and COA emails (same channel as [`Peers::results`]).
+    pub fn notifications(&self) -> NotificationServiceClient<Channel> {
+        NotificationServiceClient::new(self.inner.results.clone())
     }
 
     /// results-svc's instrument and method registries (same channel as [`Peers::results`]).

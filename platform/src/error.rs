@@ -103,6 +103,7 @@ error_codes! {
     SampleConsumed => ("sample_consumed", 409, FailedPrecondition, "the retained portion of the sample was disposed of or arrived insufficient; nothing is left to test"),
     AddonMatrixMismatch => ("addon_matrix_mismatch", 409, FailedPrecondition, "the test is not offered for the sample's matrix (the order's category, details.categoryId); it cannot run on this sample"),
     AddonSampleInsufficient => ("addon_sample_insufficient", 409, FailedPrecondition, "the retained sample cannot give the amount the tests need (details.unitsAvailable, details.unitsNeeded: one retained unit per test)"),
+    ConsentRequired => ("consent_required", 409, FailedPrecondition, "no active consent of this recipient is on record for the customer (never recorded, or withdrawn); record the recipient's consent first"),
     RateLimited => ("rate_limited", 429, ResourceExhausted, "too many requests; retry after Retry-After seconds"),
     CatalogUnavailable => ("catalog_unavailable", 503, Unavailable, "no catalog has been imported yet"),
     RawDataUnavailable => ("raw_data_unavailable", 503, Unavailable, "the released instrument files cannot be signed now (the file store refuses or is unreachable); nothing is wrong with the request, retry later"),

@@ -26,6 +26,8 @@ pub mod idempotency;
 pub mod ids;
 pub mod input;
 pub mod label_links;
+#[cfg(feature = "mail")]
+pub mod mail;
 pub mod mesh;
 pub mod metrics;
 pub mod money;

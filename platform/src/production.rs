@@ -100,6 +100,8 @@ pub const COMMITTED_SECRET_SHA256: &[&str] = &[
     "a9b7a0dc83b1e36eacf64aba833d30b8a80cfa3b51662d7d13a65a57c6bb41d9", // platform/src/blobs/settings_tests.rs KEY
     "9502cad44baf8fc7535c347cdbe867016d950782c228db4c7e9790bf60e0ece3", // payments-svc/tests/api/spend.rs KEY
     "ebb2542340758ab364336e70682c357bcf9b5f9d49a3f55ffe8b0c2dcf4b438c", // webhooks-svc/src/keyring.rs DEVELOPMENT_KEY
+    "57691871881679ee14259ebd2810395f2d51aa43c307fcd8ced94b65a761dead", // deploy/k8s/overlays/dev/kustomization.yaml RESULTS_UNSUBSCRIBE_KEY
+    "94d68549ef63d66cf4867666936045b87fa623feee67f8bee2af6966109eb541", // results-svc/src/lib.rs DEVELOPMENT_UNSUBSCRIBE_KEY
     "af7a23f0b3b1bd3cbfa3441df28bbaa88a9260d3ce23c2e1b7b9da61e88bc06f", // tests/src/easypost.rs API_KEY
     "dbc6b1a0b592c9eec5155e676335e545830cd1450ffbdde41ad04ccf9af5dd45", // tests/src/easypost.rs WEBHOOK_SECRET
     "4fd495f222e8aae942d67eb65e04e0b0d906a161db5fd4d3b9c5753ba80e86b9", // tests/tests/e2e/card_psp.rs SECRET_KEY

@@ -7,7 +7,8 @@
 //! stream, and consumes the orders stream (samples, start of testing) and the payments stream
 //! (payment releases held COAs) as group `results-svc`. On the same server it serves
 //! `lab.results.v1.RegistryService`, the lab-wide instrument and method registries
-//! ([`registry`], docs/registries.md).
+//! ([`registry`], docs/registries.md), and `lab.results.v1.NotificationService`, the
+//! consent-gated COA email to customers' end customers ([`notify`], docs/notifications.md).
 
 #![forbid(unsafe_code)]
 
@@ -19,7 +20,9 @@ pub mod domain;
 pub mod events;
 pub mod formats;
 pub mod grpc;
+pub mod grpc_notify;
 pub mod grpc_registry;
+pub mod notify;
 pub mod registry;
 pub mod repo;
 pub mod service;
@@ -30,9 +33,12 @@ use platform::config::CommonSettings;
 use platform::consumer::{ConsumerSettings, StreamConsumer};
 use platform::outbox::Outbox;
 use platform::service::{ServiceBase, ServiceIdentity};
+use proto::results::notification_service_server::{
+    NotificationServiceServer, SERVICE_NAME as NOTIFICATION_GRPC_SERVICE,
+};
 use proto::results::registry_service_server::{RegistryServiceServer, SERVICE_NAME as REGISTRY_GRPC_SERVICE};
 use proto::results::results_service_server::{ResultsServiceServer, SERVICE_NAME as GRPC_SERVICE};
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -72,6 +78,84 @@ pub struct Settings {
     /// Where raw instrument files are stored and how their download URLs are signed
     /// (`RESULTS_BLOB_STORE`, docs/operations.md "Blob storage").
     pub blobs: platform::blobs::BlobSettings,
+    /// The COA email to customers' end customers (docs/notifications.md).
+    pub notifications: NotificationSettings,
+}
+
+/// The published development key of unsubscribe links (development mode only).
+pub const DEVELOPMENT_UNSUBSCRIBE_KEY: &str = "development-unsubscribe-key-never-use-in-production";
+
+/// Settings of the consent-gated COA email.
+#[derive(Clone, Debug)]
+pub struct NotificationSettings {
+    /// The sender (`RESULTS_MAIL_FROM`).
+    pub mail_from: String,
+    /// The SMTP relay (`RESULTS_SMTP_URL`, a secret: it may hold credentials) or, in development
+    /// only, a directory of `.eml` files (`RESULTS_MAIL_DIR`).
+    pub mail: platform::mail::MailTransport,
+    /// HMAC key of the one-click unsubscribe links (`RESULTS_UNSUBSCRIBE_KEY`, or `@path`; at
+    /// least 32 characters); required outside development mode.
+    pub unsubscribe_key: Option<SecretString>,
+    /// COA emails per customer and recipient in any 24 hours (`RESULTS_COA_EMAIL_DAILY_LIMIT`).
+    pub daily_limit: u32,
+}
+
+impl Default for NotificationSettings {
+    fn default() -> Self {
+        Self {
+            mail_from: "Meridian Labs Results <results@meridian-labs.example>".to_owned(),
+            mail: platform::mail::MailTransport::Files(std::env::temp_dir().join("lab-mail")),
+            unsubscribe_key: None,
+            daily_limit: 10,
+        }
+    }
+}
+
+impl NotificationSettings {
+    /// Reads `RESULTS_MAIL_FROM`, `RESULTS_SMTP_URL` (or `RESULTS_MAIL_DIR` in development),
+    /// `RESULTS_UNSUBSCRIBE_KEY` and `RESULTS_COA_EMAIL_DAILY_LIMIT`.
+    fn from_env(need: &mut platform::production::Requirements) -> anyhow::Result<Self> {
+        let mut settings = Self::default();
+        settings.mail_from = need.required(
+            "RESULTS_MAIL_FROM",
+            "the sender of COA emails, e.g. Lab Results <results@lab.example.com>",
+            &settings.mail_from,
+        );
+        if let Some(url) = platform::config::file_or_value("RESULTS", "SMTP_URL")? {
+            need.secret("RESULTS_SMTP_URL", Some(&url.clone().into()), None);
+            settings.mail = platform::mail::MailTransport::Smtp(url);
+        } else if let Some(dir) = platform::env::env_var("RESULTS_MAIL_DIR") {
+            settings.mail = platform::mail::MailTransport::Files(dir.into());
+            need.refuse("RESULTS_MAIL_DIR writes COA emails to files; set RESULTS_SMTP_URL instead");
+        } else {
+            need.refuse("RESULTS_SMTP_URL is not set: the SMTP relay COA emails go through");
+        }
+        settings.unsubscribe_key =
+            platform::config::file_or_value("RESULTS", "UNSUBSCRIBE_KEY")?.map(Into::into);
+        need.refuse_if(settings.unsubscribe_key.is_none(), || {
+            format!(
+                "RESULTS_UNSUBSCRIBE_KEY is not set: the HMAC key of the one-click unsubscribe links in COA emails (at least {} characters)",
+                platform::production::MIN_SECRET_CHARS
+            )
+        });
+        need.secret(
+            "RESULTS_UNSUBSCRIBE_KEY",
+            settings.unsubscribe_key.as_ref(),
+            Some(platform::production::MIN_SECRET_CHARS),
+        );
+        if let Some(limit) = platform::env::env_var("RESULTS_COA_EMAIL_DAILY_LIMIT") {
+            settings.daily_limit =
+                limit
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|limit| *limit >= 1)
+                    .ok_or_else(|| {
+                        anyhow::anyhow!("RESULTS_COA_EMAIL_DAILY_LIMIT must be a whole number of at least 1")
+                    })?;
+        }
+        Ok(settings)
+    }
 }
 
 impl Settings {
@@ -90,6 +174,7 @@ impl Settings {
         let coa_previous_keys = platform::config::file_or_value("RESULTS", "COA_PREVIOUS_KEYS")?;
         let letterhead = letterhead_from_env(&mut need);
         let blobs = platform::blobs::BlobSettings::from_env("RESULTS", common.dev_mode, &mut need)?;
+        let notifications = NotificationSettings::from_env(&mut need)?;
         need.finish()?;
         let settings = Self {
             common,
@@ -98,6 +183,7 @@ impl Settings {
             consumer_block: Duration::from_secs(2),
             letterhead,
             blobs,
+            notifications,
         };
         // A key set that would be refused at build is refused here, before anything connects.
         settings.coa_keys()?;
@@ -115,6 +201,7 @@ impl Settings {
             consumer_block: Duration::from_secs(2),
             letterhead,
             blobs,
+            notifications: NotificationSettings::default(),
         }
     }
 
@@ -152,6 +239,8 @@ fn letterhead_from_env(need: &mut platform::production::Requirements) -> documen
 pub struct Application {
     settings: Settings,
     keys: CoaKeys,
+    mailer: platform::mail::Mailer,
+    unsubscribe: notify::token::UnsubscribeKeys,
     base: ServiceBase,
 }
 
@@ -161,8 +250,23 @@ impl Application {
         let keys = settings.coa_keys()?;
         // A store that cannot be opened is refused before anything connects.
         platform::blobs::BlobStore::new(&settings.blobs, SCHEMA)?;
+        let notifications = &settings.notifications;
+        let mailer = platform::mail::Mailer::new(&notifications.mail_from, &notifications.mail)?;
+        let unsubscribe_key = platform::config::refuse_development_secret(
+            settings.common.dev_mode,
+            "RESULTS_UNSUBSCRIBE_KEY",
+            notifications.unsubscribe_key.as_ref(),
+            DEVELOPMENT_UNSUBSCRIBE_KEY,
+        )?;
+        let unsubscribe = notify::token::UnsubscribeKeys::new(unsubscribe_key.expose_secret().as_bytes());
         let base = ServiceBase::build(IDENTITY, &settings.common, &MIGRATOR).await?;
-        Ok(Self { settings, keys, base })
+        Ok(Self {
+            settings,
+            keys,
+            mailer,
+            unsubscribe,
+            base,
+        })
     }
 
     /// The bound gRPC address.
@@ -205,6 +309,18 @@ impl Application {
             )
             .run(shutdown.clone()),
         );
+        let notifications = base.guarded(
+            NotificationServiceServer::new(grpc_notify::NotificationGrpc::new(Arc::new(
+                notify::Notifications::new(
+                    base.pool.clone(),
+                    results.clone(),
+                    self.mailer,
+                    self.unsubscribe,
+                    self.settings.notifications.daily_limit,
+                ),
+            ))),
+            grpc_notify::ACCESS,
+        );
         let api = base.guarded(
             ResultsServiceServer::new(grpc::ResultsGrpc::new(
                 results,
@@ -219,9 +335,14 @@ impl Application {
             grpc_registry::ACCESS,
         );
         base.serve(
-            vec![GRPC_SERVICE, REGISTRY_GRPC_SERVICE],
+            vec![GRPC_SERVICE, REGISTRY_GRPC_SERVICE, NOTIFICATION_GRPC_SERVICE],
             vec![consumer],
-            |router| router.add_service(api).add_service(registry),
+            |router| {
+                router
+                    .add_service(api)
+                    .add_service(registry)
+                    .add_service(notifications)
+            },
             shutdown,
         )
         .await

@@ -13,6 +13,7 @@ pub mod common;
 pub mod data;
 pub mod export;
 pub mod lab;
+pub mod notifications;
 pub mod orders;
 pub mod quotes;
 pub mod registry;

@@ -36,8 +36,9 @@ use std::sync::Arc;
 pub const AGENT_PREFIX: &str = "/api/v1/agent";
 /// Routes outside the agent area that need no key: readiness, the OpenAPI document, the COA
 /// signing key and COA documents (their signed link authorizes), the site's hosted checkout (its
-/// session id is the capability), and the signed label download, the carrier's webhook and the
-/// processors' webhooks (their signatures are the authentication).
+/// session id is the capability), the one-click unsubscribe link of COA emails (its signed token
+/// is the capability), and the signed label download, the carrier's webhook and the processors'
+/// webhooks (their signatures are the authentication).
 pub const PUBLIC_PATHS: &[&str] = &[
     "/api/ready",
     "/api/v1/openapi.json",
@@ -50,6 +51,7 @@ pub const PUBLIC_PATHS: &[&str] = &[
     crate::http::pay::PAY_CONFIRM,
     crate::http::pay_stablecoin::PAY_STABLECOIN,
     crate::http::pay::PROCESSOR_WEBHOOK,
+    crate::http::unsubscribe::UNSUBSCRIBE_PATH,
 ];
 /// Where a COA's PDF is downloaded through the signed link of its result (the link authorizes).
 pub const COA_DOCUMENT_PATH: &str = "/api/v1/documents/coa/{coa_id}";

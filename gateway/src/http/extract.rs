@@ -287,6 +287,27 @@ impl<S: Send + Sync> FromRequestParts<S> for TicketId {
     }
 }
 
+/// The `{consentId}` path segment: a consent's UUID; results-svc resolves it (anything else is
+/// 404 `not_found`, like another customer's consent).
+pub struct ConsentId(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for ConsentId {
+    type Rejection = ErrorResponse;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Path(consent) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| {
+                ApiError::field(
+                    ErrorCode::InvalidRequest,
+                    "consentId",
+                    "the consentId path segment is not valid",
+                )
+            })?;
+        Ok(Self(consent))
+    }
+}
+
 impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = ErrorResponse;
 

@@ -20,6 +20,7 @@ pub mod rate_limit;
 pub mod ready;
 pub mod results;
 pub mod shipping;
+pub mod unsubscribe;
 
 use crate::authenticator::Authenticator;
 use crate::operations::Replayable;
@@ -175,6 +176,10 @@ pub fn assemble(state: AppState, front_door: FrontDoorLayer, more: axum::Router<
         .merge(site_root)
         .route(auth::COA_DOCUMENT_PATH, get(results::coa_document))
         .route(auth::RAW_FILE_PATH, get(results::raw_file))
+        .route(
+            unsubscribe::UNSUBSCRIBE_PATH,
+            get(unsubscribe::show).post(unsubscribe::unsubscribe),
+        )
         .merge(more)
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
@@ -221,7 +226,7 @@ mod tests {
                 count += 1;
             }
         }
-        assert_eq!((count, public), (43, 4));
+        assert_eq!((count, public), (47, 4));
         let create_order = &json["paths"]["/orders"]["post"];
         assert_eq!(create_order["parameters"][0]["name"], "Idempotency-Key");
         assert_eq!(create_order["parameters"][0]["in"], "header");

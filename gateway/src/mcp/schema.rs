@@ -305,6 +305,7 @@ mod tests {
                 "svc.coa.verify.batch.post",
                 "svc.support.ticket.list",
                 "svc.support.ticket.get",
+                "svc.notification.consent.list",
             ]
         );
         let none: Value = serde_json::from_str(&catalog().list_result(&[])).unwrap();

@@ -132,7 +132,8 @@ impl<T> Answer<T> {
 /// Whether a failure is stored as the key's outcome and replayed: client errors about the
 /// request are; server-side failures are not (a retry may succeed), nor are refusals about the
 /// caller or the moment (authentication, authorization, rate limits, the idempotency conflicts
-/// themselves) or ones that pass once the customer changes something else (the endpoint limit).
+/// themselves) or ones that pass once the customer changes something else (the endpoint limit, a consent
+/// not yet recorded).
 pub fn replays(error: &ApiError) -> bool {
     (400..500).contains(&error.code.http_status())
         && !matches!(
@@ -144,6 +145,7 @@ pub fn replays(error: &ApiError) -> bool {
                 | ErrorCode::Forbidden
                 | ErrorCode::InsufficientScope
                 | ErrorCode::WebhookEndpointLimitReached
+                | ErrorCode::ConsentRequired
         )
 }
 
@@ -174,6 +176,7 @@ mod tests {
             ErrorCode::Unauthenticated,
             ErrorCode::InsufficientScope,
             ErrorCode::WebhookEndpointLimitReached,
+            ErrorCode::ConsentRequired,
         ] {
             assert!(!replayed(code), "{code:?} releases the claim");
         }

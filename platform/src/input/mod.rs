@@ -32,6 +32,8 @@ pub const FREE_TEXT_FIELDS: &[&str] = &[
     "note",
     "documentJson",
     "body",
+    // The customer's note quoted in a COA email (docs/notifications.md).
+    "message",
 ];
 
 /// Which characters a string may hold.

@@ -2,7 +2,8 @@
 //! must happen ([`wait_for`]) and for what must not ([`holds_for`], [`nothing_more_arrives`]),
 //! reading a schema's outbox and a stream's entries ([`events`]), and identity-svc's API as a
 //! test's admin calls it ([`identity`]: customers and API keys), and with `blobs` real S3 servers:
-//! [`s3rver`], and [`ministack`], which verifies SigV4 presigned URLs.
+//! [`s3rver`], and [`ministack`], which verifies SigV4 presigned URLs; [`smtp`] is a real SMTP
+//! server (PyPI `aiosmtpd`) delivering into a Maildir.
 //!
 //! Tests run against the real PostgreSQL and Redis named by `TEST_DATABASE_URL` (an admin URL,
 //! default `postgres://postgres@127.0.0.1:5432/postgres`) and `TEST_REDIS_URL` (default
@@ -16,6 +17,7 @@ pub mod ministack;
 pub mod pki;
 #[cfg(feature = "blobs")]
 pub mod s3rver;
+pub mod smtp;
 
 use sqlx::{AssertSqlSafe, Connection, PgConnection};
 use std::future::Future;

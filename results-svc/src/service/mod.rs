@@ -37,6 +37,11 @@ impl ResultsService {
         }
     }
 
+    /// The letterhead and public site URL of COA documents (and of their verify links).
+    pub fn letterhead(&self) -> &Letterhead {
+        &self.letterhead
+    }
+
     /// The key set of COA contents: the current key and the previous public keys.
     pub fn keys(&self) -> &CoaKeys {
         &self.keys

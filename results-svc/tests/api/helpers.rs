@@ -23,6 +23,7 @@ use uuid::Uuid;
 pub const TEST_ID: &str = "hplc-purity";
 
 pub struct TestApp {
+    pub addr: std::net::SocketAddr,
     pub pool: PgPool,
     pub client: ResultsServiceClient<Channel>,
     /// The instrument and method registries, on the same server.
@@ -48,6 +49,11 @@ pub struct TestSample {
 
 /// Starts results-svc on a fresh database.
 pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// Starts results-svc on a fresh database with settings changed by `configure`.
+pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
     let database_url = platform::testing::fresh_database().await;
     let stream_prefix = platform::testing::unique_stream_prefix();
     let mut settings = Settings::local(
@@ -59,6 +65,7 @@ pub async fn spawn_app() -> TestApp {
         std::env::temp_dir().join(format!("lab-blobs-{stream_prefix}")),
     );
     settings.consumer_block = Duration::from_millis(100);
+    configure(&mut settings);
     let application = Application::build(settings).await.expect("results-svc builds");
     let addr = application.local_addr();
     let shutdown = CancellationToken::new();
@@ -73,6 +80,7 @@ pub async fn spawn_app() -> TestApp {
         .await
         .expect("connect to the test database");
     TestApp {
+        addr,
         pool,
         client,
         registry,
@@ -446,7 +454,7 @@ pub async fn wait_until_paid(app: &TestApp, sample: &TestSample) {
     .await;
 }
 
-fn unwrap<T>(result: Result<tonic::Response<T>, tonic::Status>) -> Result<T, ApiError> {
+pub fn unwrap<T>(result: Result<tonic::Response<T>, tonic::Status>) -> Result<T, ApiError> {
     result
         .map(tonic::Response::into_inner)
         .map_err(|status| ApiError::from_status(&status))

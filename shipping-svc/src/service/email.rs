@@ -77,7 +77,7 @@ impl ShippingService {
             filename: format!("label-{}.pdf", shipment.tracking_number),
             pdf,
         };
-        let outcome = self.mailer.send(&message).await;
+        let outcome = self.mailer.send(&message.into()).await;
         let mut tx = self.pool.begin().await?;
         repo::emails::record_attempt(
             &mut tx,

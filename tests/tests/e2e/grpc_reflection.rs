@@ -27,7 +27,11 @@ const LAB_SERVICES: [(&str, &[&str]); 8] = [
     ("shipping-svc", &["lab.shipping.v1.ShippingService"]),
     (
         "results-svc",
-        &["lab.results.v1.RegistryService", "lab.results.v1.ResultsService"],
+        &[
+            "lab.results.v1.NotificationService",
+            "lab.results.v1.RegistryService",
+            "lab.results.v1.ResultsService",
+        ],
     ),
     ("webhooks-svc", &["lab.webhooks.v1.WebhooksService"]),
 ];

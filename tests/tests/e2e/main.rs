@@ -7,6 +7,7 @@ mod cancellation;
 mod card_checkout;
 mod card_psp;
 mod coa_document;
+mod coa_email;
 mod coa_key_rotation;
 mod coa_lifecycle;
 mod customer_bound;

@@ -265,6 +265,7 @@ async fn a_key_without_orders_write_neither_sees_nor_can_call_svc_order_create()
             "svc.coa.verify.batch.post",
             "svc.support.ticket.list",
             "svc.support.ticket.get",
+            "svc.notification.consent.list",
         ]
     );
 
@@ -689,6 +690,30 @@ async fn every_tool_answers_structured_content_that_validates_against_its_output
     )
     .await;
     assert_eq!(filed["data"]["cancelRequest"]["status"], "pending", "{filed}");
+    // The COA email: a consent, the list, the send (this mesh writes emails to files), the
+    // withdrawal.
+    let consented_at = (platform::time::now() - chrono::Duration::days(1)).to_rfc3339();
+    let consent = call(
+        "svc.notification.consent.record",
+        json!({ "recipientEmail": "schema.buyer@example.org", "consentedBy": "Schema Buyer",
+                "consentedAt": consented_at, "textVersion": "2026-01", "mechanism": "web_form",
+                "idempotencyKey": "schema-consent-1" }),
+    )
+    .await;
+    let consent_id = consent["data"]["consent"]["id"].as_str().unwrap().to_owned();
+    call("svc.notification.consent.list", json!({ "status": "active" })).await;
+    let emailed = call(
+        "svc.notification.coa.send",
+        json!({ "reference": accession, "recipientEmail": "schema.buyer@example.org",
+                "message": "Schema check", "idempotencyKey": "schema-coa-email-1" }),
+    )
+    .await;
+    assert_eq!(emailed["data"]["email"]["status"], "sent", "{emailed}");
+    call(
+        "svc.notification.consent.withdraw",
+        json!({ "consentId": consent_id }),
+    )
+    .await;
     // Business errors validate too: their structured content is the REST error envelope. This
     // mesh has no stablecoin rail: its two tools answer payment_method_unavailable (their
     // successes are validated in stablecoin.rs against anvil).
