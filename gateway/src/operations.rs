@@ -8,6 +8,7 @@ pub mod checkout;
 pub mod data;
 pub mod registry;
 pub mod results;
+pub mod sandbox;
 pub mod shipping;
 pub mod support;
 pub mod webhooks;

@@ -131,6 +131,9 @@ struct OrderDocument<'a> {
     amount: Option<AmountDocument<'a>>,
     /// The latest cancellation request (`null` when none was filed).
     cancellation: Option<CancellationDocument<'a>>,
+    /// `true` on a sandbox customer's order (docs/sandbox.md); absent on a live one.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    sandbox: bool,
 }
 
 /// The `cancellation` block (the gateway's `CancellationRequest`).
@@ -431,6 +434,7 @@ impl<'a> OrderDocument<'a> {
             updated_at: order.updated_at,
             payment_state: order.payment_state(),
             accession_numbers: &order.accession_numbers,
+            sandbox: order.sandbox,
             cancellation: order.cancellation.as_ref().map(|request| CancellationDocument {
                 id: request.id.to_string(),
                 status: request.status.as_str(),
@@ -504,6 +508,7 @@ mod tests {
             accession_numbers: Vec::new(),
             stablecoin: None,
             cancellation: None,
+            sandbox: false,
         }
     }
 

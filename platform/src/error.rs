@@ -98,6 +98,7 @@ error_codes! {
     OrderNotCancellable => ("order_not_cancellable", 409, FailedPrecondition, "the order is already cancelled or completed; a completed order's questions go to a support ticket"),
     CancelRequestPending => ("cancel_request_pending", 409, FailedPrecondition, "a cancellation request of this order awaits a decision (details.cancelRequestId); a human answers it"),
     LabelVoided => ("label_voided", 409, FailedPrecondition, "the order was cancelled and its prepaid label voided with the carrier (details.voidedAt, details.refundStatus); the label can no longer be downloaded, emailed or picked up"),
+    ScenarioNotApplicable => ("scenario_not_applicable", 409, FailedPrecondition, "the simulated scenario does not fit the order's state now (details.scenario, details.status, details.needs); docs/sandbox.md"),
     RateLimited => ("rate_limited", 429, ResourceExhausted, "too many requests; retry after Retry-After seconds"),
     CatalogUnavailable => ("catalog_unavailable", 503, Unavailable, "no catalog has been imported yet"),
     RawDataUnavailable => ("raw_data_unavailable", 503, Unavailable, "the released instrument files cannot be signed now (the file store refuses or is unreachable); nothing is wrong with the request, retry later"),

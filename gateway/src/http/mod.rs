@@ -221,7 +221,7 @@ mod tests {
                 count += 1;
             }
         }
-        assert_eq!((count, public), (42, 4));
+        assert_eq!((count, public), (43, 4));
         let create_order = &json["paths"]["/orders"]["post"];
         assert_eq!(create_order["parameters"][0]["name"], "Idempotency-Key");
         assert_eq!(create_order["parameters"][0]["in"], "header");

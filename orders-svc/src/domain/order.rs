@@ -137,6 +137,9 @@ pub struct Order {
     /// The latest cancellation request (pending or decided), if any.
     #[serde(default)]
     pub cancellation: Option<super::cancellation::CancelRequest>,
+    /// Placed by a sandbox customer's key (docs/sandbox.md): only such an order is simulated.
+    #[serde(default)]
+    pub sandbox: bool,
 }
 
 /// The stablecoin payment request of an order (SPEC Order: `amount.atomic`, `amount.decimal`,

@@ -168,6 +168,7 @@ pub fn plan_order(
         accession_numbers: Vec::new(),
         stablecoin: None,
         cancellation: None,
+        sandbox: false,
     }))
 }
 

@@ -153,6 +153,7 @@ mod tests {
             accession_numbers: Vec::new(),
             stablecoin: None,
             cancellation: None,
+            sandbox: false,
         }
     }
 

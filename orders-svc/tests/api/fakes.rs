@@ -304,6 +304,13 @@ impl PaymentsService for FakePayments {
         Err(Status::unimplemented("not in this double"))
     }
 
+    async fn simulate_payment(
+        &self,
+        _: Request<proto::payments::SimulatePaymentRequest>,
+    ) -> Result<Response<proto::payments::SimulatePaymentResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
     async fn record_refund(
         &self,
         _: Request<proto::payments::RecordRefundRequest>,
