@@ -479,14 +479,20 @@ macro_rules! operation_table {
                             per intended order and reuse the same key when you retry after a timeout or error, so that the \
                             order is never placed twice (the retry returns the first result, marked \
                             `_meta.lab/idempotentReplayed`). `paymentMethod` is `bank_invoice` (the order answer carries the \
-                            invoice number and bank transfer instructions in `payment`). One quote makes one order.",
+                            invoice number and bank transfer instructions in `payment`). Card and bank orders are ship-first: \
+                            the answer's `shipping` block already holds the prepaid label, tracking and packing steps (rarely \
+                            `{\"status\":\"label_pending\"}` when the carrier is slow: read the order again shortly). One \
+                            quote makes one order.",
                 },
                 scope: { access: [ORDERS_WRITE], origin: spec, idempotency: required },
                 rest: {
                     /// Places an order from a quote (`confirm: true`, `Idempotency-Key` required).
                     ///
-                    /// A replay of the same key and body answers exactly like the first response (201, same body)
-                    /// plus `Idempotent-Replayed: true`; the same key with another body is 409 `idempotency_key_reused`.
+                    /// A replay of the same key and body answers like the first response (201, the same order as
+                    /// it stands now) plus `Idempotent-Replayed: true`; the same key with another body is 409
+                    /// `idempotency_key_reused`. Card and bank orders are ship-first: the label is bought while the
+                    /// request waits (up to a few seconds), so `shipping` holds it; past that wait `shipping` is
+                    /// `{"status":"label_pending"}` and `shipment.label_created` follows.
                     handler: create_order,
                     openapi: (tag = "orders", operation_id = "createOrder", request_body = CreateOrderRequest,
                         responses((status = 201, description = "the order (also for a replay, with Idempotent-Replayed: true)", body = OrderEnvelope,

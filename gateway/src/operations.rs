@@ -107,7 +107,7 @@ pub async fn create_order(
     caller: &Caller,
     idempotency_key: &str,
     body: CreateOrderRequest,
-) -> Result<Replayable<OrderEnvelope>, ApiError> {
+) -> Result<Replayable<CreatedOrder>, ApiError> {
     let request = orders::CreateOrderRequest::from(body);
     let response = peers
         .orders()
@@ -119,13 +119,32 @@ pub async fn create_order(
         .await
         .map_err(service_error)?;
     let replayed = is_replay(&response);
-    let order = response.into_inner().order.ok_or_else(|| missing("order"))?;
+    let response = response.into_inner();
+    // The read model's document, as `GET /orders/{reference}` answers it: the shipping block of
+    // a card or bank order included (its label, or the pending block).
+    if let Some(view) = response.view {
+        return Ok(Replayable {
+            body: CreatedOrder::Document(order_document(peers, caller, view).await?),
+            replayed,
+        });
+    }
+    let order = response.order.ok_or_else(|| missing("order"))?;
     let mut order = Order::try_from(order)?;
     show_pay_link_to_payments_keys(&mut order, caller);
     Ok(Replayable {
-        body: order.into(),
+        body: CreatedOrder::Fields(Box::new(order.into())),
         replayed,
     })
+}
+
+/// The answer of `POST /orders`: the order's read-model document (the same bytes
+/// `GET /orders/{reference}` answers), or, from an orders-svc that sends none, the order built
+/// from its fields.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+pub enum CreatedOrder {
+    Document(OrderDocument),
+    Fields(Box<OrderEnvelope>),
 }
 
 /// Files a cancellation request for one of the caller's orders (a human decides it).
@@ -249,6 +268,24 @@ pub struct OrderDocument {
     order: String,
 }
 
+impl serde::Serialize for OrderDocument {
+    /// `{"data":{"order":…}}` with the order's bytes as they came (for answers built by serde,
+    /// such as the replayable answer of `POST /orders`).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Envelope<'a> {
+            data: Data<'a>,
+        }
+        #[derive(serde::Serialize)]
+        struct Data<'a> {
+            order: &'a serde_json::value::RawValue,
+        }
+        let order: &serde_json::value::RawValue =
+            serde_json::from_str(&self.order).map_err(serde::ser::Error::custom)?;
+        Envelope { data: Data { order } }.serialize(serializer)
+    }
+}
+
 impl OrderDocument {
     const HEAD: &'static str = "{\"data\":{\"order\":";
     const TAIL: &'static str = "}}";
@@ -285,6 +322,17 @@ pub async fn get_order(peers: &Peers, caller: &Caller, reference: String) -> Res
         }
         other => other?,
     };
+    order_document(peers, caller, view).await
+}
+
+/// The answer of a read-model document: the pay link blanked for a key without a payments
+/// scope, and the shipping block of an order labelled before the read model kept blocks
+/// spliced in from shipping-svc.
+async fn order_document(
+    peers: &Peers,
+    caller: &Caller,
+    view: orders::GetOrderViewResponse,
+) -> Result<OrderDocument, ApiError> {
     let mut json = view.json;
     let mut at = usize::try_from(view.shipping_offset).unwrap_or(usize::MAX);
     if !sees_pay_links(caller)

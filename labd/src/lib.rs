@@ -233,6 +233,8 @@ pub async fn start(mut settings: MeshSettings) -> anyhow::Result<Mesh> {
 
     settings.orders.catalog_addr = catalog_uri.clone();
     settings.orders.payments_addr = payments_uri.clone();
+    // orders-svc asks shipping-svc for a ship-first order's label while placing it.
+    settings.orders.shipping_addr = shipping_uri.clone();
     let orders = orders_svc::Application::build(settings.orders).await?;
     let orders_uri = uri(orders.local_addr());
 

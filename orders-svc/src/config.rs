@@ -1,5 +1,5 @@
 //! Settings of orders-svc: the common settings (prefix `ORDERS`), the addresses of the peers it
-//! calls, the timing of its idempotency store and stream consumer (tests compress them), and
+//! calls (and how long an order waits for its label), the timing of its idempotency store and stream consumer (tests compress them), and
 //! how it signs the label URL of an order's shipping block.
 
 use platform::config::{CommonSettings, file_or_value, prefixed_or_common};
@@ -15,6 +15,10 @@ pub const DEFAULT_GRPC_ADDR: &str = "127.0.0.1:50052";
 pub const DEFAULT_CATALOG_ADDR: &str = "http://127.0.0.1:50051";
 /// Default address of payments-svc.
 pub const DEFAULT_PAYMENTS_ADDR: &str = "http://127.0.0.1:50053";
+/// Default address of shipping-svc.
+pub const DEFAULT_SHIPPING_ADDR: &str = "http://127.0.0.1:50054";
+/// Default of how long `POST /orders` waits for a ship-first order's label (`ORDERS_LABEL_WAIT_MS`).
+pub const DEFAULT_LABEL_WAIT_MS: u64 = 3_000;
 
 /// How the payments-event consumer reads.
 #[derive(Clone, Debug)]
@@ -44,6 +48,12 @@ pub struct Settings {
     pub catalog_addr: String,
     /// gRPC address of payments-svc (`PAYMENTS_SVC_ADDR`).
     pub payments_addr: String,
+    /// gRPC address of shipping-svc (`SHIPPING_SVC_ADDR`).
+    pub shipping_addr: String,
+    /// How long placing a card or bank order waits for shipping-svc to buy its label before
+    /// answering with the pending shipping block (`ORDERS_LABEL_WAIT_MS`, default 3000; 0 never
+    /// waits).
+    pub label_wait: Duration,
     pub consumer: ConsumerTiming,
     pub idempotency: IdempotencyTiming,
     pub label_links: LabelLinkSettings,
@@ -99,6 +109,8 @@ impl Settings {
             common,
             catalog_addr: prefixed_or_common(PREFIX, "CATALOG_SVC_ADDR", DEFAULT_CATALOG_ADDR),
             payments_addr: prefixed_or_common(PREFIX, "PAYMENTS_SVC_ADDR", DEFAULT_PAYMENTS_ADDR),
+            shipping_addr: prefixed_or_common(PREFIX, "SHIPPING_SVC_ADDR", DEFAULT_SHIPPING_ADDR),
+            label_wait: millis("LABEL_WAIT_MS", DEFAULT_LABEL_WAIT_MS)?,
             consumer: ConsumerTiming {
                 reclaim_idle: millis("CONSUMER_RECLAIM_IDLE_MS", 30_000)?,
                 block: millis("CONSUMER_BLOCK_MS", 2_000)?,
@@ -118,6 +130,8 @@ impl Settings {
             common,
             catalog_addr: catalog_addr.to_owned(),
             payments_addr: payments_addr.to_owned(),
+            shipping_addr: DEFAULT_SHIPPING_ADDR.to_owned(),
+            label_wait: Duration::from_millis(DEFAULT_LABEL_WAIT_MS),
             consumer: ConsumerTiming {
                 reclaim_idle: Duration::from_secs(30),
                 block: Duration::from_secs(2),

@@ -83,16 +83,19 @@ impl OrdersApi for OrdersGrpc {
         let principal = principal(&request)?;
         let key = IdempotencyKey::from_grpc(&request)?;
         let order = UncheckedOrderRequest::from(request.into_inner());
-        self.orders
-            .create_order(&principal, key, order)
-            .await
-            .into_response(|order| {
-                // Operators find an order's trace by its number (docs/operations.md, "Traces").
-                platform::telemetry::annotate("lab.order.number", order.order_number.clone());
-                CreateOrderResponse {
-                    order: Some((&order).into()),
-                }
-            })
+        let answer = self.orders.create_order(&principal, key, order).await;
+        let view = match &answer.result {
+            Ok(order) => self.orders.placed_order_view(order, answer.replayed).await,
+            Err(_) => None,
+        };
+        answer.into_response(|order| {
+            // Operators find an order's trace by its number (docs/operations.md, "Traces").
+            platform::telemetry::annotate("lab.order.number", order.order_number.clone());
+            CreateOrderResponse {
+                order: Some((&order).into()),
+                view: view.map(view_response),
+            }
+        })
     }
 
     async fn get_order(
@@ -134,15 +137,7 @@ impl OrdersApi for OrdersGrpc {
             .orders
             .get_order_view(principal.customer()?, &request.get_ref().reference)
             .await?;
-        Ok(Response::new(GetOrderViewResponse {
-            json: view.json,
-            shipping_unknown: view.shipping_unknown_at.is_some(),
-            shipping_offset: view
-                .shipping_unknown_at
-                .and_then(|at| u32::try_from(at).ok())
-                .unwrap_or_default(),
-            order_id: view.order_id.to_string(),
-        }))
+        Ok(Response::new(view_response(view)))
     }
 
     async fn list_orders(
@@ -372,5 +367,18 @@ impl OrdersApi for OrdersGrpc {
             order: Some((&decided.order).into()),
             unchanged: decided.unchanged,
         }))
+    }
+}
+
+/// The read model's order document as GetOrderView (and CreateOrder) answer it.
+fn view_response(view: crate::service::OrderView) -> GetOrderViewResponse {
+    GetOrderViewResponse {
+        json: view.json,
+        shipping_unknown: view.shipping_unknown_at.is_some(),
+        shipping_offset: view
+            .shipping_unknown_at
+            .and_then(|at| u32::try_from(at).ok())
+            .unwrap_or_default(),
+        order_id: view.order_id.to_string(),
     }
 }

@@ -113,7 +113,7 @@ struct OrderDocument<'a> {
     total_cents: i64,
     currency: &'a str,
     payment: Option<PaymentDocument<'a>>,
-    shipping: Option<LabelDocument<'a>>,
+    shipping: Option<ShippingDocument<'a>>,
     publish_raw_data: bool,
     client_reference: Option<&'a str>,
     notes: Option<&'a str>,
@@ -221,6 +221,30 @@ struct RelatedDocument {
     eta: String,
     results: String,
     invoice: Option<String>,
+}
+
+/// `gateway::dto::orders::OrderShipping`: the label, or the pending block of a ship-first order
+/// whose label is being bought.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ShippingDocument<'a> {
+    Label(Box<LabelDocument<'a>>),
+    Pending { status: &'static str },
+}
+
+/// The shipping block's status while a ship-first order's label is being bought.
+pub const LABEL_PENDING_STATUS: &str = "label_pending";
+
+/// Whether the order shows the pending shipping block when no label is kept: a card or bank
+/// order (ship-first) that is still before `label_generated`. Stablecoin orders, cancelled
+/// orders and orders already labelled (a label the read model does not keep) show `null`.
+fn label_pending(order: &Order) -> bool {
+    use crate::domain::status::{Lifecycle, OrderStatus};
+    use proto::common::PaymentMethod;
+    matches!(
+        order.payment_method,
+        PaymentMethod::BankInvoice | PaymentMethod::CardCheckout
+    ) && order.status.can_transition_to(OrderStatus::LabelGenerated)
 }
 
 /// `gateway::dto::shipping::Label`, with the URL as a placeholder.
@@ -423,7 +447,13 @@ impl<'a> OrderDocument<'a> {
             total_cents: order.total.0,
             currency: &order.currency,
             payment: order.payment.as_ref().map(PaymentDocument::of),
-            shipping: shipping.map(LabelDocument::of),
+            shipping: match shipping {
+                Some(block) => Some(ShippingDocument::Label(Box::new(LabelDocument::of(block)))),
+                None if label_pending(order) => Some(ShippingDocument::Pending {
+                    status: LABEL_PENDING_STATUS,
+                }),
+                None => None,
+            },
             publish_raw_data: order.publish_raw_data,
             client_reference: order.client_reference.as_deref(),
             notes: order.notes.as_deref(),
@@ -558,5 +588,47 @@ mod tests {
         assert_eq!(value["clientReference"], order.client_reference.unwrap());
         let text = String::from_utf8(json).unwrap();
         assert!(text.contains("\"serviceCode\":\"\",\"labelUrl\":\"https://lab.example/l.pdf?a=1&b=2\",\"labelUrlExpiresAt\":\"2027-01-15T09:00:00.000000Z\",\"shipTo\":{"));
+    }
+
+    #[test]
+    fn a_ship_first_order_without_its_label_yet_shows_the_pending_shipping_block() {
+        let shipping_of = |payment_method, status| {
+            let order = Order {
+                payment_method,
+                status,
+                ..order()
+            };
+            let rendered = render(&order, None).unwrap();
+            let value: serde_json::Value = serde_json::from_str(&rendered.document).unwrap();
+            value["shipping"].clone()
+        };
+        let pending = serde_json::json!({ "status": "label_pending" });
+        assert_eq!(
+            shipping_of(PaymentMethod::CardCheckout, OrderStatus::InvoiceSent),
+            pending
+        );
+        assert_eq!(
+            shipping_of(PaymentMethod::BankInvoice, OrderStatus::Paid),
+            pending
+        );
+        assert_eq!(
+            shipping_of(PaymentMethod::BankInvoice, OrderStatus::Overdue),
+            pending
+        );
+        // Stablecoin orders get their label once paid; cancelled orders none; an order already
+        // labelled without a kept block is filled by the gateway.
+        let null = serde_json::Value::Null;
+        assert_eq!(
+            shipping_of(PaymentMethod::ChainStablecoin, OrderStatus::InvoiceSent),
+            null
+        );
+        assert_eq!(
+            shipping_of(PaymentMethod::CardCheckout, OrderStatus::Cancelled),
+            null
+        );
+        assert_eq!(
+            shipping_of(PaymentMethod::CardCheckout, OrderStatus::LabelGenerated),
+            null
+        );
     }
 }

@@ -16,7 +16,7 @@
 //! paid record per order, one void per shipment), so a redelivered event changes nothing; other events are
 //! acknowledged without effect.
 
-use crate::domain::LabelOrder;
+use crate::domain::{LabelOrder, SHIP_FIRST_RAILS};
 use crate::repo;
 use crate::service::ShippingService;
 use crate::service::cancellation::OrderCancellation;
@@ -28,8 +28,6 @@ use proto::events::EventEnvelope;
 use proto::events::event_envelope::Data;
 use uuid::Uuid;
 
-/// Rails whose orders are ship-first.
-const SHIP_FIRST_RAILS: [PaymentMethod; 2] = [PaymentMethod::BankInvoice, PaymentMethod::CardCheckout];
 /// Event type of a settled pickup payment (payments-svc).
 const PICKUP_PAYMENT_PAID: &str = "pickup_payment.paid";
 /// Event type of a pickup payment that expired unpaid (payments-svc).
@@ -155,6 +153,17 @@ impl ShippingService {
         let mut conn = self.pool().acquire().await?;
         repo::shipments::remember_order(&mut conn, order, platform::time::now()).await?;
         Ok(())
+    }
+
+    /// PrepareLabel: remembers the just-placed ship-first order and buys its label now, while
+    /// its `POST /orders` waits; `order.created` finds the same label later (or buys it first,
+    /// and this call finds it). `None` for an order cancelled before its label was bought.
+    pub async fn prepare_label(
+        &self,
+        order: &LabelOrder,
+    ) -> Result<Option<crate::domain::Shipment>, ApiError> {
+        self.remember_order(order).await?;
+        self.ensure_label(order).await
     }
 
     /// The customer's announced order.

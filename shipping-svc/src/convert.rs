@@ -144,3 +144,37 @@ pub fn scan(request: pb::RecordScanRequest) -> Result<Scan, ApiError> {
         carrier_event_id: request.carrier_event_id.unwrap_or_default(),
     })
 }
+
+/// The order of a PrepareLabel call (orders-svc, acting for `customer_id`). Only ship-first
+/// rails are accepted: a stablecoin order gets its label once paid.
+pub fn label_order(
+    customer_id: uuid::Uuid,
+    request: pb::PrepareLabelRequest,
+) -> Result<crate::domain::LabelOrder, ApiError> {
+    let uuid = |field: &str, text: &str| {
+        uuid::Uuid::parse_str(text).map_err(|_| {
+            ApiError::field(
+                ErrorCode::InvalidRequest,
+                field,
+                format!("{field} must be a UUID"),
+            )
+        })
+    };
+    let payment_method = proto::common::PaymentMethod::try_from(request.payment_method)
+        .unwrap_or(proto::common::PaymentMethod::Unspecified);
+    if !crate::domain::SHIP_FIRST_RAILS.contains(&payment_method) {
+        return Err(ApiError::field(
+            ErrorCode::InvalidRequest,
+            "paymentMethod",
+            "only card and bank orders get their label when placed",
+        ));
+    }
+    Ok(crate::domain::LabelOrder {
+        customer_id,
+        order_id: uuid("orderId", &request.order_id)?,
+        order_number: request.order_number,
+        payment_method,
+        quote_id: uuid("quoteId", &request.quote_id)?,
+        shipping_address_id: request.shipping_address_id,
+    })
+}

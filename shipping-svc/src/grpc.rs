@@ -37,6 +37,7 @@ pub const ACCESS: AccessTable = &[
     ("GetPickupOptions", access::customer(&[SHIPMENTS_READ])),
     ("RequestPickup", access::customer(&[ORDERS_WRITE])),
     ("ConfirmPickupPayment", access::staff(roles::PAYMENTS_ADMIN)),
+    ("PrepareLabel", access::services(&[platform::mesh::ORDERS_SVC])),
 ];
 
 /// Serves the shipping API over the use cases.
@@ -119,6 +120,22 @@ impl ShippingApi for ShippingGrpc {
                 label: Some(convert::label(&view)),
             },
             None => pb::GetOrderShippingResponse::default(),
+        }))
+    }
+
+    async fn prepare_label(
+        &self,
+        request: Request<pb::PrepareLabelRequest>,
+    ) -> Result<Response<pb::PrepareLabelResponse>, Status> {
+        let customer_id = principal(&request)?.customer()?;
+        let order = convert::label_order(customer_id, request.into_inner())?;
+        let shipment = self.service.prepare_label(&order).await?;
+        Ok(Response::new(match shipment {
+            Some(shipment) => pb::PrepareLabelResponse {
+                label: Some(convert::unsigned_label(&shipment)),
+                status: shipment.status as i32,
+            },
+            None => pb::PrepareLabelResponse::default(),
         }))
     }
 

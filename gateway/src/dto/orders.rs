@@ -136,10 +136,12 @@ pub struct Order {
     /// Payment block (invoice as last known); `null` until an invoice exists.
     pub payment: Option<OrderPayment>,
     /// Shipping block: the prepaid inbound label, tracking, ship-to address and packing steps
-    /// (as `GET /shipments/{reference}/label`); `null` until the label exists (moments after
-    /// the order is placed on the card and bank rails, after settlement on the stablecoin
-    /// rail) and in listings.
-    pub shipping: Option<super::shipping::Label>,
+    /// (as `GET /shipments/{reference}/label`). Card and bank orders are ship-first: their
+    /// label is bought while `POST /orders` answers, so the block is there from the start;
+    /// only when the carrier is slow is it `{"status":"label_pending"}` until
+    /// `shipment.label_created` (moments later). Stablecoin orders show `null` until their
+    /// payment settles; cancelled orders without a label and listings show `null`.
+    pub shipping: Option<OrderShipping>,
     pub publish_raw_data: bool,
     pub client_reference: Option<String>,
     pub notes: Option<String>,
@@ -166,6 +168,31 @@ pub struct Order {
     /// The latest cancellation request (`POST /orders/{reference}/cancel-request`) and what
     /// staff decided; `null` when none was filed.
     pub cancellation: Option<CancellationRequest>,
+}
+
+/// An order's `shipping` block: the label, or the pending block of a card or bank order whose
+/// label is still being bought.
+#[derive(Serialize, ToSchema, Debug)]
+#[serde(untagged)]
+pub enum OrderShipping {
+    Label(Box<super::shipping::Label>),
+    Pending(PendingShipping),
+}
+
+/// The shipping block of a card or bank order while its label is being bought (the carrier did
+/// not answer within the order's wait); `shipment.label_created` follows and the order's next
+/// read shows the label.
+#[derive(Serialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingShipping {
+    pub status: PendingShippingStatus,
+}
+
+/// The status of a pending shipping block (one value, so that no label matches it).
+#[derive(Serialize, ToSchema, Debug, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+pub enum PendingShippingStatus {
+    LabelPending,
 }
 
 /// A request to cancel an order, which a human decides (docs/order-states.md, "Cancellation").

@@ -263,7 +263,10 @@ impl OrdersService for Fake {
         let principal = platform::grpc::principal(&request)?;
         let customer = principal.customer_id.map(|id| id.to_string()).unwrap_or_default();
         let order = sample_order("0b7e8f52-0000-4000-8000-000000000002", &customer);
-        let mut response = Response::new(orders::CreateOrderResponse { order: Some(order) });
+        let mut response = Response::new(orders::CreateOrderResponse {
+            order: Some(order),
+            view: None,
+        });
         if key.starts_with("replay") {
             platform::grpc::mark_replayed(&mut response);
         }

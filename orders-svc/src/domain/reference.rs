@@ -1,5 +1,5 @@
-//! Order references: how `GetOrder` names an order (UUID, order number, invoice number or the
-//! accession number of one of its samples).
+//! Order references: how every operation on an order names it (UUID, order number, invoice
+//! number, the accession number of one of its samples, or the tracking number of its label).
 
 use uuid::Uuid;
 
@@ -14,7 +14,13 @@ pub enum OrderReference {
     InvoiceNumber(String),
     /// The accession number of one of the order's samples, `ACC-…`.
     AccessionNumber(String),
+    /// Anything else that could be a carrier's tracking number of the order's label (letters,
+    /// digits and dashes, at most [`MAX_TRACKING_NUMBER`] characters).
+    TrackingNumber(String),
 }
+
+/// The longest tracking number looked up.
+pub const MAX_TRACKING_NUMBER: usize = 100;
 
 impl OrderReference {
     /// Parses a reference; `None` when it cannot name any order (answered as `not_found`).
@@ -32,7 +38,15 @@ impl OrderReference {
         if reference.len() > 4 && reference.starts_with("ACC-") {
             return Some(OrderReference::AccessionNumber(reference.to_owned()));
         }
-        None
+        let prefixed = ["ORD-", "INV-", "ACC-"]
+            .iter()
+            .any(|prefix| reference.starts_with(prefix));
+        let plausible = !reference.is_empty()
+            && reference.len() <= MAX_TRACKING_NUMBER
+            && reference
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-');
+        (plausible && !prefixed).then(|| OrderReference::TrackingNumber(reference.to_owned()))
     }
 }
 
@@ -59,8 +73,13 @@ mod tests {
             OrderReference::parse("ACC-2026-000001"),
             Some(OrderReference::AccessionNumber("ACC-2026-000001".into()))
         );
-        assert_eq!(OrderReference::parse("1Z999"), None);
+        assert_eq!(
+            OrderReference::parse(" 1Z999AA10123456784 "),
+            Some(OrderReference::TrackingNumber("1Z999AA10123456784".into()))
+        );
         assert_eq!(OrderReference::parse("ORD-"), None);
         assert_eq!(OrderReference::parse(""), None);
+        assert_eq!(OrderReference::parse("not a tracking number"), None);
+        assert_eq!(OrderReference::parse(&"9".repeat(MAX_TRACKING_NUMBER + 1)), None);
     }
 }

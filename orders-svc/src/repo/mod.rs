@@ -9,7 +9,7 @@ pub mod support;
 pub mod view;
 mod write;
 
-pub use read::{ListFilter, find_order, list_orders};
+pub use read::{ListFilter, find_order, list_orders, order_status};
 pub use write::{
     InvoiceMerge, insert_order, insert_status_change, lock_order, next_order_sequence, quote_consumed,
     set_invoice_status, set_status, store_invoice_summary, store_stablecoin_request,

@@ -61,7 +61,8 @@ pub struct ListFilter {
     pub limit: i64,
 }
 
-/// Reads one of the customer's orders by UUID, order number or invoice number.
+/// Reads one of the customer's orders by UUID, order number, invoice number, accession number or
+/// tracking number.
 #[tracing::instrument(name = "db", skip_all, fields(otel.name = "SELECT orders.orders", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "SELECT", db.collection.name = "orders.orders"))]
 pub async fn find_order(
     conn: &mut PgConnection,
@@ -87,6 +88,12 @@ pub async fn find_order(
         OrderReference::AccessionNumber(number) => sqlx::query_as(select_orders!(
             "orders.orders o WHERE o.customer_id = $1 AND o.id = \
                (SELECT order_id FROM orders.samples WHERE customer_id = $1 AND accession_number = $2)"
+        ))
+        .bind(customer_id)
+        .bind(number),
+        OrderReference::TrackingNumber(number) => sqlx::query_as(select_orders!(
+            "orders.orders o WHERE o.customer_id = $1 AND o.id = \
+               (SELECT order_id FROM orders.order_views WHERE customer_id = $1 AND tracking_number = $2)"
         ))
         .bind(customer_id)
         .bind(number),
@@ -322,4 +329,19 @@ impl OrderRow {
             cancellation,
         })
     }
+}
+
+/// A customer's order's current status (no lock).
+pub async fn order_status(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    order_id: Uuid,
+) -> Result<Option<OrderStatus>, sqlx::Error> {
+    let status: Option<String> =
+        sqlx::query_scalar("SELECT status FROM orders.orders WHERE customer_id = $1 AND id = $2")
+            .bind(customer_id)
+            .bind(order_id)
+            .fetch_optional(conn)
+            .await?;
+    Ok(status.as_deref().and_then(OrderStatus::parse))
 }

@@ -10,7 +10,8 @@ use sqlx::PgConnection;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-/// Finds the owner and id of an order lab-wide by UUID, order number or accession number.
+/// Finds the owner and id of an order lab-wide by UUID, order, invoice, accession or tracking
+/// number.
 pub async fn find_order_for_staff(
     conn: &mut PgConnection,
     reference: &OrderReference,
@@ -31,6 +32,14 @@ pub async fn find_order_for_staff(
         OrderReference::AccessionNumber(number) => {
             return sqlx::query_as(
                 "SELECT customer_id, order_id FROM orders.samples WHERE accession_number = $1",
+            )
+            .bind(number)
+            .fetch_optional(conn)
+            .await;
+        }
+        OrderReference::TrackingNumber(number) => {
+            return sqlx::query_as(
+                "SELECT customer_id, order_id FROM orders.order_views WHERE tracking_number = $1 LIMIT 1",
             )
             .bind(number)
             .fetch_optional(conn)

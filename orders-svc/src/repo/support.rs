@@ -62,13 +62,14 @@ pub async fn resolve_order(
         )
         .bind(customer_id)
         .bind(number),
-        None => sqlx::query_as(
+        Some(OrderReference::TrackingNumber(number)) => sqlx::query_as(
             "SELECT o.id, o.order_number FROM orders.orders o JOIN orders.order_shipping s \
                ON s.customer_id = o.customer_id AND s.order_id = o.id \
              WHERE o.customer_id = $1 AND s.tracking_number = $2",
         )
         .bind(customer_id)
-        .bind(reference.trim().to_owned()),
+        .bind(number),
+        None => return Ok(None),
     };
     query.fetch_optional(conn).await
 }

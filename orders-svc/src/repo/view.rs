@@ -37,10 +37,6 @@ macro_rules! select_view {
     };
 }
 
-/// How a reference that is not a UUID, order, invoice or accession number is tried: as a
-/// tracking number (never longer than this).
-const MAX_TRACKING_NUMBER: usize = 100;
-
 /// Reads the customer's order view by UUID, order number, invoice number, accession number or
 /// tracking number: one indexed statement.
 #[tracing::instrument(name = "db", skip_all, fields(otel.name = "SELECT orders.order_views", otel.kind = "client", db.system.name = "postgresql", db.operation.name = "SELECT", db.collection.name = "orders.order_views"))]
@@ -64,15 +60,10 @@ pub async fn find_view(
         ))
         .bind(customer_id)
         .bind(number),
-        None => {
-            let reference = reference.trim();
-            if reference.is_empty() || reference.len() > MAX_TRACKING_NUMBER {
-                return Ok(None);
-            }
-            sqlx::query_as(select_view!("tracking_number = $2"))
-                .bind(customer_id)
-                .bind(reference.to_owned())
-        }
+        Some(OrderReference::TrackingNumber(number)) => sqlx::query_as(select_view!("tracking_number = $2"))
+            .bind(customer_id)
+            .bind(number),
+        None => return Ok(None),
     };
     query.fetch_optional(&mut *conn).await
 }

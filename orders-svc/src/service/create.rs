@@ -18,12 +18,14 @@ use crate::domain::payment_method::{self, PaymentMethod};
 use crate::domain::quote::{Placement, Quote, plan_order};
 use crate::domain::reference::OrderReference;
 use crate::domain::request::UncheckedOrderRequest;
+use crate::domain::status::{Lifecycle, OrderStatus};
 use crate::repo::{self, InvoiceMerge};
 use crate::{OUTBOX, convert, events};
 use platform::error::{ApiError, ErrorCode};
 use platform::idempotency::{Answer, Attempt, IdempotencyKey, Json};
 use platform::money::Cents;
 use platform::principal::Principal;
+use proto::common::ShipmentStatus;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -357,6 +359,96 @@ impl OrdersService {
         Ok(StablecoinRequest::from(&payment))
     }
 }
+
+impl OrdersService {
+    /// The placed order as `GET /orders/{reference}` renders it now, for the answer of
+    /// `POST /orders` (a fresh placement or a replay). A card or bank order is ship-first: when
+    /// its label is not bought yet, shipping-svc is asked to buy it now (PrepareLabel, the same
+    /// purchase `order.created` triggers, idempotent per order) and the answer waits for it up to
+    /// the label wait; past that, or when shipping-svc fails, the order answers with the pending
+    /// shipping block and `shipment.label_created` fills it in (docs/order-states.md). Never
+    /// fails the placement: a view that cannot be read is `None`.
+    ///
+    /// `replayed`: the order is a stored answer, whose status may be behind the order's.
+    pub async fn placed_order_view(&self, order: &Order, replayed: bool) -> Option<super::OrderView> {
+        if SHIP_FIRST_RAILS.contains(&order.payment_method) && !self.label_wait.is_zero() {
+            let status = match replayed {
+                false => Some(order.status),
+                true => self.current_status(order).await,
+            };
+            if status.is_some_and(|status| status.can_transition_to(OrderStatus::LabelGenerated)) {
+                self.label_while_placing(order).await;
+            }
+        }
+        match self
+            .get_order_view(order.customer_id, &order.id.to_string())
+            .await
+        {
+            Ok(view) => Some(view),
+            Err(error) => {
+                tracing::warn!(order.id = %order.id, %error, "the placed order's view could not be read");
+                None
+            }
+        }
+    }
+
+    async fn current_status(&self, order: &Order) -> Option<OrderStatus> {
+        let mut conn = self.pool.acquire().await.ok()?;
+        repo::order_status(&mut conn, order.customer_id, order.id)
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// Asks shipping-svc to buy the order's label, waiting up to the label wait, and keeps it
+    /// as the order's shipping block (the order moves to `label_generated`), exactly as
+    /// `shipment.label_created` will.
+    async fn label_while_placing(&self, order: &Order) {
+        let token = self
+            .tokens
+            .service_token(platform::mesh::SHIPPING_SVC, Some(order.customer_id));
+        let request = proto::shipping::PrepareLabelRequest {
+            order_id: order.id.to_string(),
+            order_number: order.order_number.clone(),
+            payment_method: order.payment_method as i32,
+            quote_id: order.quote_id.to_string(),
+            shipping_address_id: order.shipping_address_id.map(|id| id.to_string()),
+        };
+        let mut call = platform::grpc::outgoing(request, &token);
+        call.set_timeout(self.label_wait);
+        let mut shipping = self.shipping.clone();
+        let prepared = match tokio::time::timeout(self.label_wait, shipping.prepare_label(call)).await {
+            Ok(Ok(response)) => response.into_inner(),
+            Ok(Err(status)) => {
+                tracing::warn!(order.id = %order.id, code = ?status.code(), error = %status.message(), "label not bought while placing; order.created buys it");
+                return;
+            }
+            Err(_) => {
+                tracing::info!(order.id = %order.id, wait_ms = self.label_wait.as_millis(), "label not bought within the wait; the order answers with the pending shipping block");
+                return;
+            }
+        };
+        let Some(label) = prepared.label else {
+            return;
+        };
+        let status = ShipmentStatus::try_from(prepared.status).unwrap_or(ShipmentStatus::PreTransit);
+        let news = super::ShipmentNews::LabelCreated {
+            label: Some(&label),
+            status,
+        };
+        let applied = async {
+            let mut tx = self.pool.begin().await?;
+            super::shipment_events::apply_news(&mut tx, order.customer_id, order.id, news).await?;
+            tx.commit().await
+        };
+        if let Err(error) = applied.await {
+            tracing::warn!(order.id = %order.id, %error, "the label bought while placing was not kept; shipment.label_created keeps it");
+        }
+    }
+}
+
+/// Rails whose orders are ship-first: the label is bought when the order is placed.
+const SHIP_FIRST_RAILS: [PaymentMethod; 2] = [PaymentMethod::BankInvoice, PaymentMethod::CardCheckout];
 
 fn quote_consumed() -> ApiError {
     ApiError::field(

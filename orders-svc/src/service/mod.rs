@@ -28,7 +28,9 @@ use platform::label_links::LabelLinks;
 use platform::tokens::TokenIssuer;
 use proto::catalog::catalog_service_client::CatalogServiceClient;
 use proto::payments::payments_service_client::PaymentsServiceClient;
+use proto::shipping::shipping_service_client::ShippingServiceClient;
 use sqlx::PgPool;
+use std::time::Duration;
 
 /// The orders use cases and what they need.
 #[derive(Clone)]
@@ -37,6 +39,10 @@ pub struct OrdersService {
     idempotency: IdempotencyStore,
     catalog: CatalogServiceClient<Channel>,
     payments: PaymentsServiceClient<Channel>,
+    /// Buys a ship-first order's label while it is placed (PrepareLabel).
+    shipping: ShippingServiceClient<Channel>,
+    /// How long placing an order waits for its label.
+    label_wait: Duration,
     /// Mints this service's tokens for outgoing calls (acting for the order's customer).
     tokens: TokenIssuer,
     /// Signs the label URL of an order's shipping block (shipping-svc's key).
@@ -44,7 +50,7 @@ pub struct OrdersService {
 }
 
 impl OrdersService {
-    /// Builds the use cases with lazy channels to catalog-svc and payments-svc.
+    /// Builds the use cases with lazy channels to catalog-svc, payments-svc and shipping-svc.
     pub fn new(
         pool: PgPool,
         settings: &Settings,
@@ -59,6 +65,8 @@ impl OrdersService {
             idempotency,
             catalog: CatalogServiceClient::new(platform::grpc::lazy_channel(&settings.catalog_addr, tls)?),
             payments: PaymentsServiceClient::new(platform::grpc::lazy_channel(&settings.payments_addr, tls)?),
+            shipping: ShippingServiceClient::new(platform::grpc::lazy_channel(&settings.shipping_addr, tls)?),
+            label_wait: settings.label_wait,
             tokens,
             label_links,
         })

@@ -27,6 +27,8 @@ use chrono::{DateTime, Utc};
 use platform::consumer::first_delivery;
 use platform::streams::GROUP_ORDERS;
 use proto::common::ShipmentStatus;
+use sqlx::PgConnection;
+use uuid::Uuid;
 
 /// Reason recorded when a bought label moves an order to `label_generated`.
 pub const REASON_LABEL_CREATED: &str = "shipment.label_created";
@@ -83,49 +85,40 @@ impl OrdersService {
         if !first_delivery(&mut tx, SCHEMA, GROUP_ORDERS, target.event_id).await? {
             return tx.commit().await;
         }
-        let Some((status, order_number)) =
-            repo::lock_order(&mut tx, target.customer_id, target.order_id).await?
-        else {
-            tracing::warn!(order.id = %target.order_id, "a shipping event for an unknown order, ignored");
-            return tx.commit().await;
+        apply_news(&mut tx, target.customer_id, target.order_id, news).await?;
+        tx.commit().await
+    }
+}
+
+/// Applies shipping news to the customer's order inside `tx`: the shipping block, the move it
+/// allows (never backwards) and the refreshed view. An unknown order is logged and ignored.
+pub(super) async fn apply_news(
+    tx: &mut PgConnection,
+    customer_id: Uuid,
+    order_id: Uuid,
+    news: ShipmentNews<'_>,
+) -> Result<(), sqlx::Error> {
+    {
+        let target = (customer_id, order_id);
+        let Some((status, order_number)) = repo::lock_order(&mut *tx, customer_id, order_id).await? else {
+            tracing::warn!(order.id = %order_id, "shipping news of an unknown order, ignored");
+            return Ok(());
         };
         let block_changed = match news {
             ShipmentNews::LabelCreated {
                 label: Some(label),
                 status,
-            } => {
-                repo::view::store_label(
-                    &mut tx,
-                    target.customer_id,
-                    target.order_id,
-                    status.as_str(),
-                    label,
-                )
-                .await?
-            }
+            } => repo::view::store_label(&mut *tx, customer_id, order_id, status.as_str(), label).await?,
             // An event of a shipping-svc that does not send the label yet.
             ShipmentNews::LabelCreated { label: None, .. } => false,
             ShipmentNews::Scanned { status, occurred_at } => {
                 let at = occurred_at.unwrap_or_else(platform::time::now);
-                repo::view::set_shipping_status(
-                    &mut tx,
-                    target.customer_id,
-                    target.order_id,
-                    status.as_str(),
-                    at,
-                )
-                .await?
+                repo::view::set_shipping_status(&mut *tx, customer_id, order_id, status.as_str(), at).await?
             }
             ShipmentNews::LabelVoided { voided_at } => {
                 let at = voided_at.unwrap_or_else(platform::time::now);
-                repo::view::set_shipping_status(
-                    &mut tx,
-                    target.customer_id,
-                    target.order_id,
-                    LABEL_VOIDED_STATUS,
-                    at,
-                )
-                .await?
+                repo::view::set_shipping_status(&mut *tx, customer_id, order_id, LABEL_VOIDED_STATUS, at)
+                    .await?
             }
         };
         let to = match news {
@@ -137,23 +130,15 @@ impl OrdersService {
         };
         let moved = match to {
             Some((to, reason)) if status.can_transition_to(to) => {
-                transition(
-                    &mut tx,
-                    (target.customer_id, target.order_id),
-                    &order_number,
-                    status,
-                    to,
-                    reason,
-                )
-                .await?;
+                transition(&mut *tx, target, &order_number, status, to, reason).await?;
                 true
             }
             _ => false,
         };
         if block_changed || moved {
-            repo::view::refresh(&mut tx, target.customer_id, target.order_id).await?;
+            repo::view::refresh(&mut *tx, customer_id, order_id).await?;
         }
-        tx.commit().await
+        Ok(())
     }
 }
 

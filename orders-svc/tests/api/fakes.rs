@@ -1,5 +1,5 @@
-//! In-test doubles of the internal peers orders-svc calls: catalog-svc (GetQuote) and
-//! payments-svc (CreateInvoice). They verify the service token like the real services (a
+//! In-test doubles of the internal peers orders-svc calls: catalog-svc (GetQuote),
+//! payments-svc (CreateInvoice) and shipping-svc (PrepareLabel). They verify the service token like the real services (a
 //! `service` principal acting for the quote's or order's customer) and answer fixed data.
 
 use platform::error::{ApiError, ErrorCode};
@@ -340,12 +340,157 @@ impl PaymentsService for FakePayments {
     }
 }
 
-/// Both doubles, serving on loopback until the test ends.
+/// What the shipping double does when asked for a label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LabelMode {
+    /// Answers `unavailable` (the default: most tests place orders without a label).
+    #[default]
+    Unavailable,
+    /// Buys a label at once.
+    Buy,
+    /// Never answers (a carrier slower than any wait).
+    Stall,
+}
+
+/// State of the shipping double.
+#[derive(Default)]
+pub struct ShippingState {
+    pub mode: Mutex<LabelMode>,
+    pub prepare_label_calls: AtomicUsize,
+    /// The customer of the last PrepareLabel call.
+    pub last_customer: Mutex<Option<Uuid>>,
+}
+
+/// The tracking number of every label the shipping double buys.
+pub const DOUBLE_TRACKING_NUMBER: &str = "1ZDOUBLE0000000001";
+
+#[derive(Clone)]
+struct FakeShipping {
+    state: Arc<ShippingState>,
+    verifier: TokenVerifier,
+}
+
+#[tonic::async_trait]
+impl proto::shipping::shipping_service_server::ShippingService for FakeShipping {
+    async fn list_shipments(
+        &self,
+        _: Request<proto::shipping::ListShipmentsRequest>,
+    ) -> Result<Response<proto::shipping::ListShipmentsResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn get_shipment(
+        &self,
+        _: Request<proto::shipping::GetShipmentRequest>,
+    ) -> Result<Response<proto::shipping::GetShipmentResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn get_label(
+        &self,
+        _: Request<proto::shipping::GetLabelRequest>,
+    ) -> Result<Response<proto::shipping::GetLabelResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn get_order_shipping(
+        &self,
+        _: Request<proto::shipping::GetOrderShippingRequest>,
+    ) -> Result<Response<proto::shipping::GetOrderShippingResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn download_label(
+        &self,
+        _: Request<proto::shipping::DownloadLabelRequest>,
+    ) -> Result<Response<proto::shipping::DownloadLabelResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn record_scan(
+        &self,
+        _: Request<proto::shipping::RecordScanRequest>,
+    ) -> Result<Response<proto::shipping::RecordScanResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn simulate_scans(
+        &self,
+        _: Request<proto::shipping::SimulateScansRequest>,
+    ) -> Result<Response<proto::shipping::SimulateScansResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn receive_carrier_webhook(
+        &self,
+        _: Request<proto::shipping::ReceiveCarrierWebhookRequest>,
+    ) -> Result<Response<proto::shipping::ReceiveCarrierWebhookResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn get_pickup_options(
+        &self,
+        _: Request<proto::shipping::GetPickupOptionsRequest>,
+    ) -> Result<Response<proto::shipping::GetPickupOptionsResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn request_pickup(
+        &self,
+        _: Request<proto::shipping::RequestPickupRequest>,
+    ) -> Result<Response<proto::shipping::RequestPickupResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn confirm_pickup_payment(
+        &self,
+        _: Request<proto::shipping::ConfirmPickupPaymentRequest>,
+    ) -> Result<Response<proto::shipping::ConfirmPickupPaymentResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn prepare_label(
+        &self,
+        request: Request<proto::shipping::PrepareLabelRequest>,
+    ) -> Result<Response<proto::shipping::PrepareLabelResponse>, Status> {
+        let principal = service_principal(&request, &self.verifier)?;
+        self.state.prepare_label_calls.fetch_add(1, Ordering::SeqCst);
+        *self.state.last_customer.lock().unwrap() = principal.customer_id;
+        let mode = *self.state.mode.lock().unwrap();
+        match mode {
+            LabelMode::Unavailable => Err(Status::unavailable("the shipping double is down")),
+            LabelMode::Stall => std::future::pending().await,
+            LabelMode::Buy => {
+                let order = request.into_inner();
+                Ok(Response::new(proto::shipping::PrepareLabelResponse {
+                    label: Some(proto::shipping::Label {
+                        shipment_id: Uuid::now_v7().to_string(),
+                        tracking_number: DOUBLE_TRACKING_NUMBER.to_owned(),
+                        tracking_url: format!("https://carrier.example/track/{DOUBLE_TRACKING_NUMBER}"),
+                        carrier_code: "ups".to_owned(),
+                        service_code: "ground".to_owned(),
+                        packing_steps: vec![proto::shipping::PackingStep {
+                            step: 1,
+                            sample_reference: format!("{}-1", order.order_number),
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }),
+                    status: proto::common::ShipmentStatus::PreTransit as i32,
+                }))
+            }
+        }
+    }
+}
+
+/// The doubles, serving on loopback until the test ends.
 pub struct Peers {
     pub catalog: Arc<CatalogState>,
     pub catalog_addr: SocketAddr,
     pub payments: Arc<PaymentsState>,
     pub payments_addr: SocketAddr,
+    pub shipping: Arc<ShippingState>,
+    pub shipping_addr: SocketAddr,
 }
 
 impl Peers {
@@ -361,14 +506,28 @@ impl Peers {
             state: payments.clone(),
             verifier: TokenVerifier::new("payments-svc", TrustedKeys::development()),
         });
+        let shipping = Arc::new(ShippingState::default());
+        let shipping_server =
+            proto::shipping::shipping_service_server::ShippingServiceServer::new(FakeShipping {
+                state: shipping.clone(),
+                verifier: TokenVerifier::new("shipping-svc", TrustedKeys::development()),
+            });
         let catalog_addr = serve(tonic::transport::Server::builder().add_service(catalog_server)).await;
         let payments_addr = serve(tonic::transport::Server::builder().add_service(payments_server)).await;
+        let shipping_addr = serve(tonic::transport::Server::builder().add_service(shipping_server)).await;
         Peers {
             catalog,
             catalog_addr,
             payments,
             payments_addr,
+            shipping,
+            shipping_addr,
         }
+    }
+
+    /// Sets what the shipping double does when asked for a label.
+    pub fn labels(&self, mode: LabelMode) {
+        *self.shipping.mode.lock().unwrap() = mode;
     }
 
     /// Stores a quote in the catalog double.

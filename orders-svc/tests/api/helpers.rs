@@ -29,6 +29,8 @@ pub const ORDER_SCOPES: [&str; 2] = ["orders:read", "orders:write"];
 pub struct Tuning {
     pub consumer: ConsumerTiming,
     pub idempotency: IdempotencyTiming,
+    /// How long placing a card or bank order waits for its label.
+    pub label_wait: Duration,
 }
 
 impl Default for Tuning {
@@ -43,6 +45,7 @@ impl Default for Tuning {
                 lease: Duration::from_secs(30),
                 wait: Duration::from_secs(20),
             },
+            label_wait: Duration::from_secs(5),
         }
     }
 }
@@ -105,6 +108,8 @@ async fn start(
         &format!("http://{}", peers.catalog_addr),
         &format!("http://{}", peers.payments_addr),
     );
+    settings.shipping_addr = format!("http://{}", peers.shipping_addr);
+    settings.label_wait = tuning.label_wait;
     settings.consumer = tuning.consumer;
     settings.idempotency = tuning.idempotency;
     let application = Application::build(settings).await.expect("build orders-svc");

@@ -13,6 +13,7 @@ mod input;
 mod migrations;
 mod quotes;
 mod reads;
+mod ship_first;
 mod support;
 mod validation;
 mod views;

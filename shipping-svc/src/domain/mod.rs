@@ -55,6 +55,10 @@ impl Address {
     }
 }
 
+/// Rails whose orders are ship-first: the label is bought when the order is placed (SPEC,
+/// "Shipping rules"); stablecoin orders get theirs once the payment settles.
+pub const SHIP_FIRST_RAILS: [PaymentMethod; 2] = [PaymentMethod::BankInvoice, PaymentMethod::CardCheckout];
+
 /// An order the label is bought for (what the order events tell shipping-svc).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LabelOrder {

@@ -680,3 +680,174 @@ async fn labels_kept_in_the_database_move_to_the_label_store_when_shipping_svc_s
     assert_eq!(again.bytes().await.unwrap().to_vec(), pdf);
     sandbox.stop().await;
 }
+
+/// Waits until shipping-svc's consumer group has read and acknowledged everything on the orders
+/// stream up to now (so `order.created` of the orders placed so far was handled).
+async fn shipping_consumed_orders_stream(sandbox: &Sandbox) {
+    let client = redis::Client::open(sandbox.redis_url.as_str()).unwrap();
+    let mut redis = client.get_multiplexed_async_connection().await.unwrap();
+    let stream = platform::streams::stream_name(&sandbox.stream_prefix, platform::streams::ORDERS);
+    let last: redis::streams::StreamRangeReply = redis::cmd("XREVRANGE")
+        .arg(&stream)
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(1)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    let id_of = |id: &str| -> (u64, u64) {
+        let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+        (ms.parse().unwrap_or(0), seq.parse().unwrap_or(0))
+    };
+    let last = id_of(&last.ids[0].id);
+    wait_for(
+        "shipping-svc's group read the orders stream",
+        Duration::from_secs(30),
+        || {
+            let mut redis = redis.clone();
+            let stream = stream.clone();
+            async move {
+                let groups: redis::streams::StreamInfoGroupsReply = redis::cmd("XINFO")
+                    .arg("GROUPS")
+                    .arg(&stream)
+                    .query_async(&mut redis)
+                    .await
+                    .ok()?;
+                let group = groups
+                    .groups
+                    .into_iter()
+                    .find(|group| group.name == platform::streams::GROUP_SHIPPING)?;
+                (group.pending == 0 && id_of(&group.last_delivered_id) >= last).then_some(())
+            }
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn card_and_bank_orders_answer_with_their_label_already_bought_and_get_exactly_one() {
+    let sandbox = Sandbox::start().await;
+    let agent = sandbox.customer("Ship First Sam", "all").await;
+    let mut placed = Vec::new();
+    for (method, key) in [
+        ("bank_invoice", "ship-first-bank-0001"),
+        ("card_checkout", "ship-first-card-0001"),
+    ] {
+        let quote = crate::support::quote(&sandbox, &agent, &["BPC-157"]).await;
+        let body = json!({ "quoteId": quote["id"], "paymentMethod": method, "confirm": true });
+        let created = crate::support::place_order(&sandbox, &agent, &body, key).await;
+        assert_eq!(created.status, 201, "{:?}", created.body);
+        let order = created.body["data"]["order"].clone();
+        // The answer itself carries the label: no second read needed.
+        assert_eq!(order["status"], "label_generated", "{method}: {order}");
+        let shipping = &order["shipping"];
+        let tracking = shipping["trackingNumber"].as_str().unwrap().to_owned();
+        assert!(is_valid_ups(&tracking), "{tracking}");
+        assert_eq!(shipping["status"], "pre_transit");
+        assert_eq!(shipping["shipTo"]["city"], "Madison");
+        assert!(!shipping["packingSteps"].as_array().unwrap().is_empty());
+        let url = shipping["labelUrl"]
+            .as_str()
+            .unwrap()
+            .replace("http://127.0.0.1:8080", &sandbox.base_url);
+        let pdf = sandbox.http.get(&url).send().await.unwrap();
+        assert_eq!(pdf.status(), 200, "{url}");
+        assert!(pdf.bytes().await.unwrap().starts_with(b"%PDF"));
+        // GET answers the same order.
+        let id = order["id"].as_str().unwrap().to_owned();
+        let read = sandbox.get(&agent.key, &format!("/orders/{id}")).await;
+        assert_eq!(
+            crate::support::without_label_link(&read.body["data"]["order"]),
+            crate::support::without_label_link(&order)
+        );
+        placed.push((id, tracking));
+    }
+    // order.created reaches shipping-svc afterwards and finds the label: one label per order,
+    // one shipment.label_created each, and the orders moved to label_generated once.
+    shipping_consumed_orders_stream(&sandbox).await;
+    let events = stream_events(&sandbox, platform::streams::SHIPPING).await;
+    for (id, tracking) in &placed {
+        let labels = events
+            .iter()
+            .filter(|event| matches!(&event.data, Some(Data::ShipmentLabelCreated(label)) if &label.order_id == id))
+            .count();
+        assert_eq!(labels, 1, "one label for {id}");
+        let shipments = sandbox.get(&agent.key, &format!("/shipments?orderId={id}")).await;
+        let listed = shipments.body["data"].as_array().unwrap();
+        assert_eq!(listed.len(), 1, "{:?}", shipments.body);
+        assert_eq!(listed[0]["trackingNumber"], tracking.as_str());
+        let order = sandbox.get(&agent.key, &format!("/orders/{id}")).await;
+        let moves = order.body["data"]["order"]["statusHistory"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|change| change["toStatus"] == "label_generated")
+            .count();
+        assert_eq!(moves, 1);
+    }
+
+    // Through MCP too: svc.order.create answers with the label.
+    let quote = crate::support::quote(&sandbox, &agent, &["TB-500"]).await;
+    let arguments = json!({
+        "quoteId": quote["id"], "paymentMethod": "card_checkout", "confirm": true,
+        "idempotencyKey": "ship-first-mcp-0001",
+    });
+    let called = sandbox.call_tool(&agent.key, "svc.order.create", arguments).await;
+    let order = &called["result"]["structuredContent"]["data"]["order"];
+    assert_eq!(order["status"], "label_generated", "{called}");
+    assert!(is_valid_ups(
+        order["shipping"]["trackingNumber"].as_str().unwrap()
+    ));
+    sandbox.stop().await;
+}
+
+#[tokio::test]
+async fn the_tracking_number_names_the_order_on_every_order_operation_and_only_for_its_customer() {
+    let sandbox = Sandbox::start().await;
+    let agent = sandbox.customer("Tracking Tess", "all").await;
+    let stranger = sandbox.customer("Stranger Sven", "all").await;
+    let quote = crate::support::quote(&sandbox, &agent, &["BPC-157"]).await;
+    let body = crate::support::order_body(quote["id"].as_str().unwrap());
+    let created = crate::support::place_order(&sandbox, &agent, &body, "tracking-ref-0001").await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let order = &created.body["data"]["order"];
+    let id = order["id"].as_str().unwrap();
+    let tracking = order["shipping"]["trackingNumber"].as_str().unwrap();
+    for path in ["", "/samples", "/custody", "/eta"] {
+        let read = sandbox
+            .get(&agent.key, &format!("/orders/{tracking}{path}"))
+            .await;
+        assert_eq!(read.status, 200, "{path}: {:?}", read.body);
+        let same = sandbox.get(&agent.key, &format!("/orders/{id}{path}")).await;
+        assert_eq!(read.body, same.body, "{path}");
+        let refused = sandbox
+            .get(&stranger.key, &format!("/orders/{tracking}{path}"))
+            .await;
+        let missing = sandbox
+            .get(&stranger.key, &format!("/orders/1Z000000000000000{path}"))
+            .await;
+        assert_eq!(
+            (refused.status, refused.error_code()),
+            (404, "not_found"),
+            "{path}"
+        );
+        assert_eq!(
+            refused.body, missing.body,
+            "{path}: indistinguishable from a missing order"
+        );
+    }
+    // A cancellation request names the order by its tracking number too.
+    let filed = sandbox
+        .post(
+            &agent.key,
+            &format!("/orders/{tracking}/cancel-request"),
+            &json!({ "reason": "ordered by mistake", "confirm": true }),
+            &[],
+        )
+        .await;
+    assert_eq!(filed.status, 202, "{:?}", filed.body);
+    let read = sandbox.get(&agent.key, &format!("/orders/{id}")).await;
+    assert_eq!(read.body["data"]["order"]["cancellation"]["status"], "pending");
+    sandbox.stop().await;
+}
