@@ -421,6 +421,13 @@ impl proto::shipping::shipping_service_server::ShippingService for FakeShipping 
         Err(Status::unimplemented("not in this double"))
     }
 
+    async fn simulate_delivery(
+        &self,
+        _: Request<proto::shipping::SimulateDeliveryRequest>,
+    ) -> Result<Response<proto::shipping::SimulateDeliveryResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
     async fn receive_carrier_webhook(
         &self,
         _: Request<proto::shipping::ReceiveCarrierWebhookRequest>,
