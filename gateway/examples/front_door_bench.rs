@@ -178,6 +178,7 @@ async fn setup() -> anyhow::Result<(Setup, String)> {
                 public_id: key.public_id.clone(),
                 scopes: key.scopes.clone(),
                 spend_limit_cents: key.spend_limit_cents,
+                sandbox: false,
             },
         )),
         state.tokens.clone(),
@@ -682,6 +683,20 @@ impl OrdersService for FakeOrders {
         &self,
         _: Request<orders::DisposeSampleRequest>,
     ) -> Result<Response<orders::DisposeSampleResponse>, Status> {
+        Err(Status::unimplemented("not in this benchmark"))
+    }
+
+    async fn find_sandbox_order(
+        &self,
+        _: Request<orders::FindSandboxOrderRequest>,
+    ) -> Result<Response<orders::FindSandboxOrderResponse>, Status> {
+        Err(Status::unimplemented("not in this benchmark"))
+    }
+
+    async fn simulate_lab_step(
+        &self,
+        _: Request<orders::SimulateLabStepRequest>,
+    ) -> Result<Response<orders::SimulateLabStepResponse>, Status> {
         Err(Status::unimplemented("not in this benchmark"))
     }
 

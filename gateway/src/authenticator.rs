@@ -236,6 +236,7 @@ fn verified_key(key: &proto::identity::ApiKey) -> Option<VerifiedKey> {
         public_id: key.public_id.clone(),
         scopes: key.scopes.clone(),
         spend_limit_cents: key.spend_limit_cents,
+        sandbox: key.sandbox,
     })
 }
 
@@ -271,6 +272,7 @@ pub fn principal_of(key: &VerifiedKey) -> Principal {
         spend_limit_cents: key.spend_limit_cents,
         operator_id: None,
         credential_id: None,
+        sandbox: key.sandbox,
     }
 }
 

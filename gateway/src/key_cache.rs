@@ -24,6 +24,8 @@ pub struct VerifiedKey {
     pub public_id: String,
     pub scopes: Vec<String>,
     pub spend_limit_cents: Option<i64>,
+    /// The key's customer is a sandbox customer (docs/sandbox.md).
+    pub sandbox: bool,
 }
 
 /// A key as the authenticator needs it.
@@ -165,6 +167,7 @@ mod tests {
             public_id: "p".into(),
             scopes: vec![],
             spend_limit_cents: None,
+            sandbox: false,
         };
         let principal = crate::authenticator::principal_of(&key);
         Arc::new(KeyRecord {

@@ -93,6 +93,7 @@ pub mod prelude {
         AnalyteList, CoaEnvelope, CoaList, ResultsQuery, VerificationEnvelope, VerificationList,
         VerifyBatchQuery, VerifyBatchRequest, VerifyQuery, VerifyRequest,
     };
+    pub use crate::dto::sandbox::{SimulateRequest, SimulationEnvelope};
     pub use crate::dto::shipping::{
         LabelEnvelope, PickupEnvelope, PickupOptionsEnvelope, PickupRequest, ShipmentEnvelope, ShipmentList,
         ShipmentsQuery,
@@ -111,7 +112,7 @@ pub mod prelude {
     };
     pub use crate::operations::data::ExportKind;
     pub use crate::operations::{
-        self, checkout, data, notifications, registry, results, shipping, support, webhooks,
+        self, checkout, data, notifications, registry, results, sandbox, shipping, support, webhooks,
     };
 }
 
@@ -1381,6 +1382,49 @@ macro_rules! operation_table {
                 call: {
                     answer: staged,
                     run: |cx, caller: Caller, key: OptionalIdempotencyKey, reference: Reference, body: ApiJson<AddonRequestBody>| operations::request_addon(cx.peers, &caller, key.as_deref(), reference, body),
+                },
+            }
+            {
+                route: post "/orders/{reference}/simulate",
+                tool: {
+                    name: "svc.order.simulate",
+                    title: "Simulate an order's lifecycle (sandbox)",
+                    annotations: WRITE,
+                    guard: "sandbox customers only",
+                    description: "Sandbox customers only: plays one lifecycle `scenario` on one of the customer's own sandbox \
+                            orders (`reference`: order UUID, ORD-…, INV-…, tracking or ACC- number) through the same code \
+                            the carrier, the lab and QA run, so the real events and webhooks follow: `delivered` \
+                            (carrier scans to delivery), `lost_in_transit`, `received` (one sample per line logged), \
+                            `testing`, `coa_published` (generated passing results, QA-approved and published; held \
+                            while unpaid), `coa_amended` (the published COA amended), and on payments \
+                            `card_declined` (a declined card on the open checkout) and `stablecoin_reorg` (a confirming \
+                            transfer leaves the chain). Play the lifecycle in that order: a \
+                            scenario that does not fit the order's state is refused with scenario_not_applicable \
+                            (details.needs says what comes first). Playing a scenario again changes nothing \
+                            (`unchanged: true`), except coa_amended, which amends again. Never moves money.",
+                },
+                scope: { access: [ORDERS_WRITE], origin: addition, idempotency: none },
+                rest: {
+                    /// Plays a lifecycle scenario on a sandbox customer's own order (our addition,
+                    /// docs/sandbox.md).
+                    ///
+                    /// Only keys of customers staff flagged as sandbox reach it: any other key gets 404
+                    /// `not_found`, as for a path that does not exist (and every service behind it refuses
+                    /// a live customer on its own). The scenario runs the same domain code as the carrier's
+                    /// scans, lab staff and QA, so the usual events and webhooks follow. Refusals: 400
+                    /// `invalid_request` (unknown scenario), 404 `not_found` (not the caller's sandbox
+                    /// order), 409 `scenario_not_applicable` (`details.scenario`, `details.status`,
+                    /// `details.needs`: play the prerequisite first; `coa_published` right after
+                    /// `testing` may need a moment's retry while results-svc learns of the samples).
+                    handler: simulate_order,
+                    openapi: (tag = "orders", operation_id = "simulateOrder",
+                        params(("reference" = String, Path, description = "order UUID, ORD-…, INV-…, ACC-… or tracking number")),
+                        request_body = SimulateRequest,
+                        responses((status = 200, description = "what the scenario did", body = SimulationEnvelope))),
+                },
+                call: {
+                    answer: json,
+                    run: |cx, caller: Caller, reference: Reference, body: ApiJson<SimulateRequest>| sandbox::simulate(cx.peers, &caller, reference, body),
                 },
             }
             {

@@ -9,6 +9,7 @@ pub mod data;
 pub mod notifications;
 pub mod registry;
 pub mod results;
+pub mod sandbox;
 pub mod shipping;
 pub mod support;
 pub mod webhooks;

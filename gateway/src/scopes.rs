@@ -99,6 +99,19 @@ crate::operation_table::operation_table!(built);
 /// holds the two lists apart). Empty since every operation of the spec is built.
 pub const NOT_BUILT: &[Operation] = &[];
 
+/// Operations (method, path) that only sandbox customers' keys reach (docs/sandbox.md): any
+/// other key gets 404 `not_found` before its scopes are checked, as for a path that does not
+/// exist, and MCP lists and calls their tools for sandbox keys only. The services refuse the
+/// same calls on their own (`platform::access::Rule::sandbox_only`).
+pub const SANDBOX_ONLY: &[(&str, &str)] = &[("POST", "/orders/{reference}/simulate")];
+
+/// Whether `method` on the path template `path` (relative to `/api/v1/agent`) is sandbox-only.
+pub fn sandbox_only(method: &str, path: &str) -> bool {
+    SANDBOX_ONLY
+        .iter()
+        .any(|(only_method, only_path)| *only_method == method && *only_path == path)
+}
+
 /// Every operation of the spec's REST table and our additions: the built ones, then the others.
 pub fn all() -> impl Iterator<Item = &'static Operation> {
     BUILT.iter().chain(NOT_BUILT)
@@ -128,8 +141,15 @@ mod tests {
     fn the_table_lists_each_operation_once_with_known_scopes() {
         // The spec's one row "GET, POST /verify and /verify/batch" is four operations here.
         let operations: Vec<&Operation> = all().collect();
-        assert_eq!((BUILT.len(), NOT_BUILT.len(), operations.len()), (51, 0, 51));
-        assert_eq!(operations.iter().filter(|o| o.addition).count(), 8);
+        assert_eq!((BUILT.len(), NOT_BUILT.len(), operations.len()), (52, 0, 52));
+        assert_eq!(operations.iter().filter(|o| o.addition).count(), 9);
+        for (method, path) in SANDBOX_ONLY {
+            assert!(
+                BUILT
+                    .iter()
+                    .any(|o| o.method == *method && o.path == *path && o.addition)
+            );
+        }
         assert!(
             NOT_BUILT.iter().all(|o| !o.addition),
             "an addition is built with its declaration"

@@ -33,6 +33,7 @@ pub const ACCESS: AccessTable = &[
     ("CreateApiKey", ADMIN),
     ("ListApiKeys", ADMIN),
     ("RevokeApiKey", ADMIN),
+    ("SetCustomerSandbox", ADMIN),
     // The gateway's front door, on a miss of its key cache.
     ("VerifyApiKey", access::services(&[platform::mesh::GATEWAY])),
 ];
@@ -215,6 +216,22 @@ impl IdentityRpc for IdentityGrpc {
         }))
     }
 
+    async fn set_customer_sandbox(
+        &self,
+        request: Request<pb::SetCustomerSandboxRequest>,
+    ) -> Result<Response<pb::SetCustomerSandboxResponse>, Status> {
+        let operator = operator(&request)?;
+        let body = request.get_ref();
+        let (customer, changed) = self
+            .service
+            .set_customer_sandbox(&operator.name, &body.customer, body.sandbox)
+            .await?;
+        Ok(Response::new(pb::SetCustomerSandboxResponse {
+            customer: Some(customer_to_proto(customer)),
+            changed,
+        }))
+    }
+
     async fn verify_api_key(
         &self,
         request: Request<pb::VerifyApiKeyRequest>,
@@ -258,6 +275,7 @@ fn customer_to_proto(customer: Customer) -> pb::Customer {
         name: customer.name,
         email: customer.email,
         created_at: Some(to_timestamp(customer.created_at)),
+        sandbox: customer.sandbox,
     }
 }
 
@@ -271,5 +289,6 @@ fn key_to_proto(key: ApiKey) -> pb::ApiKey {
         spend_limit_cents: key.spend_limit_cents,
         created_at: Some(to_timestamp(key.created_at)),
         revoked_at: key.revoked_at.map(to_timestamp),
+        sandbox: key.sandbox,
     }
 }

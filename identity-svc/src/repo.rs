@@ -17,6 +17,7 @@ struct CustomerRow {
     name: String,
     email: String,
     created_at: DateTime<Utc>,
+    sandbox: bool,
 }
 
 impl From<CustomerRow> for Customer {
@@ -26,6 +27,7 @@ impl From<CustomerRow> for Customer {
             name: row.name,
             email: row.email,
             created_at: row.created_at,
+            sandbox: row.sandbox,
         }
     }
 }
@@ -40,6 +42,7 @@ struct ApiKeyRow {
     spend_limit_cents: Option<i64>,
     created_at: DateTime<Utc>,
     revoked_at: Option<DateTime<Utc>>,
+    sandbox: bool,
 }
 
 impl From<ApiKeyRow> for ApiKey {
@@ -53,12 +56,16 @@ impl From<ApiKeyRow> for ApiKey {
             spend_limit_cents: row.spend_limit_cents,
             created_at: row.created_at,
             revoked_at: row.revoked_at,
+            sandbox: row.sandbox,
         }
     }
 }
 
-const KEY_COLUMNS: &str =
-    "id, customer_id, public_id, name, scopes, spend_limit_cents, created_at, revoked_at";
+/// The key's columns, with its customer's sandbox flag (every key query reads `identity.api_keys`
+/// as `k`).
+const KEY_COLUMNS: &str = "k.id, k.customer_id, k.public_id, k.name, k.scopes, k.spend_limit_cents, \
+     k.created_at, k.revoked_at, \
+     (SELECT c.sandbox FROM identity.customers c WHERE c.id = k.customer_id) AS sandbox";
 
 /// Inserts a customer unless one with the same email exists; `None` when it exists.
 pub async fn insert_customer(
@@ -69,7 +76,7 @@ pub async fn insert_customer(
 ) -> Result<Option<Customer>, sqlx::Error> {
     let row: Option<CustomerRow> = sqlx::query_as(
         "INSERT INTO identity.customers (id, name, email, created_by) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (email) DO NOTHING RETURNING id, name, email, created_at",
+         ON CONFLICT (email) DO NOTHING RETURNING id, name, email, created_at, sandbox",
     )
     .bind(id)
     .bind(&customer.name)
@@ -82,18 +89,19 @@ pub async fn insert_customer(
 
 /// Reads the customer with a (normalized) email.
 pub async fn customer_by_email(pool: &PgPool, email: &str) -> Result<Option<Customer>, sqlx::Error> {
-    let row: Option<CustomerRow> =
-        sqlx::query_as("SELECT id, name, email, created_at FROM identity.customers WHERE email = $1")
-            .bind(email)
-            .fetch_optional(pool)
-            .await?;
+    let row: Option<CustomerRow> = sqlx::query_as(
+        "SELECT id, name, email, created_at, sandbox FROM identity.customers WHERE email = $1",
+    )
+    .bind(email)
+    .fetch_optional(pool)
+    .await?;
     Ok(row.map(Customer::from))
 }
 
 /// The customer with this id.
 pub async fn customer_by_id(pool: &PgPool, id: Uuid) -> Result<Option<Customer>, sqlx::Error> {
     let row: Option<CustomerRow> =
-        sqlx::query_as("SELECT id, name, email, created_at FROM identity.customers WHERE id = $1")
+        sqlx::query_as("SELECT id, name, email, created_at, sandbox FROM identity.customers WHERE id = $1")
             .bind(id)
             .fetch_optional(pool)
             .await?;
@@ -110,10 +118,11 @@ pub async fn customer_exists(pool: &PgPool, id: Uuid) -> Result<bool, sqlx::Erro
 
 /// Lists every customer, oldest first.
 pub async fn list_customers(pool: &PgPool) -> Result<Vec<Customer>, sqlx::Error> {
-    let rows: Vec<CustomerRow> =
-        sqlx::query_as("SELECT id, name, email, created_at FROM identity.customers ORDER BY created_at, id")
-            .fetch_all(pool)
-            .await?;
+    let rows: Vec<CustomerRow> = sqlx::query_as(
+        "SELECT id, name, email, created_at, sandbox FROM identity.customers ORDER BY created_at, id",
+    )
+    .fetch_all(pool)
+    .await?;
     Ok(rows.into_iter().map(Customer::from).collect())
 }
 
@@ -127,7 +136,7 @@ pub async fn insert_api_key(
     created_by: &str,
 ) -> Result<ApiKey, sqlx::Error> {
     let statement = format!(
-        "INSERT INTO identity.api_keys \
+        "INSERT INTO identity.api_keys AS k \
            (id, customer_id, public_id, verifier, name, scopes, spend_limit_cents, created_by) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {KEY_COLUMNS}"
     );
@@ -147,8 +156,9 @@ pub async fn insert_api_key(
 
 /// Lists a customer's keys, oldest first.
 pub async fn list_api_keys(pool: &PgPool, customer_id: Uuid) -> Result<Vec<ApiKey>, sqlx::Error> {
-    let statement =
-        format!("SELECT {KEY_COLUMNS} FROM identity.api_keys WHERE customer_id = $1 ORDER BY created_at, id");
+    let statement = format!(
+        "SELECT {KEY_COLUMNS} FROM identity.api_keys k WHERE k.customer_id = $1 ORDER BY k.created_at, k.id"
+    );
     let rows: Vec<ApiKeyRow> = sqlx::query_as(sqlx::AssertSqlSafe(statement))
         .bind(customer_id)
         .fetch_all(pool)
@@ -163,14 +173,15 @@ pub async fn revoke_api_key(
     revoked_by: &str,
 ) -> Result<Option<ApiKey>, sqlx::Error> {
     let returning = format!("RETURNING {KEY_COLUMNS}");
-    let update = "UPDATE identity.api_keys SET revoked_at = COALESCE(revoked_at, now()), \
+    let update = "UPDATE identity.api_keys AS k SET revoked_at = COALESCE(revoked_at, now()), \
                   revoked_by = COALESCE(revoked_by, $2)";
     let query = match key {
-        KeyRef::Id(id) => {
-            sqlx::query_as(sqlx::AssertSqlSafe(format!("{update} WHERE id = $1 {returning}"))).bind(*id)
-        }
+        KeyRef::Id(id) => sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{update} WHERE k.id = $1 {returning}"
+        )))
+        .bind(*id),
         KeyRef::PublicId(public_id) => sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{update} WHERE public_id = $1 {returning}"
+            "{update} WHERE k.public_id = $1 {returning}"
         )))
         .bind(public_id.clone()),
     };
@@ -186,7 +197,8 @@ pub struct KeyCredentials {
 
 /// Loads the key with `public_id` and its verifier (revoked keys too: the caller refuses them).
 pub async fn key_credentials(pool: &PgPool, public_id: &str) -> Result<Option<KeyCredentials>, sqlx::Error> {
-    let statement = format!("SELECT {KEY_COLUMNS}, verifier FROM identity.api_keys WHERE public_id = $1");
+    let statement =
+        format!("SELECT {KEY_COLUMNS}, k.verifier FROM identity.api_keys k WHERE k.public_id = $1");
     let row: Option<(Vec<u8>, ApiKeyRow)> = sqlx::query(sqlx::AssertSqlSafe(statement))
         .bind(public_id)
         .try_map(|row: sqlx::postgres::PgRow| {
@@ -208,4 +220,50 @@ pub async fn touch_last_used(pool: &PgPool, key_id: Uuid) -> Result<(), sqlx::Er
         .execute(pool)
         .await?;
     Ok(())
+}
+
+/// Sets a customer's sandbox flag as `operator`; `None` when no customer has this id, else the
+/// customer after it and whether the flag changed.
+pub async fn set_sandbox(
+    pool: &PgPool,
+    id: Uuid,
+    sandbox: bool,
+    operator: &str,
+) -> Result<Option<(Customer, bool)>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let current: Option<bool> =
+        sqlx::query_scalar("SELECT sandbox FROM identity.customers WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some(current) = current else {
+        return Ok(None);
+    };
+    let changed = current != sandbox;
+    if changed {
+        sqlx::query(
+            "UPDATE identity.customers SET sandbox = $2, sandbox_changed_at = now(), \
+             sandbox_changed_by = $3 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(sandbox)
+        .bind(operator)
+        .execute(&mut *tx)
+        .await?;
+    }
+    let row: CustomerRow =
+        sqlx::query_as("SELECT id, name, email, created_at, sandbox FROM identity.customers WHERE id = $1")
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+    tx.commit().await?;
+    Ok(Some((row.into(), changed)))
+}
+
+/// The public ids of a customer's keys (revoked ones too).
+pub async fn key_public_ids(pool: &PgPool, customer_id: Uuid) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT public_id FROM identity.api_keys WHERE customer_id = $1")
+        .bind(customer_id)
+        .fetch_all(pool)
+        .await
 }

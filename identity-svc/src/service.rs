@@ -184,6 +184,39 @@ impl IdentityService {
         Ok(revoked)
     }
 
+    /// Turns a customer's sandbox flag on or off as `operator` (`customer`: UUID or email);
+    /// when it changed, every gateway replica forgets the customer's keys (the revocation
+    /// channel evicts), so each key's next request carries the new flag. `not_found` when no
+    /// such customer exists.
+    pub async fn set_customer_sandbox(
+        &self,
+        operator: &str,
+        customer: &str,
+        sandbox: bool,
+    ) -> Result<(Customer, bool), ApiError> {
+        let not_found = || ApiError::field(ErrorCode::NotFound, "customer", "no such customer");
+        let customer = customer.trim();
+        let id = match Uuid::parse_str(customer) {
+            Ok(id) => id,
+            Err(_) => {
+                repo::customer_by_email(&self.pool, &customer.to_lowercase())
+                    .await?
+                    .ok_or_else(not_found)?
+                    .id
+            }
+        };
+        let (customer, changed) = repo::set_sandbox(&self.pool, id, sandbox, operator)
+            .await?
+            .ok_or_else(not_found)?;
+        if changed {
+            tracing::info!(customer_id = %customer.id, sandbox, operator, "customer sandbox flag changed");
+            for public_id in repo::key_public_ids(&self.pool, customer.id).await? {
+                self.revocations.revoked(&public_id).await;
+            }
+        }
+        Ok((customer, changed))
+    }
+
     async fn require_customer(&self, customer_id: Uuid) -> Result<(), ApiError> {
         if repo::customer_exists(&self.pool, customer_id).await? {
             Ok(())

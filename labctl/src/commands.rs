@@ -142,7 +142,10 @@ fn tokens(command: TokensCommand) -> Value {
 }
 
 fn customer_json(customer: &proto::identity::Customer) -> Value {
-    json!({ "id": customer.id, "name": customer.name, "email": customer.email, "createdAt": timestamp(customer.created_at.as_ref()) })
+    json!({
+        "id": customer.id, "name": customer.name, "email": customer.email,
+        "createdAt": timestamp(customer.created_at.as_ref()), "sandbox": customer.sandbox,
+    })
 }
 
 fn key_json(key: &proto::identity::ApiKey) -> Value {
@@ -179,6 +182,21 @@ async fn customers(connection: &Connection, token: &str, command: CustomersComma
             Ok(Value::Array(
                 response.customers.iter().map(customer_json).collect(),
             ))
+        }
+        CustomersCommand::Sandbox { customer, state } => {
+            let message = proto::identity::SetCustomerSandboxRequest {
+                customer,
+                sandbox: state == "on",
+            };
+            let response = client
+                .set_customer_sandbox(request(message, token))
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            let customer = response.customer.context("identity-svc returned no customer")?;
+            let mut value = customer_json(&customer);
+            value["changed"] = json!(response.changed);
+            Ok(value)
         }
     }
 }

@@ -394,6 +394,15 @@ pub enum CustomersCommand {
     },
     /// Lists customers.
     List,
+    /// Turns a customer's sandbox flag on or off (identity.admin): a sandbox customer's keys
+    /// may simulate its orders' lifecycle (docs/sandbox.md).
+    Sandbox {
+        /// Customer id or email.
+        customer: String,
+        /// `on` (sandbox) or `off` (live).
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

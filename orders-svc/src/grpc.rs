@@ -57,6 +57,14 @@ pub const ACCESS: AccessTable = &[
     ("ListCancelRequests", access::ANY_OPERATOR),
     ("DecideCancelRequest", access::staff(roles::PAYMENTS_ADMIN)),
     ("RequestAddon", access::customer(&[proto::scopes::ORDERS_WRITE])),
+    (
+        "FindSandboxOrder",
+        access::customer(&[proto::scopes::ORDERS_WRITE]).sandbox_only(),
+    ),
+    (
+        "SimulateLabStep",
+        access::customer(&[proto::scopes::ORDERS_WRITE]).sandbox_only(),
+    ),
 ];
 
 /// The tonic service over the orders use cases.
@@ -179,6 +187,37 @@ impl OrdersApi for OrdersGrpc {
             order: Some((&step.order).into()),
             samples: step.samples.iter().map(Into::into).collect(),
             already_received: step.unchanged,
+        }))
+    }
+
+    async fn simulate_lab_step(
+        &self,
+        request: Request<proto::orders::SimulateLabStepRequest>,
+    ) -> Result<Response<proto::orders::SimulateLabStepResponse>, Status> {
+        let customer_id = principal(&request)?.customer()?;
+        let scenario = crate::service::LabScenario::parse(&request.get_ref().scenario)?;
+        let simulation = self
+            .orders
+            .simulate_lab_step(customer_id, &request.get_ref().reference, scenario)
+            .await?;
+        Ok(Response::new(proto::orders::SimulateLabStepResponse {
+            simulation: Some(simulation),
+        }))
+    }
+
+    async fn find_sandbox_order(
+        &self,
+        request: Request<proto::orders::FindSandboxOrderRequest>,
+    ) -> Result<Response<proto::orders::FindSandboxOrderResponse>, Status> {
+        let customer_id = principal(&request)?.customer()?;
+        let order = self
+            .orders
+            .find_sandbox_order(customer_id, &request.get_ref().reference)
+            .await?;
+        Ok(Response::new(proto::orders::FindSandboxOrderResponse {
+            order_id: order.id.to_string(),
+            order_number: order.order_number,
+            status: order.status as i32,
         }))
     }
 

@@ -133,6 +133,9 @@ struct OrderDocument<'a> {
     cancellation: Option<CancellationDocument<'a>>,
     /// Add-on tests on the retained samples, oldest first (the gateway's `OrderAddon`).
     addons: Vec<AddonDocument<'a>>,
+    /// `true` on a sandbox customer's order (docs/sandbox.md); absent on a live one.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    sandbox: bool,
 }
 
 /// One add-on (the gateway's `OrderAddon`).
@@ -484,6 +487,7 @@ impl<'a> OrderDocument<'a> {
             updated_at: order.updated_at,
             payment_state: order.payment_state(),
             accession_numbers: &order.accession_numbers,
+            sandbox: order.sandbox,
             cancellation: order.cancellation.as_ref().map(|request| CancellationDocument {
                 id: request.id.to_string(),
                 status: request.status.as_str(),
@@ -576,6 +580,7 @@ mod tests {
             stablecoin: None,
             cancellation: None,
             addons: Vec::new(),
+            sandbox: false,
         }
     }
 

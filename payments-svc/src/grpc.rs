@@ -58,6 +58,11 @@ pub const ACCESS: AccessTable = &[
     // stablecoin ones staff carried out.
     ("ListRefunds", access::ANY_OPERATOR),
     ("RecordRefund", access::staff(roles::PAYMENTS_ADMIN)),
+    // The sandbox simulation of payment outcomes (docs/sandbox.md).
+    (
+        "SimulatePayment",
+        access::customer(&[proto::scopes::ORDERS_WRITE]).sandbox_only(),
+    ),
 ];
 
 /// Serves the payments API over the use cases.
@@ -184,6 +189,34 @@ impl PaymentsApi for PaymentsGrpc {
             payment: Some(recorded.payment.into()),
             invoice: Some(recorded.invoice.into()),
             already_recorded: recorded.already_recorded,
+        }))
+    }
+
+    async fn simulate_payment(
+        &self,
+        request: Request<pb::SimulatePaymentRequest>,
+    ) -> Result<Response<pb::SimulatePaymentResponse>, Status> {
+        let customer_id = principal(&request)?.customer()?;
+        let message = request.get_ref();
+        let order_id = platform::ids::parse_uuid("orderId", &message.order_id)?;
+        let simulation = match message.scenario.trim() {
+            "card_declined" => self.service.simulate_card_declined(customer_id, order_id).await?,
+            "stablecoin_reorg" => {
+                crate::stablecoin::grpc::rail(self.stablecoin.as_ref())?
+                    .simulate_reorg(customer_id, order_id)
+                    .await?
+            }
+            _ => {
+                return Err(platform::error::ApiError::field(
+                    platform::error::ErrorCode::InvalidRequest,
+                    "scenario",
+                    "payments-svc plays the scenarios card_declined and stablecoin_reorg",
+                )
+                .into());
+            }
+        };
+        Ok(Response::new(pb::SimulatePaymentResponse {
+            simulation: Some(simulation),
         }))
     }
 

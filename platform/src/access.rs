@@ -40,6 +40,9 @@ pub struct Rule {
     /// API keys holding at least one of `scopes` suffice (a lookup several operations share,
     /// each of which the gateway admits with its own scope).
     pub any_scope: bool,
+    /// Only API keys of sandbox customers (`Principal::sandbox`); any other API key gets
+    /// `not_found`, as if the rpc did not exist (the simulation, docs/sandbox.md).
+    pub sandbox_only: bool,
 }
 
 /// An rpc for API keys holding `scopes`.
@@ -51,6 +54,7 @@ pub const fn customer(scopes: &'static [&'static str]) -> Rule {
         any_operator: false,
         public: false,
         any_scope: false,
+        sandbox_only: false,
     }
 }
 
@@ -71,6 +75,7 @@ pub const fn staff(role: &'static str) -> Rule {
         any_operator: false,
         public: false,
         any_scope: false,
+        sandbox_only: false,
     }
 }
 
@@ -83,6 +88,7 @@ pub const fn services(names: &'static [&'static str]) -> Rule {
         any_operator: false,
         public: false,
         any_scope: false,
+        sandbox_only: false,
     }
 }
 
@@ -94,6 +100,7 @@ pub const ANY_OPERATOR: Rule = Rule {
     any_operator: true,
     public: false,
     any_scope: false,
+    sandbox_only: false,
 };
 
 /// An rpc without a token (its handler authenticates the caller itself).
@@ -104,6 +111,7 @@ pub const PUBLIC: Rule = Rule {
     any_operator: false,
     public: true,
     any_scope: false,
+    sandbox_only: false,
 };
 
 impl Rule {
@@ -111,6 +119,14 @@ impl Rule {
     pub const fn or_staff(self, role: &'static str) -> Rule {
         Rule {
             role: Some(role),
+            ..self
+        }
+    }
+
+    /// Admits API keys of sandbox customers only (others get `not_found`).
+    pub const fn sandbox_only(self) -> Rule {
+        Rule {
+            sandbox_only: true,
             ..self
         }
     }
@@ -125,6 +141,9 @@ impl Rule {
 
     /// Checks `principal` against the rule.
     pub fn check(&self, principal: &Principal) -> Result<(), ApiError> {
+        if self.sandbox_only && principal.kind == PrincipalKind::Customer && !principal.sandbox {
+            return Err(ApiError::new(ErrorCode::NotFound, "not found"));
+        }
         match principal.kind {
             PrincipalKind::Customer if self.any_scope && !self.scopes.is_empty() => {
                 if self
@@ -327,6 +346,7 @@ mod tests {
             spend_limit_cents: None,
             operator_id: None,
             credential_id: None,
+            sandbox: false,
         }
     }
 
@@ -340,6 +360,7 @@ mod tests {
             spend_limit_cents: None,
             operator_id: Some(Uuid::nil()),
             credential_id: None,
+            sandbox: false,
         }
     }
 
@@ -354,6 +375,30 @@ mod tests {
                 .check(&key(&["orders:read"]))
                 .unwrap_err()
                 .code,
+            ErrorCode::Forbidden
+        );
+    }
+
+    #[test]
+    fn a_sandbox_only_rule_answers_not_found_to_a_live_customer_and_admits_a_sandbox_one() {
+        let rule = READ.sandbox_only();
+        let live = key(&["orders:read"]);
+        assert_eq!(rule.check(&live).unwrap_err().code, ErrorCode::NotFound);
+        let sandbox = Principal {
+            sandbox: true,
+            ..live
+        };
+        assert!(rule.check(&sandbox).is_ok());
+        let no_scope = Principal {
+            scopes: vec![],
+            ..sandbox
+        };
+        assert_eq!(
+            rule.check(&no_scope).unwrap_err().code,
+            ErrorCode::InsufficientScope
+        );
+        assert_eq!(
+            rule.check(&operator(&["lab.qa"])).unwrap_err().code,
             ErrorCode::Forbidden
         );
     }

@@ -238,6 +238,7 @@ mod tests {
             spend_limit_cents: None,
             operator_id: None,
             credential_id: None,
+            sandbox: false,
         }
     }
 

@@ -104,6 +104,7 @@ error_codes! {
     AddonMatrixMismatch => ("addon_matrix_mismatch", 409, FailedPrecondition, "the test is not offered for the sample's matrix (the order's category, details.categoryId); it cannot run on this sample"),
     AddonSampleInsufficient => ("addon_sample_insufficient", 409, FailedPrecondition, "the retained sample cannot give the amount the tests need (details.unitsAvailable, details.unitsNeeded: one retained unit per test)"),
     ConsentRequired => ("consent_required", 409, FailedPrecondition, "no active consent of this recipient is on record for the customer (never recorded, or withdrawn); record the recipient's consent first"),
+    ScenarioNotApplicable => ("scenario_not_applicable", 409, FailedPrecondition, "the simulated scenario does not fit the order's state now (details.scenario, details.status, details.needs); docs/sandbox.md"),
     RateLimited => ("rate_limited", 429, ResourceExhausted, "too many requests; retry after Retry-After seconds"),
     CatalogUnavailable => ("catalog_unavailable", 503, Unavailable, "no catalog has been imported yet"),
     RawDataUnavailable => ("raw_data_unavailable", 503, Unavailable, "the released instrument files cannot be signed now (the file store refuses or is unreachable); nothing is wrong with the request, retry later"),

@@ -81,6 +81,11 @@ pub struct Principal {
     /// the credential revokes the tokens issued for the old one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credential_id: Option<String>,
+    /// The customer is a sandbox customer (customer principals; the gateway copies it from the
+    /// key record): only a sandbox customer's key may call the rpcs an access rule marks
+    /// `sandbox_only` (the simulation, docs/sandbox.md). Absent from the wire when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sandbox: bool,
 }
 
 /// The operator a staff principal names: stable id and (audit) name.
@@ -102,6 +107,7 @@ impl Principal {
             spend_limit_cents: None,
             operator_id: None,
             credential_id: None,
+            sandbox: false,
         }
     }
 
@@ -117,6 +123,7 @@ impl Principal {
             spend_limit_cents: None,
             operator_id: Some(operator_id),
             credential_id,
+            sandbox: false,
         }
     }
 

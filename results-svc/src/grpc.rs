@@ -30,6 +30,10 @@ pub const ACCESS: AccessTable = &[
     ("RetractCoa", access::staff(roles::LAB_QA)),
     ("AmendCoa", access::staff(roles::LAB_QA)),
     ("GetLabCoa", access::ANY_OPERATOR),
+    (
+        "SimulateCoa",
+        access::customer(&[proto::scopes::ORDERS_WRITE]).sandbox_only(),
+    ),
     ("ListResults", access::customer(&[RESULTS_READ])),
     ("GetResult", access::customer(&[RESULTS_READ])),
     ("RenderCoaPdf", access::PUBLIC),
@@ -383,6 +387,22 @@ impl ResultsApi for ResultsGrpc {
     ) -> Result<Response<pb::CoaResponse>, Status> {
         let message = request.get_ref();
         answer(self.results.amend_coa(&message.reference, &message.reason).await)
+    }
+
+    async fn simulate_coa(
+        &self,
+        request: Request<pb::SimulateCoaRequest>,
+    ) -> Result<Response<pb::SimulateCoaResponse>, Status> {
+        let customer_id = principal(&request)?.customer()?;
+        let message = request.get_ref();
+        let scenario = crate::service::CoaScenario::parse(message.scenario.trim())?;
+        let simulation = self
+            .results
+            .simulate_coa(customer_id, order_id(&message.order_id)?, scenario)
+            .await?;
+        Ok(Response::new(pb::SimulateCoaResponse {
+            simulation: Some(simulation),
+        }))
     }
 
     async fn get_lab_coa(

@@ -29,6 +29,10 @@ pub const ACCESS: AccessTable = &[
     ("DownloadLabel", access::PUBLIC),
     ("RecordScan", access::staff(roles::SHIPPING_ADMIN)),
     ("SimulateScans", access::staff(roles::SHIPPING_ADMIN)),
+    (
+        "SimulateDelivery",
+        access::customer(&[ORDERS_WRITE]).sandbox_only(),
+    ),
     ("ReceiveCarrierWebhook", access::PUBLIC),
     ("GetPickupOptions", access::customer(&[SHIPMENTS_READ])),
     ("RequestPickup", access::customer(&[ORDERS_WRITE])),
@@ -171,6 +175,22 @@ impl ShippingApi for ShippingGrpc {
         Ok(Response::new(pb::SimulateScansResponse {
             shipment: Some(convert::shipment(&tracked)),
             recorded,
+        }))
+    }
+
+    async fn simulate_delivery(
+        &self,
+        request: Request<pb::SimulateDeliveryRequest>,
+    ) -> Result<Response<pb::SimulateDeliveryResponse>, Status> {
+        let customer_id = principal(&request)?.customer()?;
+        let message = request.get_ref();
+        let order_id = platform::ids::parse_uuid("orderId", &message.order_id)?;
+        let simulation = self
+            .service
+            .simulate_delivery(customer_id, order_id, message.scenario.trim())
+            .await?;
+        Ok(Response::new(pb::SimulateDeliveryResponse {
+            simulation: Some(simulation),
         }))
     }
 

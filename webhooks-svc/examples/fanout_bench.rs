@@ -204,6 +204,7 @@ async fn register(bench: &Bench, customer: Uuid, path: &str) -> anyhow::Result<(
         spend_limit_cents: None,
         operator_id: None,
         credential_id: None,
+        sandbox: false,
     });
     let request = pb::CreateEndpointRequest {
         url: bench.receiver.url(path),

@@ -269,6 +269,7 @@ async fn only_orders_svc_among_services_reads_quotes_and_only_with_its_own_key()
         spend_limit_cents: None,
         operator_id: None,
         credential_id: None,
+        sandbox: false,
     };
     let forged = app.keys.forged_by("orders-svc", &customer);
     assert_error(

@@ -18,6 +18,7 @@ pub mod orders;
 pub mod quotes;
 pub mod registry;
 pub mod results;
+pub mod sandbox;
 pub mod shipping;
 pub mod stablecoin;
 pub mod support;

@@ -13,7 +13,10 @@
 //!    [`Caller`] with a minted principal token; an unknown path or method of an authenticated
 //!    caller goes on to the 404 / 405 fallback.
 //!
-//! Answers to authenticated requests carry `RateLimit-Policy` and `RateLimit` of their key.
+//! Answers to authenticated requests carry `RateLimit-Policy` and `RateLimit` of their key, and
+//! those to a sandbox customer's key `X-SVC-Environment: sandbox` (docs/sandbox.md). A
+//! sandbox-only operation (`scopes::SANDBOX_ONLY`) answers any other key 404 `not_found` before
+//! its scopes are checked, as a path that does not exist.
 
 use crate::authenticator::{AuthError, Refusal};
 use crate::caller::Caller;
@@ -101,6 +104,9 @@ impl Guard {
     }
 }
 
+/// The header that marks every answer to a sandbox customer's key.
+pub static X_SVC_ENVIRONMENT: http::HeaderName = http::HeaderName::from_static("x-svc-environment");
+
 /// The middleware; install with `Router::layer` after the routes and fallbacks.
 pub async fn guard(
     State(state): State<Arc<Guard>>,
@@ -147,6 +153,38 @@ pub async fn guard(
         }
         Err(AuthError::Unavailable(error)) => return ErrorResponse(error).into_response(),
     };
+    let sandbox = record.principal.sandbox;
+    let sandbox_only = matched
+        .as_ref()
+        .and_then(|path| path.as_str().strip_prefix(AGENT_PREFIX))
+        .is_some_and(|path| scopes::sandbox_only(request.method().as_str(), path));
+    if sandbox_only && !sandbox {
+        // The fallback's very answer, rate-limit headers included: nothing tells it apart.
+        let mut response = crate::http::error::not_found(request.method().clone(), request.uri().clone())
+            .await
+            .into_response();
+        let per_key = state.front_door.per_key.check(record.key.id).await;
+        rate_limit::set_headers(response.headers_mut(), state.front_door.per_key.policy(), per_key);
+        return response;
+    }
+    let mut response = authorized(&state, record, required, request, next).await;
+    if sandbox {
+        response
+            .headers_mut()
+            .insert(X_SVC_ENVIRONMENT.clone(), HeaderValue::from_static("sandbox"));
+    }
+    response
+}
+
+/// Steps 4 and 5 for an authenticated key.
+async fn authorized(
+    state: &Guard,
+    record: Arc<crate::key_cache::KeyRecord>,
+    required: Option<&'static [&'static str]>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let front_door = &state.front_door;
     let span = tracing::Span::current();
     if !span.is_disabled() {
         span.record("lab.api_key.id", record.principal.subject.as_str());

@@ -226,7 +226,7 @@ mod tests {
                 count += 1;
             }
         }
-        assert_eq!((count, public), (47, 4));
+        assert_eq!((count, public), (48, 4));
         let create_order = &json["paths"]["/orders"]["post"];
         assert_eq!(create_order["parameters"][0]["name"], "Idempotency-Key");
         assert_eq!(create_order["parameters"][0]["in"], "header");

@@ -192,7 +192,7 @@ fn list_tools(id: &Value, caller: &Caller, params: Option<&RawValue>) -> Vec<u8>
             "invalid params: unknown cursor (tools/list answers in one page)",
         );
     }
-    let result = schema::catalog().list_result(&caller.principal.scopes);
+    let result = schema::catalog().list_result(&caller.principal.scopes, caller.principal.sandbox);
     let mut body = Vec::with_capacity(result.len() + 64);
     body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     let _ = serde_json::to_writer(&mut body, id);
@@ -253,7 +253,7 @@ async fn run_tool(
     name: &str,
     arguments: Map<String, Value>,
 ) -> Vec<u8> {
-    let tool = tools::find(name).filter(|tool| tool.allowed(&caller.principal.scopes));
+    let tool = tools::find(name).filter(|tool| tool.visible_to(&caller.principal));
     let Some(tool) = tool else {
         return jsonrpc::error(id, INVALID_PARAMS, &format!("unknown tool: {name}"));
     };

@@ -62,10 +62,14 @@ impl Catalog {
         &self.entries
     }
 
-    /// The `tools/list` result for a key holding `scopes`: only the tools it may call.
-    pub fn list_result(&self, scopes: &[String]) -> String {
+    /// The `tools/list` result for a key holding `scopes` (of a sandbox customer: `sandbox`):
+    /// only the tools it may call.
+    pub fn list_result(&self, scopes: &[String], sandbox: bool) -> String {
         let mut result = String::from("{\"tools\":[");
-        let visible = self.entries.iter().filter(|entry| entry.tool.allowed(scopes));
+        let visible = self
+            .entries
+            .iter()
+            .filter(|entry| entry.tool.allowed(scopes) && (sandbox || !entry.tool.sandbox_only()));
         for (index, entry) in visible.enumerate() {
             if index > 0 {
                 result.push(',');
@@ -279,9 +283,10 @@ mod tests {
 
     #[test]
     fn tools_list_shows_only_what_the_scopes_allow() {
-        let list: Value =
-            serde_json::from_str(&catalog().list_result(&["orders:read".into(), "catalog:read".into()]))
-                .unwrap();
+        let list: Value = serde_json::from_str(
+            &catalog().list_result(&["orders:read".into(), "catalog:read".into()], false),
+        )
+        .unwrap();
         let names: Vec<&str> = list["tools"]
             .as_array()
             .unwrap()
@@ -308,7 +313,7 @@ mod tests {
                 "svc.notification.consent.list",
             ]
         );
-        let none: Value = serde_json::from_str(&catalog().list_result(&[])).unwrap();
+        let none: Value = serde_json::from_str(&catalog().list_result(&[], false)).unwrap();
         let public: Vec<&str> = none["tools"]
             .as_array()
             .unwrap()

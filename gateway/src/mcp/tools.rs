@@ -27,6 +27,15 @@ const READ: Annotations = Annotations {
     open_world_hint: false,
 };
 
+/// A write that changes state (the sandbox simulation: repeating a scenario changes nothing,
+/// except an amendment, which amends again).
+const WRITE: Annotations = Annotations {
+    read_only_hint: false,
+    destructive_hint: false,
+    idempotent_hint: false,
+    open_world_hint: false,
+};
+
 /// An additive write that a retry with the same idempotency key does not repeat.
 const GUARDED_WRITE: Annotations = Annotations {
     read_only_hint: false,
@@ -70,6 +79,17 @@ impl Tool {
             Access::Scopes(required) => required,
             Access::Public => &[],
         }
+    }
+
+    /// True for the tool of a sandbox-only operation (`scopes::SANDBOX_ONLY`).
+    pub fn sandbox_only(&self) -> bool {
+        scopes::sandbox_only(self.method, self.path)
+    }
+
+    /// True when the key of `principal` may see and call the tool: its scopes allow it, and a
+    /// sandbox-only tool is for sandbox customers' keys only (any other key knows it not).
+    pub fn visible_to(&self, principal: &platform::principal::Principal) -> bool {
+        self.allowed(&principal.scopes) && (principal.sandbox || !self.sandbox_only())
     }
 
     /// True when a key holding `held` may see and call the tool.

@@ -78,6 +78,7 @@ async fn the_openapi_document_is_3_1_with_the_spec_version_and_every_routed_oper
             "POST /orders/{reference}/addons",
             "POST /orders/{reference}/cancel-request",
             "POST /orders/{reference}/pickup",
+            "POST /orders/{reference}/simulate",
             "POST /payments/prepare",
             "POST /payments/stablecoin/submit",
             "POST /quotes",

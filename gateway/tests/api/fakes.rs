@@ -374,6 +374,20 @@ impl OrdersService for Fake {
         Err(Status::unimplemented("not faked in the gateway tests"))
     }
 
+    async fn find_sandbox_order(
+        &self,
+        _: Request<orders::FindSandboxOrderRequest>,
+    ) -> Result<Response<orders::FindSandboxOrderResponse>, Status> {
+        Err(Status::unimplemented("not faked in the gateway tests"))
+    }
+
+    async fn simulate_lab_step(
+        &self,
+        _: Request<orders::SimulateLabStepRequest>,
+    ) -> Result<Response<orders::SimulateLabStepResponse>, Status> {
+        Err(Status::unimplemented("not faked in the gateway tests"))
+    }
+
     async fn request_cancellation(
         &self,
         _: Request<orders::RequestCancellationRequest>,
@@ -579,6 +593,13 @@ impl PaymentsService for Fake {
         &self,
         _: Request<proto::payments::ListRefundsRequest>,
     ) -> Result<Response<proto::payments::ListRefundsResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn simulate_payment(
+        &self,
+        _: Request<proto::payments::SimulatePaymentRequest>,
+    ) -> Result<Response<proto::payments::SimulatePaymentResponse>, Status> {
         Err(Status::unimplemented("not in this double"))
     }
 

@@ -32,6 +32,7 @@ async fn identity_calls_need_a_staff_token_with_the_identity_admin_role() {
         spend_limit_cents: None,
         operator_id: None,
         credential_id: None,
+        sandbox: false,
     });
     let as_customer = platform::grpc::outgoing(pb::ListCustomersRequest {}, &customer_token);
     assert_eq!(

@@ -12,6 +12,8 @@ pub struct Customer {
     pub name: String,
     pub email: String,
     pub created_at: DateTime<Utc>,
+    /// A sandbox customer (docs/sandbox.md).
+    pub sandbox: bool,
 }
 
 /// An API key as stored, without its verifier.
@@ -25,6 +27,8 @@ pub struct ApiKey {
     pub spend_limit_cents: Option<i64>,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// The key's customer is a sandbox customer.
+    pub sandbox: bool,
 }
 
 /// A validated request to create a customer.

@@ -140,6 +140,9 @@ pub struct Order {
     /// Add-on tests ordered on the order's retained samples, oldest first.
     #[serde(default)]
     pub addons: Vec<super::addon::Addon>,
+    /// Placed by a sandbox customer's key (docs/sandbox.md): only such an order is simulated.
+    #[serde(default)]
+    pub sandbox: bool,
 }
 
 /// The stablecoin payment request of an order (SPEC Order: `amount.atomic`, `amount.decimal`,

@@ -169,6 +169,7 @@ pub fn plan_order(
         stablecoin: None,
         cancellation: None,
         addons: Vec::new(),
+        sandbox: false,
     }))
 }
 

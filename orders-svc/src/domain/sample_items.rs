@@ -154,6 +154,7 @@ mod tests {
             stablecoin: None,
             cancellation: None,
             addons: Vec::new(),
+            sandbox: false,
         }
     }
 

@@ -29,7 +29,7 @@ macro_rules! select_orders {
                o.expected_payer_address, o.billing_address_id, o.shipping_address_id, o.total_cents, \
                o.currency, o.invoice_id, o.invoice_number, o.invoice_status, o.amount_due_cents, \
                o.invoice_due_at, o.bank_instructions, o.created_at, o.updated_at, \
-               o.quote_expires_at, o.hosted_url, o.checkout_expires_at, o.stablecoin_request, \
+               o.quote_expires_at, o.hosted_url, o.checkout_expires_at, o.stablecoin_request, o.sandbox, \
                (SELECT json_agg(l ORDER BY l.line_number) FROM ( \
                   SELECT line_number, compound_name, lot_number, matrix_notes, items, sample_requirements, \
                          subtotal_cents \
@@ -174,6 +174,7 @@ struct OrderRow {
     accession_numbers: Option<Vec<String>>,
     cancellation: Option<Json<CancellationRow>>,
     addons: Option<Json<Vec<AddonRow>>>,
+    sandbox: bool,
 }
 
 #[derive(Deserialize)]
@@ -336,6 +337,7 @@ impl OrderRow {
             client_reference: self.client_reference,
             notes: self.notes,
             publish_raw_data: self.publish_raw_data,
+            sandbox: self.sandbox,
             expected_payer_address: self.expected_payer_address,
             billing_address_id: self.billing_address_id,
             shipping_address_id: self.shipping_address_id,

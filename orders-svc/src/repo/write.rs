@@ -39,8 +39,8 @@ pub async fn insert_order(conn: &mut PgConnection, order: &Order) -> Result<(), 
         "INSERT INTO orders.orders (id, order_number, customer_id, quote_id, status, payment_method, catalog_revision, \
            category_id, turnaround, turnaround_business_days, conformity_samples, client_reference, notes, \
            publish_raw_data, expected_payer_address, billing_address_id, shipping_address_id, total_cents, currency, \
-           created_at, updated_at, quote_expires_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)",
+           created_at, updated_at, quote_expires_at, sandbox) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)",
     )
     .bind(order.id)
     .bind(&order.order_number)
@@ -64,6 +64,7 @@ pub async fn insert_order(conn: &mut PgConnection, order: &Order) -> Result<(), 
     .bind(order.created_at)
     .bind(order.updated_at)
     .bind(order.quote_expires_at)
+    .bind(order.sandbox)
     .execute(&mut *conn)
     .await?;
     insert_lines(conn, order).await?;

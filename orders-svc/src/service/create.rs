@@ -93,7 +93,9 @@ impl OrdersService {
         let order_id = Uuid::now_v7();
         self.commit_spend(principal, customer_id, ("order", order_id), planned.total())
             .await?;
-        let stored = self.store_order(attempt, planned, order_id, now).await;
+        let stored = self
+            .store_order(attempt, planned, order_id, now, principal.sandbox)
+            .await;
         if stored.is_err() {
             self.release_spend(customer_id, ("order", order_id)).await;
         }
@@ -107,10 +109,12 @@ impl OrdersService {
         planned: crate::domain::quote::PlannedOrder,
         order_id: Uuid,
         now: chrono::DateTime<chrono::Utc>,
+        sandbox: bool,
     ) -> Result<Uuid, ApiError> {
         let mut tx = self.pool.begin().await?;
         let sequence = repo::next_order_sequence(&mut tx).await?;
-        let order = planned.into_order(order_id, order_number(now, sequence));
+        let mut order = planned.into_order(order_id, order_number(now, sequence));
+        order.sandbox = sandbox;
         if let Err(error) = repo::insert_order(&mut tx, &order).await {
             return Err(match platform::error::unique_violation(&error) {
                 Some(constraint) if constraint == repo::QUOTE_UNIQUE_CONSTRAINT => quote_consumed(),

@@ -9,6 +9,7 @@ mod lab;
 mod payment_events;
 mod read;
 mod shipment_events;
+mod simulate;
 pub mod support;
 mod transition;
 
@@ -19,6 +20,7 @@ pub use lab::{CustodyView, Disposal, LabStep, PublishedCoa, RetractedCoa, Sample
 pub use payment_events::EventTarget;
 pub use read::{ORDERS, OrderView};
 pub use shipment_events::ShipmentNews;
+pub use simulate::LabScenario;
 pub use support::SupportDesk;
 
 use crate::config::Settings;

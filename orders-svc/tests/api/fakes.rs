@@ -349,6 +349,13 @@ impl PaymentsService for FakePayments {
         Err(Status::unimplemented("not in this double"))
     }
 
+    async fn simulate_payment(
+        &self,
+        _: Request<proto::payments::SimulatePaymentRequest>,
+    ) -> Result<Response<proto::payments::SimulatePaymentResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
     async fn record_refund(
         &self,
         _: Request<proto::payments::RecordRefundRequest>,
@@ -456,6 +463,13 @@ impl proto::shipping::shipping_service_server::ShippingService for FakeShipping 
         &self,
         _: Request<proto::shipping::SimulateScansRequest>,
     ) -> Result<Response<proto::shipping::SimulateScansResponse>, Status> {
+        Err(Status::unimplemented("not in this double"))
+    }
+
+    async fn simulate_delivery(
+        &self,
+        _: Request<proto::shipping::SimulateDeliveryRequest>,
+    ) -> Result<Response<proto::shipping::SimulateDeliveryResponse>, Status> {
         Err(Status::unimplemented("not in this double"))
     }
 

@@ -171,6 +171,7 @@ impl TestApp {
             spend_limit_cents,
             operator_id: None,
             credential_id: None,
+            sandbox: false,
         })
     }
 

@@ -8,6 +8,7 @@ mod checkout;
 mod jobs;
 mod pickup_checkout;
 mod prepare;
+mod simulate;
 mod spend;
 
 pub use cancellation::RecordedRefund;

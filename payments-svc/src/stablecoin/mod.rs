@@ -11,6 +11,7 @@ pub mod request;
 pub mod scanner;
 pub mod service;
 pub mod settings;
+mod simulate;
 
 pub use request::{PaymentRequest, RequestStatus};
 pub use service::StablecoinRail;

@@ -126,14 +126,7 @@ impl StablecoinRail {
             {
                 continue;
             }
-            repo::set_disposition(&mut tx, transfer.id, "reorged", Some(locked.id)).await?;
-            repo::set_status(&mut tx, locked.id, RequestStatus::AwaitingTransfer, None).await?;
-            OUTBOX
-                .enqueue(
-                    &mut tx,
-                    events::reorged(&locked, &transfer.tx_hash, platform::time::now()),
-                )
-                .await?;
+            reorg(&mut tx, &locked, transfer).await?;
             tx.commit().await?;
             tracing::warn!(request = %locked.id, tx = %transfer.tx_hash, "an observed stablecoin transfer left the canonical chain");
             reorged += 1;
@@ -452,4 +445,23 @@ impl StablecoinRail {
         tx.commit().await?;
         Ok(expired.len() as u64)
     }
+}
+
+/// Takes the locked `request`'s observed `transfer` off it, in the caller's transaction: the
+/// transfer is `reorged`, the request awaits a transfer again and `payment.reorged` is enqueued.
+/// The scanner's reorg detection and the sandbox simulation (`super::simulate`) share it.
+pub(super) async fn reorg(
+    tx: &mut sqlx::PgConnection,
+    request: &super::request::PaymentRequest,
+    transfer: &super::request::ObservedTransfer,
+) -> Result<(), ApiError> {
+    repo::set_disposition(&mut *tx, transfer.id, "reorged", Some(request.id)).await?;
+    repo::set_status(&mut *tx, request.id, RequestStatus::AwaitingTransfer, None).await?;
+    OUTBOX
+        .enqueue(
+            &mut *tx,
+            events::reorged(request, &transfer.tx_hash, platform::time::now()),
+        )
+        .await?;
+    Ok(())
 }

@@ -97,6 +97,7 @@ impl TestApp {
             spend_limit_cents: None,
             operator_id: None,
             credential_id: None,
+            sandbox: false,
         })
     }
 

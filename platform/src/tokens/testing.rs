@@ -47,6 +47,7 @@ impl DevTokens {
             spend_limit_cents: None,
             operator_id: None,
             credential_id: None,
+            sandbox: false,
         })
     }
 
@@ -90,6 +91,7 @@ pub fn delegation(customer_id: Uuid) -> crate::delegation::CustomerContext {
         spend_limit_cents: None,
         operator_id: None,
         credential_id: None,
+        sandbox: false,
     };
     let token = TokenIssuer::new(GATEWAY_ISSUER, SigningKey::development(GATEWAY_ISSUER))
         .delegation(&principal, "test-request")

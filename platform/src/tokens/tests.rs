@@ -13,6 +13,7 @@ fn customer() -> Principal {
         spend_limit_cents: Some(10_000),
         operator_id: None,
         credential_id: None,
+        sandbox: false,
     }
 }
 
@@ -26,6 +27,7 @@ fn staff() -> Principal {
         spend_limit_cents: None,
         operator_id: Some(Uuid::nil()),
         credential_id: None,
+        sandbox: false,
     }
 }
 

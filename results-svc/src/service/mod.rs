@@ -5,10 +5,12 @@
 mod documents;
 mod news;
 mod reads;
+mod simulate;
 mod workflow;
 
 pub use news::SampleNews;
 pub use reads::RESULTS;
+pub use simulate::CoaScenario;
 pub use workflow::Step;
 
 use crate::document::Letterhead;

@@ -5,6 +5,10 @@
 //! (out of order) joins the history only, so neither the shipment nor its order moves back.
 //! A carrier webhook's scans share one transaction with the claim of its event id
 //! ([`super::webhooks`]).
+//!
+//! A sandbox customer plays a scan script on its own order's label
+//! ([`ShippingService::simulate_delivery`], docs/sandbox.md): `delivered` or `lost_in_transit`,
+//! recorded scan by scan through the same [`apply_scan`] as the carrier's scans.
 
 use super::{ShippingService, shipment_not_found};
 use crate::carrier::sandbox;
@@ -38,6 +42,71 @@ impl ShippingService {
                 "scan scripts play only on the sandbox carrier",
             ));
         }
+        self.play(tracking_number, script).await
+    }
+
+    /// Plays `scenario` (`delivered` or `lost_in_transit`) on the label of a sandbox customer's
+    /// order: `scenario_not_applicable` while the order has no label, once the label was voided,
+    /// or when the parcel already ended otherwise (delivered, lost or returned); playing the
+    /// same scenario again records nothing (`unchanged`).
+    pub async fn simulate_delivery(
+        &self,
+        customer_id: Uuid,
+        order_id: Uuid,
+        scenario: &str,
+    ) -> Result<proto::common::Simulation, ApiError> {
+        let (script, terminal) = match scenario {
+            "delivered" => ("delivered", proto::common::ShipmentStatus::Delivered),
+            "lost_in_transit" => ("lost", proto::common::ShipmentStatus::Lost),
+            _ => {
+                return Err(ApiError::field(
+                    ErrorCode::InvalidRequest,
+                    "scenario",
+                    "shipping-svc plays the scenarios delivered and lost_in_transit",
+                ));
+            }
+        };
+        let not_applicable = |status: &str, needs: &str| {
+            ApiError::new(
+                ErrorCode::ScenarioNotApplicable,
+                format!("the scenario {scenario} does not fit the order now: its shipment is {status}; {scenario} needs {needs}"),
+            )
+            .with_details(serde_json::json!({ "scenario": scenario, "status": status, "needs": needs }))
+        };
+        let mut conn = self.pool.acquire().await?;
+        let shipment = repo::shipments::by_order(&mut conn, customer_id, order_id).await?;
+        drop(conn);
+        let Some(shipment) = shipment else {
+            return Err(not_applicable(
+                "not bought yet",
+                "the order's prepaid label (on the stablecoin rail it is bought once the payment settles)",
+            ));
+        };
+        if shipment.voided.is_some() {
+            return Err(not_applicable("label_voided", "a label that was not voided"));
+        }
+        if shipment.status.is_terminal() && shipment.status != terminal {
+            return Err(not_applicable(
+                shipment.status.as_str(),
+                "a parcel still on its way",
+            ));
+        }
+        let (tracked, recorded) = self.play(&shipment.tracking_number, script).await?;
+        let events = vec!["shipment.updated".to_owned(); usize::try_from(recorded).unwrap_or(0)];
+        Ok(proto::common::Simulation {
+            scenario: scenario.to_owned(),
+            order_id: order_id.to_string(),
+            status: tracked.shipment.status.as_str().to_owned(),
+            subject: "shipment".into(),
+            unchanged: recorded == 0,
+            events,
+            ids: [("trackingNumber".to_owned(), shipment.tracking_number.clone())].into(),
+        })
+    }
+
+    /// Records the scans of `script` on the shipment with `tracking_number`, one second apart
+    /// from now, each with a stable carrier id.
+    async fn play(&self, tracking_number: &str, script: &str) -> Result<(TrackedShipment, i32), ApiError> {
         let scans = sandbox::script(script).ok_or_else(|| {
             ApiError::field(ErrorCode::InvalidRequest, "script", "unknown script")
                 .with_details(serde_json::json!({ "field": "script", "allowed": sandbox::SCRIPTS }))

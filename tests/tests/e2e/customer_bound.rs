@@ -33,6 +33,7 @@ fn delegation_for(customer_id: Uuid) -> CustomerContext {
         spend_limit_cents: None,
         operator_id: None,
         credential_id: None,
+        sandbox: false,
     };
     let token = issuer("gateway")
         .delegation(&principal, "req-customer-bound")

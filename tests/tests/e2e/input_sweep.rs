@@ -61,6 +61,12 @@ impl Sweep<'_> {
 async fn control_characters_anywhere_in_any_operation_answer_400_never_5xx() {
     let sandbox = Sandbox::start().await;
     let agent = sandbox.customer("Control Sweeper", "all").await;
+    // A sandbox customer reaches every operation, the sandbox-only simulation included (a live
+    // key meets that route's 404 before any input rule: docs/sandbox.md).
+    sandbox
+        .labctl(&["customers", "sandbox", &agent.id, "on"])
+        .await
+        .unwrap();
     let document = sandbox
         .call(Method::GET, "/api/v1/openapi.json", None, None, &[])
         .await

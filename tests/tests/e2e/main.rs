@@ -28,6 +28,8 @@ mod production_config;
 mod raw_data;
 mod redis_acl;
 mod results_isolation;
+mod sandbox_payments;
+mod sandbox_simulation;
 mod scaling;
 mod shipping_cancellation;
 mod shipping_carrier;

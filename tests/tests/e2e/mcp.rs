@@ -4,8 +4,10 @@
 
 use crate::support::{order_body, place_order, quote, two_tests};
 use platform::test_receiver::TestReceiver;
+use platform::testing::wait_for;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
+use std::time::Duration;
 use tests::Sandbox;
 
 fn request(id: i64, method: &str, params: Value) -> Value {
@@ -241,10 +243,51 @@ async fn a_key_without_orders_write_neither_sees_nor_can_call_svc_order_create()
     let all = tool_names(&sandbox, &writer.key).await;
     assert_eq!(
         all.len(),
-        gateway::mcp::tools::TOOLS.len(),
-        "a key with every scope sees every tool"
+        gateway::mcp::tools::TOOLS.len() - 1,
+        "a live key with every scope sees every tool but the sandbox simulation"
     );
     assert!(all.contains(&"svc.order.create".to_owned()));
+    assert!(!all.contains(&"svc.order.simulate".to_owned()));
+    // The live key's call of the simulation is an unknown tool's.
+    let called = sandbox
+        .mcp(
+            &writer.key,
+            &request(
+                9,
+                "tools/call",
+                json!({ "name": "svc.order.simulate", "arguments": { "reference": "ORD-1", "scenario": "received" } }),
+            ),
+        )
+        .await;
+    let unknown = sandbox
+        .mcp(
+            &writer.key,
+            &request(
+                9,
+                "tools/call",
+                json!({ "name": "svc.order.simulated", "arguments": {} }),
+            ),
+        )
+        .await;
+    assert_eq!(
+        called.body["error"]["code"], unknown.body["error"]["code"],
+        "{:?}",
+        called.body
+    );
+    sandbox
+        .labctl(&["customers", "sandbox", &writer.id, "on"])
+        .await
+        .unwrap();
+    let sandboxed = wait_for(
+        "the sandbox flag at the gateway",
+        Duration::from_secs(10),
+        || async {
+            let names = tool_names(&sandbox, &writer.key).await;
+            (names.len() == gateway::mcp::tools::TOOLS.len()).then_some(names)
+        },
+    )
+    .await;
+    assert!(sandboxed.contains(&"svc.order.simulate".to_owned()));
     let visible = tool_names(&sandbox, &reader.key).await;
     assert_eq!(
         visible,
@@ -477,6 +520,11 @@ async fn every_tool_answers_structured_content_that_validates_against_its_output
     })
     .await;
     let agent = sandbox.customer("Schema Checker", "all").await;
+    // A sandbox customer, so that the simulation's tool is listed and called too.
+    sandbox
+        .labctl(&["customers", "sandbox", &agent.id, "on"])
+        .await
+        .unwrap();
     let listed = sandbox
         .mcp(&agent.key, &request(1, "tools/list", json!({})))
         .await;
@@ -602,6 +650,15 @@ async fn every_tool_answers_structured_content_that_validates_against_its_output
     let accession = samples[0]["accessionNumber"].as_str().unwrap().to_owned();
     crate::lab_support::record_and_submit(&sandbox, &staff, &samples[0]).await;
     crate::lab_support::approve_and_publish(&sandbox, &staff, &accession).await;
+    let delivered = call(
+        "svc.order.simulate",
+        json!({ "reference": order_id, "scenario": "delivered" }),
+    )
+    .await;
+    assert_eq!(
+        delivered["data"]["simulation"]["status"], "delivered",
+        "{delivered}"
+    );
     call("svc.order.sample.list", json!({ "reference": order_id })).await;
     // Two received units both went to the line's two tests: an add-on is refused (its error
     // envelope validates like any answer); its success is validated in addons.rs.

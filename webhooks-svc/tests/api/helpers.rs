@@ -215,6 +215,7 @@ impl TestApp {
             spend_limit_cents: None,
             operator_id: None,
             credential_id: None,
+            sandbox: false,
         })
     }
 
