@@ -128,6 +128,8 @@ impl Sandbox {
                     Some("a-shipping-signing-key-of-this-test-deployment".to_owned().into());
                 let (_, coa_private) = SigningKey::generate("coa-test-1");
                 settings.results.coa_signing_key = Some(coa_private);
+                settings.results.notifications.unsubscribe_key =
+                    Some("an-unsubscribe-key-of-this-test-deployment".to_owned().into());
                 settings.identity.api_key_pepper = "a-pepper-of-this-test-deployment".to_owned().into();
                 settings.webhooks.secret_keys =
                     webhooks_svc::keyring::Keyring::parse(&keyring).expect("a keyring");
