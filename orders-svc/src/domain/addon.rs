@@ -17,65 +17,15 @@
 //!   catalog's unit); the total is their sum, in integer cents.
 
 use super::order::OrderLine;
+pub use super::order::{Addon, AddonInvoice, AddonStatus, AddonTest};
 use super::sample::Sample;
 use super::status::OrderStatus;
 use chrono::{DateTime, Utc};
 use platform::error::{ApiError, ErrorCode};
 use platform::money::Cents;
-use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 /// Most tests in one add-on.
 pub const MAX_TESTS: usize = 20;
-
-/// Where an add-on stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AddonStatus {
-    /// Priced, not stored (the answer of `confirm: false`).
-    Preview,
-    /// Stored, its supplementary invoice issued and unpaid.
-    PendingPayment,
-    /// Paid: the tests are on the lab's list of the sample; testing has not started.
-    Paid,
-    /// Paid and the sample's testing is under way: the lab runs the tests.
-    InTesting,
-    /// A COA of the sample that includes the tests was published.
-    Reported,
-}
-
-impl AddonStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AddonStatus::Preview => "preview",
-            AddonStatus::PendingPayment => "pending_payment",
-            AddonStatus::Paid => "paid",
-            AddonStatus::InTesting => "in_testing",
-            AddonStatus::Reported => "reported",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        [
-            AddonStatus::Preview,
-            AddonStatus::PendingPayment,
-            AddonStatus::Paid,
-            AddonStatus::InTesting,
-            AddonStatus::Reported,
-        ]
-        .into_iter()
-        .find(|status| status.as_str() == text)
-    }
-}
-
-/// One priced test of an add-on.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AddonTest {
-    pub test_id: String,
-    pub name: String,
-    pub price_cents: i64,
-}
 
 /// A test as the catalog revision offers it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,39 +36,6 @@ pub struct CatalogTest {
     pub name: String,
     pub category_ids: Vec<String>,
     pub price: Cents,
-}
-
-/// The supplementary invoice of an add-on as last known here.
-pub type AddonInvoice = super::order::PaymentSummary;
-
-/// An add-on as stored (or previewed).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Addon {
-    /// `Uuid::nil()` in a preview.
-    pub id: Uuid,
-    pub order_id: Uuid,
-    pub order_number: String,
-    pub line_number: i32,
-    pub accession_number: String,
-    pub status: AddonStatus,
-    pub tests: Vec<AddonTest>,
-    pub total: Cents,
-    pub currency: String,
-    pub catalog_revision: String,
-    pub requested_at: Option<DateTime<Utc>>,
-    pub paid_at: Option<DateTime<Utc>>,
-    pub reported_at: Option<DateTime<Utc>>,
-    pub invoice: Option<AddonInvoice>,
-}
-
-impl Addon {
-    pub fn test_ids(&self) -> Vec<String> {
-        self.tests.iter().map(|test| test.test_id.clone()).collect()
-    }
-
-    pub fn test_names(&self) -> Vec<String> {
-        self.tests.iter().map(|test| test.name.clone()).collect()
-    }
 }
 
 /// Checks the requested test ids: 1 to [`MAX_TESTS`], trimmed, each once.

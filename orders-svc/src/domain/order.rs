@@ -139,7 +139,7 @@ pub struct Order {
     pub cancellation: Option<super::cancellation::CancelRequest>,
     /// Add-on tests ordered on the order's retained samples, oldest first.
     #[serde(default)]
-    pub addons: Vec<super::addon::Addon>,
+    pub addons: Vec<Addon>,
     /// Placed by a sandbox customer's key (docs/sandbox.md): only such an order is simulated.
     #[serde(default)]
     pub sandbox: bool,
@@ -264,5 +264,90 @@ mod tests {
             .with_timezone(&Utc);
         assert_eq!(order_number(at, 42), "ORD-2026-000042");
         assert_eq!(order_number(at, 1_234_567), "ORD-2026-1234567");
+    }
+}
+
+// Add-on records (their rules are `super::addon`'s): kept here, beside the order that lists
+// them, so that the order's module does not depend on the add-on rules that use it.
+
+/// Where an add-on stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AddonStatus {
+    /// Priced, not stored (the answer of `confirm: false`).
+    Preview,
+    /// Stored, its supplementary invoice issued and unpaid.
+    PendingPayment,
+    /// Paid: the tests are on the lab's list of the sample; testing has not started.
+    Paid,
+    /// Paid and the sample's testing is under way: the lab runs the tests.
+    InTesting,
+    /// A COA of the sample that includes the tests was published.
+    Reported,
+}
+
+impl AddonStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AddonStatus::Preview => "preview",
+            AddonStatus::PendingPayment => "pending_payment",
+            AddonStatus::Paid => "paid",
+            AddonStatus::InTesting => "in_testing",
+            AddonStatus::Reported => "reported",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            AddonStatus::Preview,
+            AddonStatus::PendingPayment,
+            AddonStatus::Paid,
+            AddonStatus::InTesting,
+            AddonStatus::Reported,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == text)
+    }
+}
+
+/// One priced test of an add-on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddonTest {
+    pub test_id: String,
+    pub name: String,
+    pub price_cents: i64,
+}
+
+/// The supplementary invoice of an add-on as last known here.
+pub type AddonInvoice = PaymentSummary;
+
+/// An add-on as stored (or previewed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Addon {
+    /// `Uuid::nil()` in a preview.
+    pub id: Uuid,
+    pub order_id: Uuid,
+    pub order_number: String,
+    pub line_number: i32,
+    pub accession_number: String,
+    pub status: AddonStatus,
+    pub tests: Vec<AddonTest>,
+    pub total: Cents,
+    pub currency: String,
+    pub catalog_revision: String,
+    pub requested_at: Option<DateTime<Utc>>,
+    pub paid_at: Option<DateTime<Utc>>,
+    pub reported_at: Option<DateTime<Utc>>,
+    pub invoice: Option<AddonInvoice>,
+}
+
+impl Addon {
+    pub fn test_ids(&self) -> Vec<String> {
+        self.tests.iter().map(|test| test.test_id.clone()).collect()
+    }
+
+    pub fn test_names(&self) -> Vec<String> {
+        self.tests.iter().map(|test| test.name.clone()).collect()
     }
 }
