@@ -263,11 +263,8 @@ pub const LABEL_PENDING_STATUS: &str = "label_pending";
 /// orders and orders already labelled (a label the read model does not keep) show `null`.
 fn label_pending(order: &Order) -> bool {
     use crate::domain::status::{Lifecycle, OrderStatus};
-    use proto::common::PaymentMethod;
-    matches!(
-        order.payment_method,
-        PaymentMethod::BankInvoice | PaymentMethod::CardCheckout
-    ) && order.status.can_transition_to(OrderStatus::LabelGenerated)
+    crate::domain::payment_method::SHIP_FIRST.contains(&order.payment_method)
+        && order.status.can_transition_to(OrderStatus::LabelGenerated)
 }
 
 /// `gateway::dto::shipping::Label`, with the URL as a placeholder.

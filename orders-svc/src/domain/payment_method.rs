@@ -14,6 +14,10 @@ pub use proto::common::PaymentMethod;
 /// configuration).
 pub const AVAILABLE_METHODS: [PaymentMethod; 2] = [PaymentMethod::BankInvoice, PaymentMethod::CardCheckout];
 
+/// Rails whose orders are ship-first: the label is bought when the order is placed (SPEC,
+/// "Shipping rules"); stablecoin orders get theirs once paid.
+pub const SHIP_FIRST: [PaymentMethod; 2] = [PaymentMethod::BankInvoice, PaymentMethod::CardCheckout];
+
 /// Parses a request spelling; `invalid_payment_method` (field `paymentMethod`) when unknown.
 pub fn parse_request(spelling: &str) -> Result<PaymentMethod, ApiError> {
     let canonical = match spelling {

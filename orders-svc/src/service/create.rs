@@ -371,7 +371,7 @@ impl OrdersService {
     ///
     /// `replayed`: the order is a stored answer, whose status may be behind the order's.
     pub async fn placed_order_view(&self, order: &Order, replayed: bool) -> Option<super::OrderView> {
-        if SHIP_FIRST_RAILS.contains(&order.payment_method) && !self.label_wait.is_zero() {
+        if payment_method::SHIP_FIRST.contains(&order.payment_method) && !self.label_wait.is_zero() {
             let status = match replayed {
                 false => Some(order.status),
                 true => self.current_status(order).await,
@@ -446,9 +446,6 @@ impl OrdersService {
         }
     }
 }
-
-/// Rails whose orders are ship-first: the label is bought when the order is placed.
-const SHIP_FIRST_RAILS: [PaymentMethod; 2] = [PaymentMethod::BankInvoice, PaymentMethod::CardCheckout];
 
 fn quote_consumed() -> ApiError {
     ApiError::field(
