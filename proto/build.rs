@@ -49,6 +49,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 if field.name().starts_with("legacy_") || mesh_only.contains(&field_path.as_str()) {
                     // Mesh-only, or the text twin of an enum field kept for one release.
                     builder = builder.field_attribute(field_path, "#[serde(skip)]");
+                } else if field.name() == "sandbox" {
+                    // `sandbox: true` on a sandbox customer's order, absent on a live one (as in
+                    // the REST order document, docs/sandbox.md).
+                    builder = builder.field_attribute(
+                        field_path,
+                        "#[serde(skip_serializing_if = \"std::ops::Not::not\")]",
+                    );
                 } else if field.type_name().starts_with(".lab.common.v1.") {
                     // An enum field: its name in the webhook `data` (`paid`), not its number.
                     let rust_type = field.type_name().trim_start_matches(".lab.common.v1.");

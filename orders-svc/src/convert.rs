@@ -158,6 +158,7 @@ pub fn create_invoice_request(order: &Order) -> payments::CreateInvoiceRequest {
         total_cents: order.total.0,
         checkout_expires_at: to_timestamp_opt(order.quote_expires_at),
         addon_id: None,
+        sandbox: order.sandbox,
     }
 }
 
@@ -178,6 +179,7 @@ pub fn create_addon_invoice_request(
         total_cents: addon.total.0,
         checkout_expires_at: None,
         addon_id: Some(addon.id.to_string()),
+        sandbox: order.sandbox,
     }
 }
 

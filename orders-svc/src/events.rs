@@ -57,6 +57,7 @@ pub fn order_created(order: &Order) -> NewEvent {
             .collect(),
         created_at: platform::time::rfc3339(order.created_at),
         shipping_address_id: order.shipping_address_id.map(|id| id.to_string()),
+        sandbox: order.sandbox,
     };
     NewEvent {
         event_type: ORDER_CREATED,

@@ -199,6 +199,7 @@ async fn main() {
             total: platform::money::Cents(10_000 + index as i64),
             checkout_expires_at: None,
             addon_id: None,
+            sandbox: false,
         };
         service
             .create_invoice(customer, invoice)

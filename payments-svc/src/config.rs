@@ -99,6 +99,9 @@ pub struct Settings {
     /// What a key without a spend envelope may commit: `refuse` outside development mode,
     /// `allow` in it (`PAYMENTS_SPEND_WITHOUT_ENVELOPE`).
     pub spend_without_envelope: WithoutEnvelope,
+    /// Whether sandbox customers (docs/sandbox.md) may pay on the stablecoin rail: only in
+    /// development mode, since elsewhere the rail watches a real chain where nothing is a sandbox.
+    pub stablecoin_for_sandbox: bool,
 }
 
 impl Settings {
@@ -111,6 +114,7 @@ impl Settings {
         };
         Self {
             spend_without_envelope,
+            stablecoin_for_sandbox: common.dev_mode,
             common,
             bank: BankAccount::default(),
             invoice_due_days: 30,

@@ -54,6 +54,7 @@ impl TryFrom<pb::CreateInvoiceRequest> for NewInvoice {
                 .and_then(platform::time::from_timestamp),
         })?;
         new.addon_id = addon_id;
+        new.sandbox = request.sandbox;
         Ok(new)
     }
 }
@@ -80,6 +81,10 @@ pub fn backstop_invoice(order: &proto::orders::OrderCreated) -> Result<NewInvoic
         lines: backstop_lines(&order.order_number, Cents(order.total_cents), &order_lines),
         total_cents: order.total_cents,
         checkout_expires_at: None,
+    })
+    .map(|mut invoice| {
+        invoice.sandbox = order.sandbox;
+        invoice
     })
 }
 
@@ -348,6 +353,7 @@ pub fn new_pickup_checkout(
         currency: request.currency,
         key_id: request.key_id,
         pay_by,
+        sandbox: request.sandbox,
     })
 }
 

@@ -70,6 +70,9 @@ pub struct PaymentsGrpc {
     service: PaymentsService,
     /// The stablecoin rail, when this deployment offers it.
     stablecoin: Option<crate::stablecoin::StablecoinRail>,
+    /// Whether sandbox customers may use the stablecoin rail (development mode only: elsewhere
+    /// the rail watches a real chain, where nothing is a sandbox).
+    stablecoin_for_sandbox: bool,
     idempotency: platform::idempotency::IdempotencyStore,
 }
 
@@ -78,8 +81,23 @@ impl PaymentsGrpc {
         Self {
             service,
             stablecoin: None,
+            stablecoin_for_sandbox: true,
             idempotency: platform::idempotency::IdempotencyStore::new(crate::SCHEMA),
         }
+    }
+
+    /// Whether sandbox customers may use the stablecoin rail (`dev_mode`).
+    pub fn with_stablecoin_for_sandbox(mut self, allowed: bool) -> Self {
+        self.stablecoin_for_sandbox = allowed;
+        self
+    }
+
+    /// The stablecoin rail as offered to a payer: none for a sandbox customer's checkout when
+    /// sandbox customers may not use it.
+    fn stablecoin_for(&self, sandbox: bool) -> Option<&crate::stablecoin::StablecoinRail> {
+        self.stablecoin
+            .as_ref()
+            .filter(|_| !sandbox || self.stablecoin_for_sandbox)
     }
 
     /// Offers the stablecoin rail.
@@ -245,6 +263,20 @@ impl PaymentsApi for PaymentsGrpc {
         &self,
         request: Request<pb::CheckStablecoinRailRequest>,
     ) -> Result<Response<pb::CheckStablecoinRailResponse>, Status> {
+        if request.get_ref().sandbox && self.stablecoin.is_some() && !self.stablecoin_for_sandbox {
+            return Err(platform::error::ApiError::new(
+                platform::error::ErrorCode::PaymentMethodUnavailable,
+                "the stablecoin rail settles on a real chain and is not offered to sandbox customers outside development mode: pay by card (test cards) or bank invoice (the demo account)",
+            )
+            .with_details(serde_json::json!({
+                "field": "paymentMethod",
+                "availableMethods": [
+                    crate::domain::PaymentMethod::BankInvoice.as_str(),
+                    crate::domain::PaymentMethod::CardCheckout.as_str()
+                ]
+            }))
+            .into());
+        }
         crate::stablecoin::grpc::check_rail(self.stablecoin.as_ref(), request)
     }
 
@@ -254,12 +286,13 @@ impl PaymentsApi for PaymentsGrpc {
     ) -> Result<Response<pb::GetCheckoutResponse>, Status> {
         let page = self.service.checkout_page(&request.get_ref().session_id).await?;
         let (customer, invoice) = (page.session.customer_id, page.session.invoice_id());
+        let sandbox = page.session.processor == crate::domain::checkout::ProcessorKind::Sandbox;
         let mut page = pb::CheckoutPage::from(page);
         // A door pickup is paid by card only: the stablecoin rail pays invoices.
         if let Some(invoice) = invoice {
-            page.stablecoin =
-                crate::stablecoin::grpc::of_checkout(self.stablecoin.as_ref(), customer, invoice).await;
-            page.stablecoin_offered = self.stablecoin.is_some();
+            let rail = self.stablecoin_for(sandbox);
+            page.stablecoin = crate::stablecoin::grpc::of_checkout(rail, customer, invoice).await;
+            page.stablecoin_offered = rail.is_some();
         }
         Ok(Response::new(pb::GetCheckoutResponse { page: Some(page) }))
     }
@@ -271,6 +304,7 @@ impl PaymentsApi for PaymentsGrpc {
         let message = request.into_inner();
         let page = self.service.checkout_page(&message.session_id).await?;
         let customer = page.session.customer_id;
+        let sandbox = page.session.processor == crate::domain::checkout::ProcessorKind::Sandbox;
         let Some(invoice) = page.session.invoice_id() else {
             return Err(platform::error::ApiError::new(
                 platform::error::ErrorCode::Conflict,
@@ -286,7 +320,7 @@ impl PaymentsApi for PaymentsGrpc {
             .into());
         }
         crate::stablecoin::grpc::checkout_action(
-            self.stablecoin.as_ref(),
+            self.stablecoin_for(sandbox),
             customer,
             invoice,
             message.expected_payer_address.as_deref(),
@@ -295,9 +329,9 @@ impl PaymentsApi for PaymentsGrpc {
         .await?;
         let page = self.service.checkout_page(&message.session_id).await?;
         let mut page = pb::CheckoutPage::from(page);
-        page.stablecoin =
-            crate::stablecoin::grpc::of_checkout(self.stablecoin.as_ref(), customer, invoice).await;
-        page.stablecoin_offered = self.stablecoin.is_some();
+        let rail = self.stablecoin_for(sandbox);
+        page.stablecoin = crate::stablecoin::grpc::of_checkout(rail, customer, invoice).await;
+        page.stablecoin_offered = rail.is_some();
         Ok(Response::new(pb::CheckoutStablecoinResponse { page: Some(page) }))
     }
 

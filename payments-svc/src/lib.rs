@@ -136,7 +136,11 @@ impl Application {
             workers.push(tokio::spawn(rail.run_scanner(shutdown.clone())));
         }
         let api = base.guarded(
-            PaymentsServiceServer::new(grpc::PaymentsGrpc::new(service).with_stablecoin(rail)),
+            PaymentsServiceServer::new(
+                grpc::PaymentsGrpc::new(service)
+                    .with_stablecoin(rail)
+                    .with_stablecoin_for_sandbox(self.settings.stablecoin_for_sandbox),
+            ),
             grpc::ACCESS,
         );
         base.serve(

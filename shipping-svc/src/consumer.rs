@@ -55,6 +55,7 @@ impl EventHandler for ShippingEventsHandler {
                     payment_method: or_legacy(order.payment_method, &order.legacy_payment_method),
                     quote_id: event_uuid(event, "quote id", &order.quote_id)?,
                     shipping_address_id: order.shipping_address_id.clone(),
+                    sandbox: order.sandbox,
                 };
                 self.service.remember_order(&label_order).await?;
                 if SHIP_FIRST_RAILS.contains(&label_order.payment_method) {

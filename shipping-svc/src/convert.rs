@@ -176,5 +176,6 @@ pub fn label_order(
         payment_method,
         quote_id: uuid("quoteId", &request.quote_id)?,
         shipping_address_id: request.shipping_address_id,
+        sandbox: request.sandbox,
     })
 }

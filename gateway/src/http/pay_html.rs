@@ -53,7 +53,7 @@ pub fn dollars(cents: i64) -> String {
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem;color:#222}\
 table{width:100%;border-collapse:collapse}td,th{padding:.4rem;border-bottom:1px solid #ddd;text-align:left}\
 td.amount,th.amount{text-align:right}.banner{padding:.8rem;border-radius:.3rem;margin:1rem 0}\
-.success{background:#e6f4ea}.info{background:#e8f0fe}.error{background:#fce8e6}\
+.test-mode{padding:.6rem;border:2px dashed #b06000;background:#fef7e0}.success{background:#e6f4ea}.info{background:#e8f0fe}.error{background:#fce8e6}\
 label{display:block;margin:.5rem 0}input[type=text]{width:100%;padding:.4rem}\
 button{padding:.6rem 1.2rem;margin-top:.8rem}fieldset{margin-top:1rem}";
 
@@ -104,6 +104,14 @@ pub fn render(page: &pb::CheckoutPage, banner: Option<Banner>) -> String {
             data-outcome=(banner.as_ref().map_or("", |banner| banner.outcome.as_str()))
             data-purpose=(if pickup { "pickup" } else { "invoice" }) {
             (heading(page))
+            @if session.processor == "sandbox" {
+                // The sandbox processor: a sandbox customer's checkout in every mode, and every
+                // checkout in development mode (docs/sandbox.md).
+                p class="test-mode" id="test-mode" role="note" {
+                    strong { "Test mode." }
+                    " This checkout runs on the sandbox processor: pay with a test card such as                      4242 4242 4242 4242. No card is charged and no money moves."
+                }
+            }
             @if let Some(banner) = &banner {
                 div class={ "banner " (banner.kind) } id="banner" role="status" { (banner.message) }
             }
@@ -344,6 +352,7 @@ mod tests {
         );
         assert!(html.contains("href=\"https://psp.example/?a=1&amp;b=&quot;2&quot;\""));
         assert!(html.contains("data-outcome=\"x&quot;y\""));
+        assert!(!html.contains("test-mode\""), "a PSP session is no test");
         assert!(html.contains("&lt;i&gt;no&lt;/i&gt;"));
         let mut sandbox = page.clone();
         sandbox.session.as_mut().unwrap().processor = "sandbox".into();
@@ -382,6 +391,10 @@ mod tests {
         };
         let open = render(&page, None);
         assert!(open.contains("id=\"card-number\""));
+        assert!(
+            open.contains("id=\"test-mode\""),
+            "a sandbox session says it is test mode"
+        );
         assert!(open.contains("ORD-&lt;1&gt;"));
         assert!(open.contains("$12.50"));
         page.session.as_mut().unwrap().status = "completed".into();

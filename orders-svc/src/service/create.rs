@@ -74,8 +74,12 @@ impl OrdersService {
     ) -> Result<Uuid, ApiError> {
         let request = request.validate()?;
         if payment_method::depends_on_configuration(request.payment_method) {
-            self.check_stablecoin_rail(customer_id, request.expected_payer_address.as_deref())
-                .await?;
+            self.check_stablecoin_rail(
+                customer_id,
+                request.expected_payer_address.as_deref(),
+                principal.sandbox,
+            )
+            .await?;
         }
         let quote = self.fetch_quote(customer_id, request.quote_id).await?;
         let mut conn = self.pool.acquire().await?;
@@ -297,12 +301,18 @@ impl OrdersService {
     /// the treasury). Rail off: 400 `payment_method_unavailable` (field `paymentMethod`); a
     /// missing or bad address: 400 `invalid_request` (field `expectedPayerAddress`); payments-svc
     /// unreachable: a retryable 503. Writes nothing.
-    async fn check_stablecoin_rail(&self, customer_id: Uuid, payer: Option<&str>) -> Result<(), ApiError> {
+    async fn check_stablecoin_rail(
+        &self,
+        customer_id: Uuid,
+        payer: Option<&str>,
+        sandbox: bool,
+    ) -> Result<(), ApiError> {
         let token = self
             .tokens
             .service_token(platform::mesh::PAYMENTS_SVC, Some(customer_id));
         let request = proto::payments::CheckStablecoinRailRequest {
             expected_payer_address: payer.unwrap_or_default().to_owned(),
+            sandbox,
         };
         match self
             .payments
@@ -314,6 +324,8 @@ impl OrdersService {
             Err(status) => {
                 let error = ApiError::from_status(&status);
                 match error.code {
+                    // Refused to a sandbox customer: payments-svc's explanation stands.
+                    ErrorCode::PaymentMethodUnavailable if sandbox => Err(error),
                     ErrorCode::PaymentMethodUnavailable => {
                         Err(payment_method::unavailable(PaymentMethod::ChainStablecoin))
                     }
@@ -413,6 +425,7 @@ impl OrdersService {
             payment_method: order.payment_method as i32,
             quote_id: order.quote_id.to_string(),
             shipping_address_id: order.shipping_address_id.map(|id| id.to_string()),
+            sandbox: order.sandbox,
         };
         let mut call = platform::grpc::outgoing(request, &token);
         call.set_timeout(self.label_wait);

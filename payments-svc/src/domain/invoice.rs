@@ -71,6 +71,8 @@ pub struct NewInvoice {
     /// The add-on a supplementary invoice bills (one invoice per add-on); `None` for the
     /// order's own invoice (one per order).
     pub addon_id: Option<Uuid>,
+    /// A sandbox customer's order (docs/sandbox.md): sandbox processor, demo bank account.
+    pub sandbox: bool,
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> ApiError {
@@ -124,6 +126,7 @@ impl NewInvoice {
             total: sum,
             checkout_expires_at: raw.checkout_expires_at,
             addon_id: None,
+            sandbox: false,
         })
     }
 }
@@ -176,6 +179,9 @@ pub struct Invoice {
     pub paid_at: Option<DateTime<Utc>>,
     pub bank_instructions: Option<BankInstructions>,
     pub created_at: DateTime<Utc>,
+    /// A sandbox customer's invoice (docs/sandbox.md): sandbox processor, demo bank account.
+    #[serde(default)]
+    pub sandbox: bool,
     /// The newest checkout session (card rail), where the use case attached it.
     #[serde(default)]
     pub checkout: Option<crate::domain::checkout::CheckoutSession>,

@@ -16,7 +16,7 @@ macro_rules! select_invoices {
     () => {
         "SELECT id, invoice_number, customer_id, order_id, order_number, status, previous_status, \
          payment_method, currency, total_cents, amount_paid_cents, amount_due_cents, bank_instructions, \
-         issued_at, due_at, paid_at, created_at, addon_id FROM payments.invoices "
+         issued_at, due_at, paid_at, created_at, addon_id, sandbox FROM payments.invoices "
     };
 }
 
@@ -34,8 +34,8 @@ pub async fn insert_invoice(conn: &mut PgConnection, invoice: &Invoice) -> Resul
     let inserted = sqlx::query(
         "INSERT INTO payments.invoices (id, invoice_number, customer_id, order_id, order_number, status, \
            previous_status, payment_method, currency, total_cents, amount_paid_cents, amount_due_cents, \
-           bank_instructions, issued_at, due_at, paid_at, created_at, updated_at, addon_id) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17, $18) \
+           bank_instructions, issued_at, due_at, paid_at, created_at, updated_at, addon_id, sandbox) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17, $18, $19) \
          ON CONFLICT DO NOTHING",
     )
     .bind(invoice.id)
@@ -61,6 +61,7 @@ pub async fn insert_invoice(conn: &mut PgConnection, invoice: &Invoice) -> Resul
     .bind(invoice.paid_at)
     .bind(invoice.created_at)
     .bind(invoice.addon_id)
+    .bind(invoice.sandbox)
     .execute(&mut *conn)
     .await?;
     if inserted.rows_affected() == 0 {
@@ -377,6 +378,7 @@ fn invoice_from_row(row: &PgRow) -> Result<Invoice, sqlx::Error> {
         paid_at: row.try_get("paid_at")?,
         bank_instructions: bank.map(|Json(instructions)| instructions),
         created_at: row.try_get("created_at")?,
+        sandbox: row.try_get("sandbox")?,
         checkout: None,
         addon_id: row.try_get("addon_id")?,
     })

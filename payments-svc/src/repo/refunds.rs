@@ -32,6 +32,8 @@ pub struct Refund {
     pub recorded_by: Option<String>,
     pub created_at: DateTime<Utc>,
     pub completed_at: Option<DateTime<Utc>>,
+    /// Of a sandbox customer's invoice: a card refund goes to the sandbox processor.
+    pub sandbox: bool,
 }
 
 impl Refund {
@@ -48,7 +50,7 @@ macro_rules! select_refunds {
     () => {
         "SELECT r.id, r.customer_id, r.payment_id, r.invoice_id, i.invoice_number, r.order_id, i.order_number, \
            r.rail, r.amount_cents, r.currency, r.status, r.processor_refund_id, r.external_reference, \
-           p.external_reference AS paid_with, r.failure, r.recorded_by, r.created_at, r.completed_at \
+           p.external_reference AS paid_with, r.failure, r.recorded_by, r.created_at, r.completed_at, i.sandbox \
          FROM payments.refunds r JOIN payments.invoices i ON i.id = r.invoice_id \
            JOIN payments.payments p ON p.id = r.payment_id "
     };
@@ -75,6 +77,7 @@ fn refund_from_row(row: &PgRow) -> Result<Refund, sqlx::Error> {
         recorded_by: row.try_get("recorded_by")?,
         created_at: row.try_get("created_at")?,
         completed_at: row.try_get("completed_at")?,
+        sandbox: row.try_get("sandbox")?,
     })
 }
 

@@ -142,7 +142,8 @@ impl PaymentsService {
                 amount: refund.amount,
                 currency: refund.currency.clone(),
             };
-            match self.card.processor.refund(&request).await {
+            let processor = self.card.processor(self.card.kind_for(refund.sandbox));
+            match processor.refund(&request).await {
                 Ok(outcome) => {
                     if self.apply_refund_outcome(&mut tx, refund, outcome).await? {
                         settled += 1;

@@ -109,7 +109,7 @@ impl PaymentsService {
             expires_at: session.expires_at,
             return_url: session.hosted_url.clone(),
         };
-        if let Some(opened) = self.card.processor.open(&request).await? {
+        if let Some(opened) = self.card.processor(session.processor).open(&request).await? {
             repo::checkout::set_processor(&mut tx, &session.id, &opened.processor_session_id, &opened.url)
                 .await?;
             session.processor_session_id = Some(opened.processor_session_id);
@@ -164,7 +164,10 @@ impl PaymentsService {
             Some(outcome) => outcome,
             None => {
                 let (token, save) = self.card_token(&mut tx, &session, source).await?;
-                let charge = self.card.processor.charge(token.behaviour, false)?;
+                let charge = self
+                    .card
+                    .processor(session.processor)
+                    .charge(token.behaviour, false)?;
                 // A card is kept only when the payer asked and the card was not declined.
                 let keep = save && !matches!(charge, Charge::Declined { .. });
                 if save {
@@ -205,7 +208,10 @@ impl PaymentsService {
                     .await?
                     .ok_or_else(|| ApiError::internal("a pending card token is missing"))?;
                 if approve {
-                    let charge = self.card.processor.charge(token.behaviour, true)?;
+                    let charge = self
+                        .card
+                        .processor(session.processor)
+                        .charge(token.behaviour, true)?;
                     self.apply_charge(&mut tx, &session, &token, charge).await?
                 } else {
                     let message = "The card's authentication was not completed.";

@@ -17,7 +17,9 @@ pub use prepare::{OPERATION_PREPARE, Prepared};
 pub use spend::{SpendCommitment, UNCONFIRMED_REAP_AGE};
 
 use crate::config::BankAccount;
-use crate::domain::checkout::{CheckoutSession, CheckoutStatus, SessionSubject, hosted_url, new_session_id};
+use crate::domain::checkout::{
+    CheckoutSession, CheckoutStatus, ProcessorKind, SessionSubject, hosted_url, new_session_id,
+};
 use crate::domain::invoice::invoice_number;
 use crate::domain::payment::{Balance, STATUS_SUCCEEDED};
 use crate::domain::spend::SpendKind;
@@ -54,9 +56,36 @@ pub struct RecordedPayment {
 /// How card checkout runs: the processor, the site of the pay page and the lifetime of a fresh link.
 #[derive(Clone)]
 pub struct CardSettings {
+    /// The deployment's processor (live customers; in development mode the sandbox).
     pub processor: Arc<dyn CardProcessor>,
     pub site_url: String,
     pub checkout_ttl: Duration,
+}
+
+/// The built-in sandbox processor, which a sandbox customer's sessions run on in every mode.
+static SANDBOX_PROCESSOR: crate::processor::sandbox::SandboxProcessor =
+    crate::processor::sandbox::SandboxProcessor;
+
+impl CardSettings {
+    /// The processor a new session runs on: the built-in sandbox for a sandbox customer's
+    /// (docs/sandbox.md), the deployment's otherwise.
+    pub fn kind_for(&self, sandbox: bool) -> ProcessorKind {
+        if sandbox {
+            ProcessorKind::Sandbox
+        } else {
+            self.processor.kind()
+        }
+    }
+
+    /// The processor of a session opened on `kind` (recorded with the session, so a session
+    /// keeps its processor for its whole life: charges, expiry and refunds go back to it).
+    pub fn processor(&self, kind: ProcessorKind) -> &dyn CardProcessor {
+        if kind == ProcessorKind::Sandbox && self.processor.kind() != ProcessorKind::Sandbox {
+            &SANDBOX_PROCESSOR
+        } else {
+            self.processor.as_ref()
+        }
+    }
 }
 
 /// The use cases, over a pool and the issuing settings.
@@ -64,6 +93,8 @@ pub struct CardSettings {
 pub struct PaymentsService {
     pool: PgPool,
     bank: Arc<BankAccount>,
+    /// The demo account a sandbox customer's bank invoices name (docs/sandbox.md).
+    sandbox_bank: Arc<BankAccount>,
     due_days: i64,
     card: CardSettings,
     idempotency: IdempotencyStore,
@@ -85,6 +116,7 @@ impl PaymentsService {
         Self {
             pool,
             bank: Arc::new(bank),
+            sandbox_bank: Arc::new(BankAccount::default()),
             due_days,
             card,
             idempotency: IdempotencyStore::new(crate::SCHEMA),
@@ -151,8 +183,14 @@ impl PaymentsService {
         }
         let now = platform::time::now();
         let number = invoice_number(now, repo::invoices::next_invoice_sequence(tx).await?);
+        // A sandbox customer's invoice names the demo account: nobody pays real money for it.
+        let bank = if new.sandbox {
+            &self.sandbox_bank
+        } else {
+            &*self.bank
+        };
         let bank_instructions =
-            (new.payment_method == PaymentMethod::BankInvoice).then(|| self.bank.instructions(&number));
+            (new.payment_method == PaymentMethod::BankInvoice).then(|| bank.instructions(&number));
         let invoice = Invoice {
             id: Uuid::now_v7(),
             invoice_number: number,
@@ -174,6 +212,7 @@ impl PaymentsService {
             created_at: now,
             checkout: None,
             addon_id: new.addon_id,
+            sandbox: new.sandbox,
         };
         if !repo::invoices::insert_invoice(tx, &invoice).await? {
             // A concurrent call issued it first; answer with the winner.
@@ -211,7 +250,7 @@ impl PaymentsService {
             amount: invoice.amount_due,
             currency: invoice.currency.clone(),
             status: CheckoutStatus::Open,
-            processor: self.card.processor.kind(),
+            processor: self.card.kind_for(invoice.sandbox),
             processor_session_id: None,
             processor_url: None,
             pending_token: None,

@@ -47,6 +47,8 @@ pub struct NewPickupCheckout {
     pub key_id: String,
     /// The latest expiry (the pickup window's end).
     pub pay_by: Option<DateTime<Utc>>,
+    /// A sandbox customer's order: the session runs on the sandbox processor.
+    pub sandbox: bool,
 }
 
 fn invalid(field: &str, message: &str) -> ApiError {
@@ -111,7 +113,7 @@ impl PaymentsService {
             amount: new.amount,
             currency: new.currency.trim().to_uppercase(),
             status: CheckoutStatus::Open,
-            processor: self.card.processor.kind(),
+            processor: self.card.kind_for(new.sandbox),
             processor_session_id: None,
             processor_url: None,
             pending_token: None,

@@ -237,6 +237,7 @@ pub fn invoice_request_for(order_id: Uuid, total: i64) -> pb::CreateInvoiceReque
         total_cents: total,
         checkout_expires_at: None,
         addon_id: None,
+        sandbox: false,
     }
 }
 

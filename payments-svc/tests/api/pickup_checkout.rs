@@ -26,6 +26,7 @@ fn open_request(
         pay_by: Some(platform::time::to_timestamp(
             platform::time::now() + chrono::Duration::hours(6),
         )),
+        sandbox: false,
     }
 }
 

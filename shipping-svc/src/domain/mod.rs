@@ -68,6 +68,8 @@ pub struct LabelOrder {
     pub payment_method: PaymentMethod,
     pub quote_id: Uuid,
     pub shipping_address_id: Option<String>,
+    /// A sandbox customer's order (docs/sandbox.md): the sandbox carrier serves it.
+    pub sandbox: bool,
 }
 
 /// A shipment: one prepaid inbound label of one order and its tracking.
@@ -95,6 +97,9 @@ pub struct Shipment {
     /// Set once the order was cancelled before the carrier accepted the parcel: the label can
     /// no longer be downloaded, emailed or picked up.
     pub voided: Option<void::VoidedLabel>,
+    /// A sandbox customer's order (docs/sandbox.md): its label, void and pickup go to the
+    /// built-in sandbox carrier whatever carrier the deployment runs.
+    pub sandbox: bool,
 }
 
 /// One carrier scan of a shipment.

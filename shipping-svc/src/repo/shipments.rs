@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 const SELECT_SHIPMENTS: &str = "SELECT id, customer_id, order_id, order_number, payment_method, carrier_code, \
     service_code, tracking_number, tracking_url, status, ship_from, ship_to, packing_steps, carrier_shipment_id, \
-    last_event_at, created_at, updated_at, refund_status, voided_at FROM shipping.shipments ";
+    last_event_at, created_at, updated_at, refund_status, voided_at, sandbox FROM shipping.shipments ";
 
 /// How a customer names a shipment: the shipment's or its order's UUID, or a tracking number
 /// or an order number.
@@ -51,6 +51,7 @@ fn shipment_from_row(row: &PgRow) -> Result<Shipment, sqlx::Error> {
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         voided: voided_from_row(row)?,
+        sandbox: row.try_get("sandbox")?,
     })
 }
 
@@ -83,8 +84,8 @@ pub struct Claimed {
 pub async fn claim(conn: &mut PgConnection, pending: &Shipment) -> Result<Claimed, sqlx::Error> {
     sqlx::query(
         "INSERT INTO shipping.shipments (id, customer_id, order_id, order_number, payment_method, label_state, \
-           ship_from, ship_to, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $8) \
+           ship_from, ship_to, created_at, updated_at, sandbox) \
+         VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $8, $9) \
          ON CONFLICT ON CONSTRAINT shipments_one_per_order DO NOTHING",
     )
     .bind(pending.id)
@@ -95,6 +96,7 @@ pub async fn claim(conn: &mut PgConnection, pending: &Shipment) -> Result<Claime
     .bind(Json(&pending.ship_from))
     .bind(Json(&pending.ship_to))
     .bind(pending.created_at)
+    .bind(pending.sandbox)
     .execute(&mut *conn)
     .await?;
     let row = sqlx::query(
@@ -448,7 +450,7 @@ pub async fn remember_order(
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO shipping.orders (order_id, customer_id, order_number, payment_method, quote_id, \
-           shipping_address_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (order_id) DO NOTHING",
+           shipping_address_id, created_at, sandbox) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (order_id) DO NOTHING",
     )
     .bind(order.order_id)
     .bind(order.customer_id)
@@ -457,6 +459,7 @@ pub async fn remember_order(
     .bind(order.quote_id)
     .bind(&order.shipping_address_id)
     .bind(now)
+    .bind(order.sandbox)
     .execute(conn)
     .await?;
     Ok(())
@@ -469,7 +472,7 @@ pub async fn remembered_order(
     order_id: Uuid,
 ) -> Result<Option<LabelOrder>, sqlx::Error> {
     let row = sqlx::query(
-        "SELECT order_id, customer_id, order_number, payment_method, quote_id, shipping_address_id \
+        "SELECT order_id, customer_id, order_number, payment_method, quote_id, shipping_address_id, sandbox \
          FROM shipping.orders WHERE order_id = $1 AND customer_id = $2",
     )
     .bind(order_id)
@@ -484,6 +487,7 @@ pub async fn remembered_order(
             payment_method: payment_method(&row)?,
             quote_id: row.try_get("quote_id")?,
             shipping_address_id: row.try_get("shipping_address_id")?,
+            sandbox: row.try_get("sandbox")?,
         })
     })
     .transpose()

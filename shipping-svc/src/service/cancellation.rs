@@ -98,7 +98,11 @@ impl ShippingService {
         for pickup in repo::cancellations::lock_standing_pickups(&mut tx, shipment.id).await? {
             let carrier_pickup_id = pickup.carrier_pickup_id.unwrap_or_default();
             if !carrier_pickup_id.is_empty() {
-                match self.carrier.cancel_pickup(&carrier_pickup_id).await {
+                match self
+                    .carrier_for(shipment.sandbox)
+                    .cancel_pickup(&carrier_pickup_id)
+                    .await
+                {
                     Ok(()) => {}
                     Err(CarrierError::Unavailable(cause)) => {
                         return Err(ApiError::unavailable("the carrier", cause));
@@ -114,7 +118,7 @@ impl ShippingService {
             tracing::info!(pickup = %pickup.id, was = pickup.status.as_str(), "door pickup cancelled with the order");
         }
         let refund_status = match self
-            .carrier
+            .carrier_for(shipment.sandbox)
             .void_label(&shipment.carrier_shipment_id, &shipment.tracking_number)
             .await
         {

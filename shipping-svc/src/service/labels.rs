@@ -70,6 +70,7 @@ impl ShippingService {
             created_at: now,
             updated_at: now,
             voided: None,
+            sandbox: order.sandbox,
         };
         let mut tx = self.pool.begin().await?;
         let mut claimed = repo::shipments::claim(&mut tx, &shipment).await?;
@@ -93,7 +94,7 @@ impl ShippingService {
         };
         if claimed.carrier_shipment_id.is_empty() {
             let created = self
-                .carrier
+                .carrier_for(shipment.sandbox)
                 .create_shipment(&purchase)
                 .await
                 .map_err(carrier_error)?;
@@ -116,7 +117,7 @@ impl ShippingService {
             }
         }
         let purchased = self
-            .carrier
+            .carrier_for(shipment.sandbox)
             .buy_label(&purchase, &claimed.carrier_shipment_id)
             .await
             .map_err(carrier_error)?;

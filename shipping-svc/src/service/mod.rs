@@ -36,6 +36,9 @@ use sqlx::PgPool;
 use std::sync::Arc;
 use uuid::Uuid;
 
+/// The built-in sandbox carrier, which serves a sandbox customer's orders in every mode.
+static SANDBOX_CARRIER: CarrierAdapter = CarrierAdapter::Sandbox(crate::carrier::sandbox::SandboxCarrier);
+
 /// The shipping use cases and what they need.
 #[derive(Clone)]
 pub struct ShippingService {
@@ -93,6 +96,13 @@ impl ShippingService {
     /// The pool (tests inspect the schema through it).
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// The carrier of a shipment: the built-in sandbox carrier for a sandbox customer's order
+    /// (docs/sandbox.md), the deployment's carrier otherwise. A shipment keeps it for its whole
+    /// life: label, void, door pickup and scan scripts all go to the same one.
+    fn carrier_for(&self, sandbox: bool) -> &CarrierAdapter {
+        if sandbox { &SANDBOX_CARRIER } else { &self.carrier }
     }
 
     /// The customer's name and email, from identity-svc (acting for the customer).

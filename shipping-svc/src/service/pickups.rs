@@ -291,7 +291,7 @@ impl ShippingService {
             let booking = self.booking(&pickup, &shipment);
             if pickup.carrier_pickup_id.is_none() {
                 let carrier_pickup_id = self
-                    .carrier
+                    .carrier_for(shipment.sandbox)
                     .create_pickup(&booking)
                     .await
                     .map_err(carrier_error)?;
@@ -315,7 +315,7 @@ impl ShippingService {
         };
         let carrier_pickup_id = pickup.carrier_pickup_id.clone().unwrap_or_default();
         let confirmation = self
-            .carrier
+            .carrier_for(shipment.sandbox)
             .buy_pickup(&booking, &carrier_pickup_id)
             .await
             .map_err(carrier_error)?;
@@ -427,6 +427,7 @@ impl ShippingService {
             currency: "USD".to_owned(),
             key_id: key_id.to_owned(),
             pay_by: Some(platform::time::to_timestamp(pay_by)),
+            sandbox: shipment.sandbox,
         };
         match self
             .payments

@@ -37,10 +37,16 @@ impl ShippingService {
         script: &str,
     ) -> Result<(TrackedShipment, i32), ApiError> {
         if !self.carrier.is_sandbox() {
-            return Err(ApiError::new(
-                ErrorCode::Conflict,
-                "scan scripts play only on the sandbox carrier",
-            ));
+            // A deployment with a real carrier still serves sandbox customers' labels from the
+            // sandbox carrier: scripts play on those, never on a real carrier's label.
+            let mut conn = self.pool.acquire().await?;
+            let shipment = repo::shipments::lock_by_tracking(&mut conn, tracking_number.trim()).await?;
+            if !shipment.is_some_and(|shipment| shipment.sandbox) {
+                return Err(ApiError::new(
+                    ErrorCode::Conflict,
+                    "scan scripts play only on labels of the sandbox carrier",
+                ));
+            }
         }
         self.play(tracking_number, script).await
     }
@@ -82,6 +88,13 @@ impl ShippingService {
                 "the order's prepaid label (on the stablecoin rail it is bought once the payment settles)",
             ));
         };
+        if !self.carrier_for(shipment.sandbox).is_sandbox() {
+            // An order placed before its customer's sandbox labels came from the sandbox carrier.
+            return Err(not_applicable(
+                "on_live_carrier",
+                "a label of the sandbox carrier (scans are never faked on a real carrier's label)",
+            ));
+        }
         if shipment.voided.is_some() {
             return Err(not_applicable("label_voided", "a label that was not voided"));
         }

@@ -153,6 +153,7 @@ async fn an_order_cancelled_before_its_label_was_bought_never_gets_one() {
         payment_method: PaymentMethod::BankInvoice,
         quote_id: uuid::Uuid::now_v7(),
         shipping_address_id: None,
+        sandbox: false,
     };
     assert_eq!(app.service.ensure_label(&order).await.unwrap(), None);
     assert!(app.outbox("shipment.label_created").await.is_empty());

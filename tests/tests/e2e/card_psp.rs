@@ -23,19 +23,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tests::Sandbox;
 
-const SECRET_KEY: &str = "sk_test_double";
-const WEBHOOK_SECRET: &str = "whsec_double_secret";
+pub(crate) const SECRET_KEY: &str = "sk_test_double";
+pub(crate) const WEBHOOK_SECRET: &str = "whsec_double_secret";
 
 /// A session the double created: its id and the form it was created with.
 type Created = (String, HashMap<String, String>);
 
 /// What the double was asked.
 #[derive(Default)]
-struct Double {
+pub(crate) struct Double {
     /// Created sessions by their Idempotency-Key.
     created: Mutex<HashMap<String, Created>>,
     /// Every create call (an idempotent retry is counted but creates nothing).
-    create_calls: Mutex<usize>,
+    pub(crate) create_calls: Mutex<usize>,
     expired: Mutex<Vec<String>>,
     base_url: Mutex<String>,
 }
@@ -73,7 +73,7 @@ async fn expire_psp_session(State(double): State<Arc<Double>>, Path(id): Path<St
     axum::Json(json!({ "id": id, "status": "expired" }))
 }
 
-async fn start_double() -> (Arc<Double>, String) {
+pub(crate) async fn start_double() -> (Arc<Double>, String) {
     let double = Arc::new(Double::default());
     let app = Router::new()
         .route("/v1/checkout/sessions", post(create_session))

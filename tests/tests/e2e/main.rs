@@ -29,6 +29,7 @@ mod raw_data;
 mod redis_acl;
 mod results_isolation;
 mod sandbox_payments;
+mod sandbox_routing;
 mod sandbox_simulation;
 mod scaling;
 mod shipping_cancellation;
