@@ -232,8 +232,9 @@ pub struct OrderAddon {
     pub line_number: i32,
     /// The sample the tests run on.
     pub accession_number: String,
-    /// `preview`, `pending_payment`, `paid` (on the lab's list), `in_testing` or `reported` (a
-    /// COA reporting every test is published).
+    /// `preview`, `pending_payment`, `paid` (on the lab's list), `in_testing`, `reported` (a
+    /// COA reporting every test is published) or `cancelled` (unpaid when its order was
+    /// cancelled: its invoice is void, the tests never run).
     pub status: String,
     pub tests: Vec<AddonTest>,
     pub total_cents: i64,

@@ -284,6 +284,8 @@ pub enum AddonStatus {
     InTesting,
     /// A COA of the sample that includes the tests was published.
     Reported,
+    /// Unpaid when its order was cancelled: payments-svc voided its invoice; never tested.
+    Cancelled,
 }
 
 impl AddonStatus {
@@ -294,6 +296,7 @@ impl AddonStatus {
             AddonStatus::Paid => "paid",
             AddonStatus::InTesting => "in_testing",
             AddonStatus::Reported => "reported",
+            AddonStatus::Cancelled => "cancelled",
         }
     }
 
@@ -304,6 +307,7 @@ impl AddonStatus {
             AddonStatus::Paid,
             AddonStatus::InTesting,
             AddonStatus::Reported,
+            AddonStatus::Cancelled,
         ]
         .into_iter()
         .find(|status| status.as_str() == text)

@@ -366,6 +366,12 @@ impl OrdersService {
         }
         addon_repo::store_invoice(&mut tx, customer_id, addon.id, &invoice).await?;
         addon.invoice = Some(invoice);
+        if news.status == InvoiceStatus::Void && addon.status == AddonStatus::PendingPayment {
+            // Voided unpaid: its order was cancelled (payments-svc); the tests are never run.
+            let now = platform::time::now();
+            self.move_addon(&mut tx, customer_id, &mut addon, AddonStatus::Cancelled, now)
+                .await?;
+        }
         if news.status == InvoiceStatus::Paid && addon.status == AddonStatus::PendingPayment {
             let now = platform::time::now();
             let samples = sample_repo::list_samples(&mut tx, customer_id, addon.order_id).await?;

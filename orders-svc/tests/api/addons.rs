@@ -327,3 +327,59 @@ async fn the_paid_supplementary_invoice_moves_the_add_on_once_and_leaves_the_ord
     assert_eq!(testing.addons[0].status, "in_testing");
     assert_eq!(app.outbox_events_of("order.addon_updated").await.len(), 2);
 }
+
+#[tokio::test]
+async fn an_unpaid_add_on_whose_invoice_was_voided_with_its_cancelled_order_is_cancelled_once() {
+    let app = spawn_app().await;
+    let order = app.place_order().await;
+    app.receive_units(&order, 5).await;
+    let addon = app
+        .addon(&order.id, &["endotoxin"], Some("addon-key-void"))
+        .await
+        .unwrap()
+        .into_inner();
+    let invoice = addon.invoice.clone().unwrap();
+    let voided = envelope(
+        &order.customer_id,
+        Data::InvoiceUpdated(proto::payments::InvoiceUpdated {
+            invoice_id: invoice.invoice_id.clone(),
+            invoice_number: invoice.invoice_number.clone(),
+            order_id: order.id.clone(),
+            order_number: order.order_number.clone(),
+            status: proto::common::InvoiceStatus::Void as i32,
+            legacy_status: "void".into(),
+            amount_paid_cents: 0,
+            amount_due_cents: 0,
+            updated_at: platform::time::rfc3339(platform::time::now()),
+            addon_id: Some(addon.id.clone()),
+            ..Default::default()
+        }),
+        "invoice.updated",
+    );
+    let first = app.publish_payment_event(&voided).await;
+    wait_until_consumed(&app, &first).await;
+    let second = app.publish_payment_event(&voided).await;
+    wait_until_consumed(&app, &second).await;
+    let shown = app.get_order(&order.id).await.unwrap();
+    assert_eq!(shown.addons[0].status, "cancelled");
+    assert!(shown.addons[0].paid_at.is_none());
+    assert_eq!(shown.addons[0].invoice.as_ref().unwrap().amount_due_cents, 0);
+    let updates = app.outbox_events_of("order.addon_updated").await;
+    assert_eq!(updates.len(), 1, "the redelivery changed nothing");
+    let Some(Data::OrderAddonUpdated(data)) = &updates[0].data else {
+        panic!("{:?}", updates[0]);
+    };
+    assert_eq!(data.status, "cancelled");
+    // A payment that still lands later does not revive it (payments-svc keeps it for a refund).
+    let mut paid = voided.clone();
+    paid.id = uuid::Uuid::now_v7().to_string();
+    if let Some(Data::InvoiceUpdated(update)) = paid.data.as_mut() {
+        update.status = proto::common::InvoiceStatus::Paid as i32;
+        update.legacy_status = "paid".into();
+    }
+    let late = app.publish_payment_event(&paid).await;
+    wait_until_consumed(&app, &late).await;
+    let still = app.get_order(&order.id).await.unwrap();
+    assert_eq!(still.addons[0].status, "cancelled");
+    assert_eq!(app.outbox_events_of("order.addon_updated").await.len(), 1);
+}

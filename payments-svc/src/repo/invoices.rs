@@ -110,6 +110,28 @@ pub async fn by_order(
     with_lines(conn, customer_id, row).await
 }
 
+/// The unpaid supplementary invoices of the customer's order (open or overdue, nothing paid),
+/// locked, with lines.
+pub async fn lock_unpaid_addon_invoices(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    order_id: Uuid,
+) -> Result<Vec<Invoice>, sqlx::Error> {
+    let query = concat!(
+        select_invoices!(),
+        "WHERE customer_id = $1 AND order_id = $2 AND addon_id IS NOT NULL \
+           AND status IN ('open', 'overdue') AND amount_paid_cents = 0 ORDER BY id FOR UPDATE"
+    );
+    let rows = sqlx::query(query)
+        .bind(customer_id)
+        .bind(order_id)
+        .fetch_all(&mut *conn)
+        .await?;
+    let mut invoices = rows.iter().map(invoice_from_row).collect::<Result<Vec<_>, _>>()?;
+    attach_lines(conn, customer_id, &mut invoices).await?;
+    Ok(invoices)
+}
+
 /// The customer's supplementary invoice of add-on `addon_id`, with lines.
 pub async fn by_addon(
     conn: &mut PgConnection,

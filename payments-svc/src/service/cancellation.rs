@@ -82,6 +82,16 @@ impl PaymentsService {
             }
             if settled.status != InvoiceStatus::Open && settled.status != InvoiceStatus::Overdue {
                 sessions = repo::checkout::expire_open_of_invoice(&mut tx, customer_id, invoice.id).await?;
+                // A stablecoin request still awaiting its transfer ends: a transfer sent later
+                // is recorded `late` for staff and never pays the cancelled order.
+                if let Some(request_id) =
+                    crate::stablecoin::repo::expire_for_cancelled_invoice(&mut tx, invoice.id, now).await?
+                    && let Some(request) = crate::stablecoin::repo::lock_by_id(&mut tx, request_id).await?
+                {
+                    OUTBOX
+                        .enqueue(&mut tx, crate::stablecoin::events::expired(&request, now))
+                        .await?;
+                }
             }
             let payments = repo::refunds::invoice_payments(&mut tx, customer_id, invoice.id).await?;
             let owed: Vec<((Uuid, PaymentMethod), Cents)> = payments
@@ -115,6 +125,42 @@ impl PaymentsService {
             );
         } else if first {
             tracing::warn!(order.id = %order_id, "a cancelled order has no invoice; nothing to credit");
+        }
+        // The order's unpaid add-ons will not be tested: their supplementary invoices are voided
+        // (orders-svc cancels the add-ons on that news) and their spend commitments released.
+        // A paid add-on's invoice stays: staff settle it with the order's charge.
+        if first {
+            for addon_invoice in
+                repo::invoices::lock_unpaid_addon_invoices(&mut tx, customer_id, order_id).await?
+            {
+                repo::refunds::credit_invoice(
+                    &mut tx,
+                    customer_id,
+                    addon_invoice.id,
+                    InvoiceStatus::Void.as_str(),
+                    Cents::ZERO,
+                    addon_invoice.total,
+                    now,
+                )
+                .await?;
+                let updated = self.reload(&mut tx, customer_id, addon_invoice.id).await?;
+                OUTBOX
+                    .enqueue(&mut tx, events::invoice_updated(&updated, now))
+                    .await?;
+                sessions.extend(
+                    repo::checkout::expire_open_of_invoice(&mut tx, customer_id, addon_invoice.id).await?,
+                );
+                if let Some(addon_id) = addon_invoice.addon_id {
+                    repo::spend::release(
+                        &mut tx,
+                        customer_id,
+                        crate::domain::spend::SpendKind::Addon,
+                        &addon_id.to_string(),
+                        now,
+                    )
+                    .await?;
+                }
+            }
         }
         tx.commit().await?;
         for processor_session_id in sessions.into_iter().flatten() {

@@ -291,6 +291,25 @@ pub async fn expire_due(
     .await
 }
 
+/// A cancelled order's invoice: its request still awaiting a transfer expires now, returning its
+/// id. The expiry is set before the second of the cancellation (block times are whole seconds),
+/// so a transfer in any block from that second on is recorded `late` for staff, never applied.
+pub async fn expire_for_cancelled_invoice(
+    conn: &mut PgConnection,
+    invoice_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<Option<Uuid>, sqlx::Error> {
+    sqlx::query_scalar(
+        "UPDATE payments.stablecoin_requests SET status = 'expired', \
+           expires_at = LEAST(expires_at, date_trunc('second', $2::timestamptz) - interval '1 second'), \
+           updated_at = now() WHERE invoice_id = $1 AND status = 'awaiting_transfer' RETURNING id",
+    )
+    .bind(invoice_id)
+    .bind(now)
+    .fetch_optional(conn)
+    .await
+}
+
 /// Frees the references of requests expired before `before`.
 pub async fn release_expired_references(
     conn: &mut PgConnection,

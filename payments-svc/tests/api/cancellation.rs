@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 const TOTAL: i64 = 12_500;
 
-fn order_cancelled(customer: Uuid, invoice: &pb::Invoice, charge_cents: i64) -> EventEnvelope {
+pub(crate) fn order_cancelled(customer: Uuid, invoice: &pb::Invoice, charge_cents: i64) -> EventEnvelope {
     EventEnvelope {
         id: Uuid::now_v7().to_string(),
         r#type: "order.cancelled".into(),
@@ -290,4 +290,100 @@ async fn a_paid_card_order_cancelled_is_refunded_through_the_processor_once() {
         .await
         .unwrap();
     assert_eq!(pending, 0);
+}
+
+/// Commits `amount` of `kind` for `subject` against the test key, as orders-svc does.
+async fn commit(app: &TestApp, customer: Uuid, kind: &str, subject: Uuid, amount: i64) {
+    let request = pb::CommitSpendRequest {
+        key_id: "key_cancel".into(),
+        kind: kind.into(),
+        subject_id: subject.to_string(),
+        amount_cents: amount,
+    };
+    app.client
+        .clone()
+        .commit_spend(platform::tokens::testing::delegated(
+            platform::grpc::outgoing(request, &app.service_token(customer)),
+            customer,
+        ))
+        .await
+        .unwrap();
+}
+
+/// Whether the commitment of `kind` for `subject` was released.
+async fn released(app: &TestApp, kind: &str, subject: Uuid) -> bool {
+    sqlx::query_scalar(
+        "SELECT released_at IS NOT NULL FROM payments.spend_commitments WHERE kind = $1 AND subject_id = $2",
+    )
+    .bind(kind)
+    .bind(subject.to_string())
+    .fetch_one(&app.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_cancelled_orders_unpaid_add_on_invoices_are_voided_once_and_released_while_a_paid_one_stays() {
+    let app = spawn_app().await;
+    let customer = Uuid::now_v7();
+    let order_id = Uuid::now_v7();
+    let invoice = app
+        .create_invoice(customer, invoice_request_for(order_id, TOTAL))
+        .await;
+    let (unpaid_addon, paid_addon) = (Uuid::now_v7(), Uuid::now_v7());
+    let mut addon_invoices = Vec::new();
+    for addon_id in [unpaid_addon, paid_addon] {
+        commit(&app, customer, "addon", addon_id, 7_500).await;
+        let mut request = invoice_request_for(order_id, 7_500);
+        request.addon_id = Some(addon_id.to_string());
+        addon_invoices.push(app.create_invoice(customer, request).await);
+    }
+    app.record(&addon_invoices[1].invoice_number, 7_500, "BANK-ADDON-PAID")
+        .await
+        .unwrap();
+
+    deliver_twice(&app, &order_cancelled(customer, &invoice, 0)).await;
+
+    let unpaid = app
+        .get_invoice(customer, &addon_invoices[0].invoice_number)
+        .await
+        .unwrap();
+    assert_eq!(invoice_status(&unpaid), "void");
+    assert_eq!(unpaid.amount_due_cents, 0);
+    let paid = app
+        .get_invoice(customer, &addon_invoices[1].invoice_number)
+        .await
+        .unwrap();
+    assert_eq!(
+        invoice_status(&paid),
+        "paid",
+        "a paid add-on is staff's to settle"
+    );
+    let mut voids: Vec<Option<String>> = app
+        .events_of("invoice.updated")
+        .await
+        .iter()
+        .filter_map(|event| match data(event) {
+            Data::InvoiceUpdated(update) if update.legacy_status == "void" => Some(update.addon_id.clone()),
+            _ => None,
+        })
+        .collect();
+    voids.sort();
+    let mut expected = vec![None, Some(unpaid_addon.to_string())];
+    expected.sort();
+    assert_eq!(
+        voids, expected,
+        "the order's invoice and the unpaid add-on's, once each"
+    );
+    assert!(released(&app, "addon", unpaid_addon).await);
+    assert!(!released(&app, "addon", paid_addon).await);
+    let late = app
+        .record(&addon_invoices[0].invoice_number, 7_500, "BANK-ADDON-LATE")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        code_of(&late),
+        "conflict",
+        "a void add-on invoice takes no payment"
+    );
 }

@@ -277,3 +277,54 @@ async fn a_transfer_for_an_invoice_settled_otherwise_is_recorded_for_staff_and_t
             .unwrap();
     assert_eq!(payments, 1, "only the bank payment is recorded");
 }
+
+#[tokio::test]
+async fn cancelling_the_order_expires_its_awaiting_request_and_a_transfer_sent_afterwards_is_only_recorded_late()
+ {
+    let chain = start_chain(FIFTEEN_MINUTES).await;
+    let request = chain.new_request(3_300).await;
+    let invoice = chain
+        .app
+        .get_invoice(chain.customer, &request.order_id)
+        .await
+        .unwrap();
+    let cancelled = crate::cancellation::order_cancelled(chain.customer, &invoice, 0);
+    crate::consumer::publish(&chain.app, &cancelled).await;
+    let last = crate::consumer::publish(&chain.app, &cancelled).await;
+    crate::consumer::wait_until_consumed(&chain.app, &last).await;
+    assert_eq!(chain.get(&request.order_id).await.status, "expired");
+    let expired_events = chain
+        .event_types_of(&request.id)
+        .await
+        .into_iter()
+        .filter(|kind| kind == "payment.expired")
+        .count();
+    assert_eq!(expired_events, 1, "one payment.expired for two deliveries");
+
+    let late = chain.pay_exactly(&request).await;
+    let refused = chain.submit(&request.order_id, late).await.unwrap_err();
+    assert_eq!(code_of(&refused), "payment_request_expired");
+    chain.anvil.mine(66).await;
+    platform::testing::wait_for(
+        "the scanner to record the transfer late",
+        Duration::from_secs(30),
+        || async {
+            let late_rows: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM payments.chain_transfers WHERE disposition = 'late' AND tx_hash = $1",
+            )
+            .bind(format!("{late:#x}"))
+            .fetch_one(&chain.app.pool)
+            .await
+            .unwrap();
+            (late_rows == 1).then_some(())
+        },
+    )
+    .await;
+    let voided = chain
+        .app
+        .get_invoice(chain.customer, &request.order_id)
+        .await
+        .unwrap();
+    assert_eq!(voided.status().as_str(), "void", "the late transfer pays nothing");
+    assert_eq!(voided.amount_paid_cents, 0);
+}
