@@ -351,6 +351,30 @@ pub async fn sweep_expired(
     .bind(limit)
     .fetch_all(conn)
     .await?;
+    expired_sessions(&rows)
+}
+
+/// Ends the open door-pickup sessions of the customer's order (the order was cancelled: its
+/// label is void and its pickups are cancelled, so none of them may be paid any more).
+pub async fn expire_open_pickups_of_order(
+    conn: &mut PgConnection,
+    customer_id: Uuid,
+    order_id: Uuid,
+) -> Result<Vec<ExpiredSession>, sqlx::Error> {
+    let rows = sqlx::query(
+        "UPDATE payments.checkout_sessions SET status = 'expired', pending_token = NULL \
+         WHERE customer_id = $1 AND order_id = $2 AND purpose = 'pickup' AND status = 'open' \
+         RETURNING id, customer_id, invoice_id, purpose, pickup_id, order_id, order_number, description, \
+           amount_cents, currency, processor, processor_session_id",
+    )
+    .bind(customer_id)
+    .bind(order_id)
+    .fetch_all(conn)
+    .await?;
+    expired_sessions(&rows)
+}
+
+fn expired_sessions(rows: &[PgRow]) -> Result<Vec<ExpiredSession>, sqlx::Error> {
     rows.iter()
         .map(|row| {
             let processor: String = row.try_get("processor")?;

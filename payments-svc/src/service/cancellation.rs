@@ -126,6 +126,17 @@ impl PaymentsService {
         } else if first {
             tracing::warn!(order.id = %order_id, "a cancelled order has no invoice; nothing to credit");
         }
+        // The order's door pickups are cancelled with its label: their pay links close, their
+        // spend is released and shipping-svc hears `pickup_payment.expired` (a cancelled pickup
+        // stays cancelled).
+        if first {
+            for session in
+                repo::checkout::expire_open_pickups_of_order(&mut tx, customer_id, order_id).await?
+            {
+                self.session_expired(&mut tx, &session).await?;
+                sessions.push(session.processor_session_id);
+            }
+        }
         // The order's unpaid add-ons will not be tested: their supplementary invoices are voided
         // (orders-svc cancels the add-ons on that news) and their spend commitments released.
         // A paid add-on's invoice stays: staff settle it with the order's charge.

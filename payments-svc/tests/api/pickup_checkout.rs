@@ -215,3 +215,65 @@ async fn a_pickup_session_commits_its_price_to_the_keys_envelope_and_a_refusal_l
         "daily"
     );
 }
+
+#[tokio::test]
+async fn cancelling_the_order_closes_its_unpaid_pickup_pay_link_and_releases_the_pickups_spend() {
+    let app = spawn_app().await;
+    let customer = Uuid::now_v7();
+    let (order_id, pickup_id) = (Uuid::now_v7(), Uuid::now_v7());
+    let invoice = app
+        .create_invoice(customer, crate::helpers::invoice_request_for(order_id, 12_500))
+        .await;
+    let shipping = app.keys.mint_service("shipping-svc", Some(customer));
+    let session = app
+        .client
+        .clone()
+        .open_pickup_checkout(platform::tokens::testing::delegated(
+            platform::grpc::outgoing(open_request(pickup_id, order_id, 1500, "key-pickup"), &shipping),
+            customer,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .session
+        .unwrap();
+
+    let cancelled = crate::cancellation::order_cancelled(customer, &invoice, 0);
+    crate::consumer::publish(&app, &cancelled).await;
+    let last = crate::consumer::publish(&app, &cancelled).await;
+    crate::consumer::wait_until_consumed(&app, &last).await;
+
+    let expired = app.events_of("pickup_payment.expired").await;
+    assert_eq!(expired.len(), 1, "one pickup_payment.expired for two deliveries");
+    let released: bool = sqlx::query_scalar(
+        "SELECT released_at IS NOT NULL FROM payments.spend_commitments WHERE kind = 'pickup' AND subject_id = $1",
+    )
+    .bind(pickup_id.to_string())
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(released, "the pickup's spend is released");
+    let gateway = app.keys.mint_service("gateway", None);
+    let attempt = app
+        .client
+        .clone()
+        .pay_checkout(platform::grpc::outgoing(
+            pb::PayCheckoutRequest {
+                session_id: session.id.clone(),
+                card: Some(pb::CardInput {
+                    number: "4242424242424242".into(),
+                    exp_month: 12,
+                    exp_year: 2034,
+                    cvc: "123".into(),
+                }),
+                saved_card_token: None,
+                save_card: false,
+            },
+            &gateway,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(attempt.outcome, "expired", "the link no longer takes a payment");
+    assert!(app.events_of("pickup_payment.paid").await.is_empty());
+}
