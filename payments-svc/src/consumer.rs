@@ -2,8 +2,9 @@
 //! backstop, issuing the order's invoice when orders-svc's synchronous CreateInvoice call did
 //! not; `order.cancelled` credits the order's invoice down to the kept charge, voiding it or
 //! refunding what was paid above it (once per order, `crate::service` cancellation), and
-//! releases the order's spend commitment (idempotent: releasing a released commitment changes
-//! nothing); other order events are acknowledged without effect.
+//! releases the order's spend commitment, or lowers it to the charge staff kept (idempotent:
+//! releasing a released commitment, or lowering one to the same amount, changes nothing); other
+//! order events are acknowledged without effect.
 
 use crate::convert;
 use crate::service::PaymentsService;
@@ -49,13 +50,25 @@ impl OrderEventsHandler {
         self.service
             .apply_order_cancelled(&event.id, customer_id, cancelled)
             .await?;
-        self.service
-            .release_spend(
-                customer_id,
-                crate::domain::spend::SpendKind::Order,
-                &cancelled.order_id,
-            )
-            .await?;
+        // What staff kept is still spent by the key; the rest of the commitment is freed.
+        if cancelled.charge_cents > 0 {
+            self.service
+                .reduce_spend(
+                    customer_id,
+                    crate::domain::spend::SpendKind::Order,
+                    &cancelled.order_id,
+                    platform::money::Cents(cancelled.charge_cents),
+                )
+                .await?;
+        } else {
+            self.service
+                .release_spend(
+                    customer_id,
+                    crate::domain::spend::SpendKind::Order,
+                    &cancelled.order_id,
+                )
+                .await?;
+        }
         Ok(())
     }
 }

@@ -309,6 +309,63 @@ pub async fn release(
     change(tx, customer_id, kind, subject_id, Some(now), now).await
 }
 
+/// Lowers the subject's active commitment to `amount` when it is above it (a cancelled order
+/// keeps only the charge staff kept), within a transaction; the key's totals drop by the
+/// difference in the day and month it was made in. True when it changed; a second call with
+/// the same amount changes nothing.
+pub async fn reduce_to(
+    tx: &mut PgConnection,
+    customer_id: Uuid,
+    kind: SpendKind,
+    subject_id: &str,
+    amount: Cents,
+    now: DateTime<Utc>,
+) -> Result<bool, sqlx::Error> {
+    let key_id: Option<String> = sqlx::query_scalar(concat!(
+        "SELECT key_id FROM payments.spend_commitments, LATERAL (SELECT ",
+        envelope_lock!("pg_advisory_xact_lock_shared", "key_id", "customer_id"),
+        ") AS envelope_lock WHERE customer_id = $1 AND kind = $2 AND subject_id = $3"
+    ))
+    .bind(customer_id)
+    .bind(kind.as_str())
+    .bind(subject_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(key_id) = key_id else {
+        return Ok(false);
+    };
+    let row = sqlx::query(
+        "WITH old AS (SELECT amount_cents FROM payments.spend_commitments \
+           WHERE customer_id = $1 AND kind = $2 AND subject_id = $3 AND key_id = $5 \
+             AND released_at IS NULL AND amount_cents > $4 FOR UPDATE) \
+         UPDATE payments.spend_commitments c SET amount_cents = $4 FROM old \
+         WHERE c.customer_id = $1 AND c.kind = $2 AND c.subject_id = $3 \
+         RETURNING old.amount_cents AS before, c.committed_at",
+    )
+    .bind(customer_id)
+    .bind(kind.as_str())
+    .bind(subject_id)
+    .bind(amount.0)
+    .bind(&key_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = row else {
+        return Ok(false);
+    };
+    let before: i64 = row.try_get("before")?;
+    let committed_at: DateTime<Utc> = row.try_get("committed_at")?;
+    adjust_totals(
+        tx,
+        &key_id,
+        customer_id,
+        Cents(amount.0 - before),
+        committed_at,
+        now,
+    )
+    .await?;
+    Ok(true)
+}
+
 /// Re-activates a released commitment (money arrived after all), without a cap check, within a
 /// transaction (the key's totals grow again by its amount in the day and month it was made in).
 pub async fn reactivate(

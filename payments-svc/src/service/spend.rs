@@ -87,6 +87,28 @@ impl PaymentsService {
     }
 
     /// Releases the subject's commitment; true when one was active.
+    /// Lowers a subject's active commitment to `amount` (a cancelled order's kept charge).
+    pub async fn reduce_spend(
+        &self,
+        customer_id: Uuid,
+        kind: SpendKind,
+        subject_id: &str,
+        amount: Cents,
+    ) -> Result<bool, ApiError> {
+        let mut tx = self.pool.begin().await?;
+        let reduced = repo::spend::reduce_to(
+            &mut tx,
+            customer_id,
+            kind,
+            subject_id,
+            amount,
+            platform::time::now(),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(reduced)
+    }
+
     pub async fn release_spend(
         &self,
         customer_id: Uuid,

@@ -387,3 +387,48 @@ async fn a_cancelled_orders_unpaid_add_on_invoices_are_voided_once_and_released_
         "a void add-on invoice takes no payment"
     );
 }
+
+#[tokio::test]
+async fn a_cancellation_with_a_charge_keeps_only_the_charge_committed_against_the_key() {
+    let app = spawn_app().await;
+    let customer = Uuid::now_v7();
+    let order_id = Uuid::now_v7();
+    app.set_envelope(customer, "key_cancel", Some(1_000_000), Some(1_000_000))
+        .await;
+    commit(&app, customer, "order", order_id, TOTAL).await;
+    let invoice = app
+        .create_invoice(customer, invoice_request_for(order_id, TOTAL))
+        .await;
+    deliver_twice(&app, &order_cancelled(customer, &invoice, 4_000)).await;
+    let (amount, released_at): (i64, Option<chrono::DateTime<chrono::Utc>>) = sqlx::query_as(
+        "SELECT amount_cents, released_at FROM payments.spend_commitments WHERE kind = 'order' AND subject_id = $1",
+    )
+    .bind(order_id.to_string())
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        (amount, released_at),
+        (4_000, None),
+        "the charge stays spent, the rest is freed"
+    );
+    let envelope_day: i64 = sqlx::query_scalar(
+        "SELECT day_committed_cents FROM payments.spend_envelopes WHERE key_id = 'key_cancel'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        envelope_day, 4_000,
+        "the key's day total follows, once for two deliveries"
+    );
+
+    // At no charge the whole commitment is released.
+    let free_order = Uuid::now_v7();
+    commit(&app, customer, "order", free_order, TOTAL).await;
+    let free_invoice = app
+        .create_invoice(customer, invoice_request_for(free_order, TOTAL))
+        .await;
+    deliver_twice(&app, &order_cancelled(customer, &free_invoice, 0)).await;
+    assert!(released(&app, "order", free_order).await);
+}

@@ -14,7 +14,13 @@ use uuid::Uuid;
 const KEY: &str = "key-spender";
 
 impl TestApp {
-    async fn set_envelope(&self, customer: Uuid, key_id: &str, daily: Option<i64>, monthly: Option<i64>) {
+    pub(crate) async fn set_envelope(
+        &self,
+        customer: Uuid,
+        key_id: &str,
+        daily: Option<i64>,
+        monthly: Option<i64>,
+    ) {
         let request = pb::SetSpendEnvelopeRequest {
             customer_id: customer.to_string(),
             key_id: key_id.to_owned(),
