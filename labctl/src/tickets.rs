@@ -75,7 +75,9 @@ pub async fn execute(connection: &Connection, command: TicketsCommand) -> anyhow
                 .await
                 .map_err(status_error)?
                 .into_inner();
-            Ok(ticket(&response.ticket.unwrap_or_default()))
+            let mut answered = ticket(&response.ticket.unwrap_or_default());
+            answered["unchanged"] = json!(response.unchanged);
+            Ok(answered)
         }
         TicketsCommand::Close {
             ticket: reference,

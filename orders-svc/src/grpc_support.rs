@@ -155,9 +155,10 @@ impl SupportApi for SupportGrpc {
     ) -> Result<Response<AnswerTicketResponse>, Status> {
         let operator = principal(&request)?.subject;
         let AnswerTicketRequest { ticket, body } = request.into_inner();
-        let ticket = self.desk.answer(&operator, &ticket, body).await?;
+        let answering = self.desk.answer(&operator, &ticket, body).await?;
         Ok(Response::new(AnswerTicketResponse {
-            ticket: Some(ticket_proto(&ticket)),
+            ticket: Some(ticket_proto(&answering.ticket)),
+            unchanged: answering.unchanged,
         }))
     }
 

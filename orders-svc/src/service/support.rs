@@ -46,6 +46,15 @@ pub struct SupportDesk {
     idempotency: IdempotencyStore,
 }
 
+/// What a staff answer came to.
+#[derive(Clone, Debug)]
+pub struct Answering {
+    /// The ticket with its thread.
+    pub ticket: Ticket,
+    /// The same answer was the ticket's latest message already: nothing was posted.
+    pub unchanged: bool,
+}
+
 /// A ticket after `CloseTicket`, and whether it was closed already.
 #[derive(Clone, Debug)]
 pub struct Closing {
@@ -163,11 +172,27 @@ impl SupportDesk {
     }
 
     /// Adds operator `operator`'s answer: the ticket becomes `answered` and
-    /// `support.ticket_answered` goes to the outbox in the same transaction.
-    pub async fn answer(&self, operator: &str, ticket: &str, body: String) -> Result<Ticket, ApiError> {
+    /// `support.ticket_answered` goes to the outbox in the same transaction. The same answer
+    /// again (the ticket's latest message is this operator's with this very body: a retried
+    /// command) posts nothing and answers the ticket as it stands, `unchanged`.
+    pub async fn answer(&self, operator: &str, ticket: &str, body: String) -> Result<Answering, ApiError> {
         check_body("body", &body)?;
         let mut tx = self.pool.begin().await?;
-        let found = lock(&mut tx, None, ticket).await?;
+        let mut found = lock(&mut tx, None, ticket).await?;
+        let thread = repo::thread(&mut tx, found.customer_id, found.id).await?;
+        let repeated = thread.last().is_some_and(|last| {
+            last.author_kind == AuthorKind::Staff
+                && last.author_name.as_deref() == Some(operator)
+                && last.body == body
+        });
+        if repeated {
+            tx.commit().await?;
+            found.messages = thread;
+            return Ok(Answering {
+                ticket: found,
+                unchanged: true,
+            });
+        }
         let updated = add_message(&mut tx, found, AuthorKind::Staff, Some(operator), body).await?;
         let message = updated
             .messages
@@ -177,7 +202,10 @@ impl SupportDesk {
             .enqueue(&mut tx, ticket_answered(&updated, message))
             .await?;
         tx.commit().await?;
-        Ok(updated)
+        Ok(Answering {
+            ticket: updated,
+            unchanged: false,
+        })
     }
 
     /// Closes a ticket (staff) with an optional note added to the thread as a staff message;

@@ -416,3 +416,67 @@ async fn tickets_are_listed_newest_first_in_pages_and_by_status() {
         .unwrap_err();
     assert_eq!(error_of(&refused).details.unwrap()["field"], "status");
 }
+
+#[tokio::test]
+async fn the_same_staff_answer_sent_again_posts_nothing_and_emits_nothing_until_the_customer_writes() {
+    let app = spawn_app().await;
+    let token = app.default_token();
+    let ticket = open_as(&app, &token, &new_key(), open_request("Label", "Where?", None))
+        .await
+        .unwrap();
+    let answer = |body: &'static str| {
+        let request = AnswerTicketRequest {
+            ticket: ticket.ticket_number.clone(),
+            body: body.to_owned(),
+        };
+        let app = &app;
+        async move {
+            support(app)
+                .await
+                .answer_ticket(platform::grpc::outgoing(request, &agent(app)))
+                .await
+                .unwrap()
+                .into_inner()
+        }
+    };
+    let first = answer(SCRIPT).await;
+    assert!(!first.unchanged);
+    let again = answer(SCRIPT).await;
+    assert!(again.unchanged, "a retried answer is recognised");
+    assert_eq!(again.ticket.as_ref().unwrap().messages.len(), 2);
+    assert_eq!(app.outbox_events_of("support.ticket_answered").await.len(), 1);
+    // Another operator's identical text, or another text, is a new answer.
+    let other = answer("A different answer").await;
+    assert!(!other.unchanged);
+    assert_eq!(other.ticket.as_ref().unwrap().messages.len(), 3);
+    let other_operator = AnswerTicketRequest {
+        ticket: ticket.ticket_number.clone(),
+        body: "A different answer".into(),
+    };
+    let by_kim = support(&app)
+        .await
+        .answer_ticket(platform::grpc::outgoing(
+            other_operator,
+            &app.keys.staff("kim", &["support.agent"]),
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!by_kim.unchanged);
+    assert_eq!(app.outbox_events_of("support.ticket_answered").await.len(), 3);
+    // After the customer's reply, the first answer's text may be sent again.
+    support(&app)
+        .await
+        .reply_to_ticket(platform::grpc::outgoing_idempotent(
+            ReplyToTicketRequest {
+                ticket: ticket.id.clone(),
+                body: "Still waiting".into(),
+            },
+            &token,
+            &new_key(),
+        ))
+        .await
+        .unwrap();
+    assert!(!answer(SCRIPT).await.unchanged);
+    assert_eq!(app.outbox_events_of("support.ticket_answered").await.len(), 4);
+}
