@@ -69,6 +69,10 @@ pub fn shipment(tracked: &TrackedShipment) -> pb::Shipment {
         pickup: tracked.pickup.as_ref().map(pickup),
         created_at: Some(to_timestamp(shipment.created_at)),
         updated_at: Some(to_timestamp(shipment.updated_at)),
+        voided: shipment.voided.map(|voided| pb::LabelVoid {
+            voided_at: Some(to_timestamp(voided.voided_at)),
+            refund_status: voided.refund_status.as_str().to_owned(),
+        }),
     }
 }
 

@@ -148,6 +148,21 @@ pub struct Shipment {
     pub created_at: DateTime<Utc>,
     #[serde(serialize_with = "rfc3339")]
     pub updated_at: DateTime<Utc>,
+    /// Set once the order was cancelled before the carrier had the parcel: the label was
+    /// voided and can no longer be downloaded or used (our addition; docs/shipping.md).
+    pub voided: Option<LabelVoid>,
+}
+
+/// A label voided with its cancelled order.
+#[derive(Serialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelVoid {
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub voided_at: Option<DateTime<Utc>>,
+    /// What the carrier answered about the postage: `submitted` (pending with the carrier),
+    /// `refunded` or `rejected` (the label is withdrawn all the same).
+    #[schema(example = "refunded")]
+    pub refund_status: String,
 }
 
 single_envelope!(ShipmentEnvelope, ShipmentData, shipment: Shipment);
@@ -182,6 +197,10 @@ impl TryFrom<pb::Shipment> for Shipment {
                 })
                 .collect(),
             pickup: shipment.pickup.map(Pickup::from),
+            voided: shipment.voided.map(|voided| LabelVoid {
+                voided_at: optional_time(voided.voided_at.as_ref()),
+                refund_status: voided.refund_status,
+            }),
         })
     }
 }

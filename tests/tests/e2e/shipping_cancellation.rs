@@ -23,6 +23,12 @@ async fn an_order_cancelled_before_the_carrier_scan_has_its_label_voided_with_th
     let order = labelled_order(&sandbox, &agent, &order_id).await;
     let tracking = order["shipping"]["trackingNumber"].as_str().unwrap().to_owned();
     let order_number = order["orderNumber"].as_str().unwrap().to_owned();
+    let before = sandbox.get(&agent.key, &format!("/shipments/{tracking}")).await;
+    assert!(
+        before.body["data"]["shipment"]["voided"].is_null(),
+        "{:?}",
+        before.body
+    );
     assert_eq!(
         sandbox
             .get(&agent.key, &format!("/shipments/{tracking}/label"))
@@ -61,6 +67,15 @@ async fn an_order_cancelled_before_the_carrier_scan_has_its_label_voided_with_th
     .await;
     assert_eq!(refused.body["error"]["code"], "label_voided");
     assert_eq!(refused.body["error"]["details"]["refundStatus"], "submitted");
+    // The shipment still reads, and says it was voided.
+    let shipment = sandbox.get(&agent.key, &format!("/shipments/{tracking}")).await;
+    assert_eq!(shipment.status, 200, "{:?}", shipment.body);
+    let voided = &shipment.body["data"]["shipment"]["voided"];
+    assert_eq!(voided["refundStatus"], "submitted", "{:?}", shipment.body);
+    assert!(
+        voided["voidedAt"].as_str().is_some_and(|at| at.ends_with('Z')),
+        "{voided}"
+    );
     wait_for("the shipping block voided", Duration::from_secs(30), || async {
         let answer = sandbox.get(&agent.key, &format!("/orders/{order_id}")).await;
         (answer.body["data"]["order"]["shipping"]["status"] == "label_voided").then_some(())
