@@ -415,27 +415,34 @@ pub async fn confirm(
     Ok(())
 }
 
-/// Releases order commitments never confirmed by an invoice and older than `before` (orders
-/// that were never placed: their request failed or its process died between the commitment
-/// and the order), at most `limit` of them, within a transaction. Returns how many.
+/// Releases order and add-on commitments never confirmed by an invoice and older than `before`
+/// (orders or add-ons that were never stored: their request failed or its process died between
+/// the commitment and the record), at most `limit` of them, within a transaction. Returns how
+/// many.
 pub async fn reap_unconfirmed(
     tx: &mut PgConnection,
     before: DateTime<Utc>,
     limit: i64,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    let candidates: Vec<(Uuid, String)> = sqlx::query_as(
-        "SELECT customer_id, subject_id FROM payments.spend_commitments \
-         WHERE kind = 'order' AND NOT confirmed AND released_at IS NULL AND committed_at < $1 \
-         ORDER BY key_id, customer_id, subject_id LIMIT $2",
+    // Orders and add-ons are confirmed when their invoice is issued; pickups commit confirmed.
+    let candidates: Vec<(Uuid, String, String)> = sqlx::query_as(
+        "SELECT customer_id, kind, subject_id FROM payments.spend_commitments \
+         WHERE kind IN ('order', 'addon') AND NOT confirmed AND released_at IS NULL AND committed_at < $1 \
+         ORDER BY key_id, customer_id, kind, subject_id LIMIT $2",
     )
     .bind(before)
     .bind(limit)
     .fetch_all(&mut *tx)
     .await?;
     let mut released = 0;
-    for (customer_id, subject_id) in candidates {
-        if release(tx, customer_id, SpendKind::Order, &subject_id, now).await? {
+    for (customer_id, kind, subject_id) in candidates {
+        let kind = if kind == SpendKind::Addon.as_str() {
+            SpendKind::Addon
+        } else {
+            SpendKind::Order
+        };
+        if release(tx, customer_id, kind, &subject_id, now).await? {
             released += 1;
         }
     }

@@ -345,16 +345,41 @@ async fn reaping_unconfirmed_commitments_lowers_the_totals_and_confirmed_ones_st
         .unwrap();
     app.create_invoice(customer, crate::helpers::invoice_request_for(placed, 900))
         .await;
+    // Add-ons likewise: one never stored, one whose supplementary invoice confirmed it.
+    let (lost_addon, invoiced_addon) = (Uuid::now_v7(), Uuid::now_v7());
     let now = platform::time::now();
+    let mut tx = app.pool.begin().await.unwrap();
+    for addon in [lost_addon, invoiced_addon] {
+        assert!(
+            repo::spend::commit(
+                &mut tx,
+                customer,
+                SpendKind::Addon,
+                &addon.to_string(),
+                KEY,
+                Cents(300),
+                now
+            )
+            .await
+            .unwrap()
+        );
+        repo::spend::adjust_totals(&mut tx, KEY, customer, Cents(300), now, now)
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+    let mut addon_invoice = crate::helpers::invoice_request_for(placed, 300);
+    addon_invoice.addon_id = Some(invoiced_addon.to_string());
+    app.create_invoice(customer, addon_invoice).await;
     let mut tx = app.pool.begin().await.unwrap();
     let reaped = repo::spend::reap_unconfirmed(&mut tx, now + chrono::Duration::seconds(1), 200, now)
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    assert_eq!(reaped, 1);
-    assert_eq!(app.spent(customer, KEY).await, (900, 900));
-    assert_eq!(app.summed(customer, KEY).await, 900);
+    assert_eq!(reaped, 2, "the never-placed order and the never-stored add-on");
+    assert_eq!(app.spent(customer, KEY).await, (1_200, 1_200));
+    assert_eq!(app.summed(customer, KEY).await, 1_200);
     // A late cancellation of the reaped order changes nothing more.
     assert!(!app.release_spend(customer, &never_placed.to_string()).await);
-    assert_eq!(app.spent(customer, KEY).await, (900, 900));
+    assert_eq!(app.spent(customer, KEY).await, (1_200, 1_200));
 }
