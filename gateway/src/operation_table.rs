@@ -651,14 +651,16 @@ macro_rules! operation_table {
                     title: "Read one payment",
                     annotations: READ,
                     guard: "",
-                    description: "Reads one payment state by its UUID. Read-only.",
+                    description: "Reads one payment state by its UUID, or the one payment of an order by the order's \
+                            reference (UUID, number, invoice, tracking or accession number; several payments: \
+                            ambiguous_reference lists them). Read-only.",
                 },
                 scope: { access: [PAYMENTS_READ], origin: spec, idempotency: none },
                 rest: {
                     /// Reads one payment state.
                     handler: get_payment,
                     openapi: (tag = "billing", operation_id = "getPayment",
-                        params(("reference" = String, Path, description = "payment UUID")),
+                        params(("reference" = String, Path, description = "payment UUID; or an order-level reference (order UUID or number, invoice, tracking or accession number) naming the order's one payment (409 ambiguous_reference with the candidates when it has several)")),
                         responses((status = 200, description = "the payment", body = PaymentEnvelope))),
                 },
                 call: {
@@ -1460,7 +1462,8 @@ macro_rules! operation_table {
                     annotations: READ,
                     guard: "",
                     description: "Reads one published COA with its structured results, signature and a signed PDF link. \
-                            `reference` is the COA id or an accession number (its newest published COA). A retracted COA stays \
+                            `reference` is the COA id or an accession number (its newest published COA), or an order-level \
+                            reference when the order has one COA (several: ambiguous_reference lists them). A retracted COA stays \
                             readable, marked `retracted` with the reason; an amended one names its successor in `supersededBy`. \
                             Another customer's or an unpublished COA is not_found. Read-only.",
                 },
@@ -1471,7 +1474,7 @@ macro_rules! operation_table {
                     /// the same 404 as a missing one; a retracted COA stays readable, marked `retracted`.
                     handler: get_result,
                     openapi: (tag = "results", operation_id = "getResult",
-                        params(("reference" = String, Path, description = "COA id or accession number (ACC-…)")),
+                        params(("reference" = String, Path, description = "COA id or accession number (ACC-…); or an order-level reference (order UUID or number, invoice or tracking number) naming the order's one COA (409 ambiguous_reference with the candidates when it has several)")),
                         responses((status = 200, description = "the COA", body = CoaEnvelope))),
                 },
                 call: {
@@ -1495,7 +1498,7 @@ macro_rules! operation_table {
                     /// The normalized per-analyte rows of one published COA.
                     handler: list_analytes,
                     openapi: (tag = "results", operation_id = "listAnalytes",
-                        params(("reference" = String, Path, description = "COA id or accession number (ACC-…)")),
+                        params(("reference" = String, Path, description = "COA id or accession number (ACC-…); or an order-level reference (order UUID or number, invoice or tracking number) naming the order's one COA (409 ambiguous_reference with the candidates when it has several)")),
                         responses((status = 200, description = "every analyte row of the COA (one page)", body = AnalyteList))),
                 },
                 call: {
@@ -1512,7 +1515,7 @@ macro_rules! operation_table {
                     guard: "",
                     description: "Reads the structured instrument measurements behind one published COA (the files it \
                             released and what parsed from each), like svc.order.instrument_data.get for a single COA. \
-                            `reference` is the COA id or an accession number. A retracted COA releases nothing: its runs \
+                            `reference` is the COA id or an accession number (or the order's, when it has one COA). A retracted COA releases nothing: its runs \
                             are empty. Read-only.",
                 },
                 scope: { access: [INSTRUMENTS_READ], origin: spec, idempotency: none },
@@ -1521,7 +1524,7 @@ macro_rules! operation_table {
                     /// what parsed from each. A retracted COA releases nothing (empty `runs`).
                     handler: get_result_instrument_data,
                     openapi: (tag = "results", operation_id = "getResultInstrumentData",
-                        params(("reference" = String, Path, description = "COA id or accession number (ACC-…)")),
+                        params(("reference" = String, Path, description = "COA id or accession number (ACC-…); or an order-level reference (order UUID or number, invoice or tracking number) naming the order's one COA (409 ambiguous_reference with the candidates when it has several)")),
                         responses((status = 200, description = "the COA's instrument data", body = InstrumentDataEnvelope))),
                 },
                 call: {

@@ -64,6 +64,16 @@ pub fn missing(what: &str) -> ApiError {
     ApiError::internal(format!("a service answered without the {what}"))
 }
 
+/// 409 `ambiguous_reference`: the order `order_number` has several `what`; `candidates` name
+/// each by its own reference.
+pub fn ambiguous(what: &str, order_number: &str, candidates: Vec<serde_json::Value>) -> ApiError {
+    ApiError::new(
+        ErrorCode::AmbiguousReference,
+        format!("order {order_number} has several {what}: ask with one of details.candidates"),
+    )
+    .with_details(serde_json::json!({ "orderNumber": order_number, "candidates": candidates }))
+}
+
 /// `GET /catalog`: one page of the catalog.
 pub async fn list_catalog(
     peers: &Peers,
@@ -513,12 +523,81 @@ pub async fn get_payment(
     caller: &Caller,
     reference: String,
 ) -> Result<PaymentEnvelope, ApiError> {
-    let request = payments::GetPaymentRequest { reference };
+    let request = payments::GetPaymentRequest {
+        reference: reference.clone(),
+    };
     let response = peers
         .payments()
         .get_payment(outgoing(request, &caller.token(PAYMENTS_SVC)))
         .await
-        .map_err(service_error)?;
-    let payment = response.into_inner().payment.ok_or_else(|| missing("payment"))?;
+        .map_err(service_error);
+    let payment = match response {
+        Ok(response) => response.into_inner().payment.ok_or_else(|| missing("payment"))?,
+        Err(error) if error.code == ErrorCode::NotFound => {
+            payment_of_order(peers, caller, reference, error).await?
+        }
+        Err(error) => return Err(error),
+    };
     Ok(Payment::try_from(payment)?.into())
+}
+
+/// The one payment of the order an order-level reference names (order UUID or number, invoice,
+/// tracking or accession number), on the order's own invoice: 409 `ambiguous_reference` with
+/// the payment ids when there are several, the same 404 as a missing payment when none (or the
+/// order is missing or another customer's).
+async fn payment_of_order(
+    peers: &Peers,
+    caller: &Caller,
+    reference: String,
+    not_found: ApiError,
+) -> Result<payments::Payment, ApiError> {
+    let order = match data::data_release(peers, caller, reference).await {
+        Ok(order) => order,
+        Err(error) if matches!(error.code, ErrorCode::NotFound | ErrorCode::InvalidRequest) => {
+            return Err(not_found);
+        }
+        Err(error) => return Err(error),
+    };
+    let token = caller.token(PAYMENTS_SVC);
+    let invoice = match peers
+        .payments()
+        .get_invoice(outgoing(
+            payments::GetInvoiceRequest {
+                reference: order.order_id.clone(),
+            },
+            &token,
+        ))
+        .await
+        .map_err(service_error)
+    {
+        Ok(answer) => answer.into_inner().invoice.ok_or_else(|| missing("invoice"))?,
+        Err(error) if error.code == ErrorCode::NotFound => return Err(not_found),
+        Err(error) => return Err(error),
+    };
+    let listed = peers
+        .payments()
+        .list_payments(outgoing(
+            payments::ListPaymentsRequest {
+                invoice_id: Some(invoice.id),
+                limit: Some(100),
+                cursor: None,
+            },
+            &token,
+        ))
+        .await
+        .map_err(service_error)?
+        .into_inner()
+        .payments;
+    match <[payments::Payment; 1]>::try_from(listed) {
+        Ok([only]) => Ok(only),
+        Err(listed) if listed.is_empty() => Err(not_found),
+        Err(listed) => Err(ambiguous(
+            "payments",
+            &order.order_number,
+            listed
+                .iter()
+                .map(|payment| serde_json::json!({ "id": payment.id }))
+                .collect(),
+        )),
+    }
 }

@@ -40,6 +40,7 @@ pub const ACCESS: AccessTable = &[
             proto::scopes::INSTRUMENTS_READ,
             proto::scopes::SHIPMENTS_READ,
             proto::scopes::PAYMENTS_READ,
+            proto::scopes::RESULTS_READ,
         ]),
     ),
     ("ListOrders", access::customer(&[proto::scopes::ORDERS_READ])),

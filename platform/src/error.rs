@@ -80,6 +80,7 @@ error_codes! {
     IdempotencyKeyReused => ("idempotency_key_reused", 409, AlreadyExists, "the Idempotency-Key was used before with a different request"),
     IdempotencyRequestInProgress => ("idempotency_request_in_progress", 409, Aborted, "a request with this Idempotency-Key is still running; retry after Retry-After seconds"),
     Conflict => ("conflict", 409, FailedPrecondition, "the resource is not in a state that allows the operation"),
+    AmbiguousReference => ("ambiguous_reference", 409, FailedPrecondition, "the order reference names several resources of the kind asked for (several samples' COAs, several payments); details.candidates lists each one's own reference: ask again with one of them"),
     BankReferenceConflict => ("bank_reference_conflict", 409, AlreadyExists, "the bank reference was already recorded for another invoice or amount; details name the recorded payment"),
     WebhookEndpointLimitReached => ("webhook_endpoint_limit_reached", 409, FailedPrecondition, "the customer has the most webhook endpoints allowed (details.limit); delete one first"),
     TransactionNotFound => ("transaction_not_found", 404, NotFound, "neither chain provider knows a mined transaction with this hash (not mined yet, or on another chain); retry once it is mined"),

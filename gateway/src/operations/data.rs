@@ -94,6 +94,12 @@ pub async fn get_result_instrument_data(
     caller: &Caller,
     reference: String,
 ) -> Result<InstrumentDataEnvelope, ApiError> {
+    // An order-level reference names the order's one COA (super::results::get_coa).
+    let reference = if super::results::names_an_order(&reference) {
+        super::results::get_coa(peers, caller, reference).await?.id
+    } else {
+        reference
+    };
     // Unsigned first: the COA names its order, whose publishRawData decides the signing.
     let unsigned = instrument_data(
         peers,

@@ -52,16 +52,93 @@ pub async fn list_results(
     Ok(CoaList::new(data, page.next_cursor))
 }
 
-async fn get_coa(peers: &Peers, caller: &Caller, reference: String) -> Result<Coa, ApiError> {
+/// One COA by any reference: results-svc knows COA ids and accession numbers; an order-level
+/// reference (order UUID or number, invoice number, tracking number) names the order's COA
+/// through orders-svc when the order has exactly one in force (published), else the one COA it
+/// has at all; several are 409 `ambiguous_reference` with their accession numbers, none the
+/// same 404 as a missing COA.
+pub(crate) async fn get_coa(peers: &Peers, caller: &Caller, reference: String) -> Result<Coa, ApiError> {
     let response = peers
         .results()
         .get_result(outgoing(
-            pb::GetResultRequest { reference },
+            pb::GetResultRequest {
+                reference: reference.clone(),
+            },
             &caller.token(RESULTS_SVC),
         ))
         .await
-        .map_err(service_error)?;
-    Coa::try_from(response.into_inner().coa.ok_or_else(|| missing("COA"))?)
+        .map_err(service_error);
+    match response {
+        Ok(response) => Coa::try_from(response.into_inner().coa.ok_or_else(|| missing("COA"))?),
+        Err(error) if error.code == ErrorCode::NotFound && names_an_order(&reference) => {
+            coa_of_order(peers, caller, reference, error).await
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// Whether `reference` may name an order rather than a COA (an accession number is the
+/// sample's, which results-svc resolves itself).
+pub(crate) fn names_an_order(reference: &str) -> bool {
+    !reference.trim().starts_with("ACC-")
+}
+
+/// The one COA of the order `reference` names (see [`get_coa`]); `not_found` answers when the
+/// order is missing, another customer's, or has no COA.
+async fn coa_of_order(
+    peers: &Peers,
+    caller: &Caller,
+    reference: String,
+    not_found: ApiError,
+) -> Result<Coa, ApiError> {
+    let order = match super::data::data_release(peers, caller, reference).await {
+        Ok(order) => order,
+        Err(error) if matches!(error.code, ErrorCode::NotFound | ErrorCode::InvalidRequest) => {
+            return Err(not_found);
+        }
+        Err(error) => return Err(error),
+    };
+    let page = peers
+        .results()
+        .list_results(outgoing(
+            pb::ListResultsRequest {
+                order_id: Some(order.order_id),
+                limit: Some(200),
+                ..Default::default()
+            },
+            &caller.token(RESULTS_SVC),
+        ))
+        .await
+        .map_err(service_error)?
+        .into_inner();
+    let coas = page
+        .coas
+        .into_iter()
+        .map(Coa::try_from)
+        .collect::<Result<Vec<_>, _>>()?;
+    let in_force: Vec<&Coa> = coas.iter().filter(|coa| coa.status == "published").collect();
+    let candidates: Vec<&Coa> = if in_force.is_empty() {
+        coas.iter().collect()
+    } else {
+        in_force
+    };
+    match candidates.as_slice() {
+        [] => Err(not_found),
+        [only] => {
+            let id = only.id.clone();
+            coas.into_iter()
+                .find(|coa| coa.id == id)
+                .ok_or_else(|| missing("COA"))
+        }
+        several => Err(crate::operations::ambiguous(
+            "COAs",
+            &order.order_number,
+            several
+                .iter()
+                .map(|coa| serde_json::json!({ "id": coa.id, "accessionNumber": coa.accession_number }))
+                .collect(),
+        )),
+    }
 }
 
 /// `GET /results/{reference}`: one published COA by COA id or accession number.

@@ -27,6 +27,7 @@ mod overdue_invoices;
 mod production_config;
 mod raw_data;
 mod redis_acl;
+mod references;
 mod results_isolation;
 mod sandbox_payments;
 mod sandbox_routing;
