@@ -370,4 +370,36 @@ async fn a_card_order_gets_an_add_on_with_its_own_pay_link_through_mcp() {
     assert_eq!(shown["payment"]["hostedUrl"], Value::Null);
     let with_link = order(&sandbox, &agent, &order_id).await;
     assert_eq!(with_link["addons"][0]["invoice"]["hostedUrl"], link.as_str());
+
+    // The add-on's own link pays the add-on only: its page shows the add-on's total, the card
+    // pays it once, the add-on moves on and the order's own invoice stays unpaid.
+    let page = crate::card_checkout::open_page(&sandbox, &link).await;
+    assert_eq!(page.status, 200);
+    let price = format!("${}.{:02}", ADDON_PRICE / 100, ADDON_PRICE % 100);
+    assert!(page.html.contains(&price), "{price}: {}", page.html);
+    let paid = crate::card_checkout::pay_with(&sandbox, &link, crate::card_checkout::SUCCESS_CARD).await;
+    assert_eq!(paid.outcome(), "paid", "{}", paid.html);
+    let again = crate::card_checkout::pay_with(&sandbox, &link, crate::card_checkout::SUCCESS_CARD).await;
+    assert_ne!(
+        again.outcome(),
+        "paid",
+        "a second attempt charges nothing: {}",
+        again.html
+    );
+    let moved = addon_status(&sandbox, &agent, &order_id, "in_testing").await;
+    assert_eq!(moved["invoice"]["status"], "paid", "{moved}");
+    assert_eq!(moved["invoice"]["amountDueCents"], 0);
+    let after = order(&sandbox, &agent, &order_id).await;
+    assert_ne!(
+        after["payment"]["status"], "paid",
+        "the order's own invoice is untouched: {after}"
+    );
+    let payments = sandbox.get(&agent.key, "/payments").await;
+    let amounts: Vec<i64> = payments.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|payment| payment["amountCents"].as_i64().unwrap())
+        .collect();
+    assert_eq!(amounts, [ADDON_PRICE], "exactly one card payment, of the add-on");
 }
