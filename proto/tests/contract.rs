@@ -303,7 +303,7 @@ fn adding_a_field_keeps_the_contract() {
         "add-field",
         "lab/orders/v1/events.proto",
         "  string quote_id = 5;\n",
-        "  string quote_id = 5;\n  // A note on the order.\n  string note = 17;\n",
+        "  string quote_id = 5;\n  // A note on the order.\n  string note = 900;\n",
     ) else {
         return;
     };

@@ -78,7 +78,13 @@ async fn order(
 
 #[tokio::test]
 async fn fifty_concurrent_orders_of_one_key_commit_exactly_up_to_the_daily_cap() {
-    let sandbox = Sandbox::start().await;
+    // Exactly-once counting, not latency, is under test: the fifty commitments of one key
+    // serialize on its envelope, which on a loaded 2-core machine can take longer than the
+    // gateway's default 10 s request limit (speed is benchmarked, never timed in tests).
+    let sandbox = Sandbox::start_with(|settings| {
+        settings.gateway.front_door.request_timeout = std::time::Duration::from_secs(120);
+    })
+    .await;
     let (agent, key_id) = customer_with_key_id(&sandbox, "Busy Spender").await;
     let mut quotes = Vec::new();
     for _ in 0..50 {
@@ -105,7 +111,8 @@ async fn fifty_concurrent_orders_of_one_key_commit_exactly_up_to_the_daily_cap()
     let answers = futures::future::join_all(attempts).await;
     let placed = answers.iter().filter(|answer| answer.status == 201).count();
     let refused: Vec<_> = answers.iter().filter(|answer| answer.status == 403).collect();
-    assert_eq!(placed, 7, "exactly up to the cap");
+    let statuses: Vec<u16> = answers.iter().map(|answer| answer.status).collect();
+    assert_eq!(placed, 7, "exactly up to the cap: {statuses:?}");
     assert_eq!(
         refused.len(),
         43,
