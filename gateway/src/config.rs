@@ -215,6 +215,8 @@ pub struct Settings {
     /// The public site root absolute links are built from (`SITE_URL`); empty: this gateway's
     /// own HTTP address once bound (tests and labd).
     pub site_url: String,
+    /// The laboratory named on the pay page (`LAB_*`, platform::lab).
+    pub lab: platform::lab::LabIdentity,
 }
 
 impl Settings {
@@ -250,6 +252,7 @@ impl Settings {
             format!("{PREFIX}_MCP_ALLOWED_ORIGINS must name origins, not `*`")
         });
         let front_door = FrontDoorSettings::from_env()?;
+        let lab = platform::lab::LabIdentity::from_env(&mut need);
         need.finish()?;
         Ok(Self {
             common,
@@ -264,6 +267,7 @@ impl Settings {
             peer_health_timeout: Duration::from_secs(1),
             mcp,
             site_url,
+            lab,
         })
     }
 
@@ -280,6 +284,7 @@ impl Settings {
             peer_health_timeout: Duration::from_secs(1),
             mcp: McpSettings::default(),
             site_url: String::new(),
+            lab: platform::lab::LabIdentity::demo(),
         }
     }
 }

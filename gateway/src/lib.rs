@@ -150,6 +150,7 @@ impl Application {
             max_concurrent_requests: front_door.max_concurrent_requests,
             mcp: Arc::new(settings.mcp.clone()),
             site_url: Arc::from(""),
+            lab: Arc::new(settings.lab.clone()),
         };
         let http_listener = TcpListener::bind(settings.http_addr).await?;
         // Links are built from the configured site; a sandbox without one links to itself.

@@ -25,6 +25,7 @@ pub mod housekeeping;
 pub mod idempotency;
 pub mod ids;
 pub mod input;
+pub mod lab;
 pub mod label_links;
 #[cfg(feature = "mail")]
 pub mod mail;

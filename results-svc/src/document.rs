@@ -21,9 +21,8 @@ pub const DOWNLOAD_LIFETIME_SECONDS: i64 = 3600;
 /// The lab's letterhead and public address (configuration).
 #[derive(Clone, Debug)]
 pub struct Letterhead {
-    pub lab_name: String,
-    pub address: String,
-    pub accreditation: String,
+    /// The laboratory's identity (`LAB_*`, the same on labels, the pay page and emails).
+    pub lab: platform::lab::LabIdentity,
     /// Public base URL of the gateway (`https://lab.example`), for the verify link.
     pub public_base_url: String,
 }
@@ -31,9 +30,7 @@ pub struct Letterhead {
 impl Default for Letterhead {
     fn default() -> Self {
         Self {
-            lab_name: "Laboratory Testing Services".into(),
-            address: "Business address on file with the carrier label".into(),
-            accreditation: "ISO/IEC 17025 testing laboratory".into(),
+            lab: platform::lab::LabIdentity::demo(),
             public_base_url: "http://127.0.0.1:8080".into(),
         }
     }
@@ -148,9 +145,9 @@ pub fn render(coa: &Coa, letterhead: &Letterhead) -> Vec<u8> {
             }),
         }],
     };
-    page.text(18.0, 280.0, 16.0, true, &letterhead.lab_name);
-    page.text(18.0, 274.0, 9.0, false, &letterhead.address);
-    page.text(18.0, 269.5, 9.0, false, &letterhead.accreditation);
+    page.text(18.0, 280.0, 16.0, true, &letterhead.lab.name);
+    page.text(18.0, 274.0, 9.0, false, &letterhead.lab.address_line());
+    page.text(18.0, 269.5, 9.0, false, &letterhead.lab.accreditation());
     page.rule(266.0);
     let title = if coa.amends.is_some() {
         format!("CERTIFICATE OF ANALYSIS - AMENDMENT (version {})", coa.version)

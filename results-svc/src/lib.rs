@@ -222,15 +222,11 @@ impl Settings {
     }
 }
 
-/// The COA letterhead: outside development mode the lab's name, address and accreditation
-/// statement are printed on every COA and must be set explicitly.
+/// The COA letterhead: the laboratory's identity (`LAB_*`, required outside development mode,
+/// `platform::lab`) and the site the verify link points to.
 fn letterhead_from_env(need: &mut platform::production::Requirements) -> document::Letterhead {
-    let default = document::Letterhead::default();
-    let what = "printed on the letterhead of every COA";
     document::Letterhead {
-        lab_name: need.required("RESULTS_LAB_NAME", what, &default.lab_name),
-        address: need.required("RESULTS_LAB_ADDRESS", what, &default.address),
-        accreditation: need.required("RESULTS_LAB_ACCREDITATION", what, &default.accreditation),
+        lab: platform::lab::LabIdentity::from_env(need),
         public_base_url: need.site_url("RESULTS"),
     }
 }

@@ -70,20 +70,29 @@ pub struct Settings {
     pub blobs: BlobSettings,
 }
 
+/// The attention line of the lab's receiving address.
+pub const RECEIVING_ATTENTION: &str = "Sample Receiving";
+
+/// The lab's receiving address, the ship-to of every label: the laboratory's identity with the
+/// receiving department as the attention line.
+pub fn lab_address(lab: &platform::lab::LabIdentity) -> Address {
+    Address {
+        name: RECEIVING_ATTENTION.to_owned(),
+        company: lab.name.clone(),
+        street1: lab.street1.clone(),
+        street2: lab.street2.clone(),
+        city: lab.city.clone(),
+        state: lab.state.clone(),
+        postal_code: lab.postal_code.clone(),
+        country: lab.country.clone(),
+        phone: lab.phone.clone(),
+        email: lab.email.clone(),
+    }
+}
+
 /// The demo lab's receiving address.
 pub fn default_lab_address() -> Address {
-    Address {
-        name: "Sample Receiving".to_owned(),
-        company: "Meridian Analytical Laboratories, Inc.".to_owned(),
-        street1: "1200 Assay Park Drive".to_owned(),
-        street2: "Dock 3".to_owned(),
-        city: "Madison".to_owned(),
-        state: "WI".to_owned(),
-        postal_code: "53719".to_owned(),
-        country: "US".to_owned(),
-        phone: "+1 608 555 0142".to_owned(),
-        email: "receiving@meridian-labs.example".to_owned(),
-    }
+    lab_address(&platform::lab::LabIdentity::demo())
 }
 
 impl Settings {
@@ -128,35 +137,9 @@ impl Settings {
         settings.catalog_addr = prefixed_or_common(ENV_PREFIX, "CATALOG_SVC_ADDR", &settings.catalog_addr);
         settings.payments_addr = prefixed_or_common(ENV_PREFIX, "PAYMENTS_SVC_ADDR", &settings.payments_addr);
         settings.identity_addr = prefixed_or_common(ENV_PREFIX, "IDENTITY_ADDR", &settings.identity_addr);
-        let address = &mut settings.lab_address;
-        // The ship-to of every label: outside development mode every line but the name and
-        // the second street line is set explicitly (the demo address is fictitious).
-        for (name, field, required) in [
-            ("LAB_NAME", &mut address.name, false),
-            ("LAB_COMPANY", &mut address.company, true),
-            ("LAB_STREET1", &mut address.street1, true),
-            ("LAB_STREET2", &mut address.street2, false),
-            ("LAB_CITY", &mut address.city, true),
-            ("LAB_STATE", &mut address.state, true),
-            ("LAB_POSTAL_CODE", &mut address.postal_code, true),
-            ("LAB_COUNTRY", &mut address.country, true),
-            ("LAB_PHONE", &mut address.phone, true),
-            ("LAB_EMAIL", &mut address.email, true),
-        ] {
-            if required {
-                *field = need.required(
-                    &format!("{ENV_PREFIX}_{name}"),
-                    "the lab's receiving address, the ship-to of every label",
-                    field,
-                );
-            } else if let Some(value) = var(name) {
-                *field = value;
-            }
-        }
-        if !need.dev_mode() && var("LAB_STREET2").is_none() {
-            // The demo address's dock line must not be printed under a real street.
-            address.street2.clear();
-        }
+        // The ship-to of every label: the laboratory's identity (`LAB_*`, platform::lab),
+        // required outside development mode.
+        settings.lab_address = lab_address(&platform::lab::LabIdentity::from_env(&mut need));
         let carrier = need.required(
             &format!("{ENV_PREFIX}_CARRIER"),
             "the carrier that buys labels (easypost); the sandbox carrier runs only in development mode",

@@ -63,6 +63,8 @@ pub struct AppState {
     /// The configured public site root (`https://lab.example.com`): absolute links (COA
     /// documents) are built from it, never from the request's `Host` or `X-Forwarded-*`.
     pub site_url: Arc<str>,
+    /// The laboratory named on the pay page.
+    pub lab: Arc<platform::lab::LabIdentity>,
 }
 
 /// Response header set when the answer is the stored result of an earlier identical request.

@@ -51,7 +51,7 @@ struct ConfirmForm {
 /// `GET /pay/{sessionId}`.
 pub async fn show(State(state): State<AppState>, Path(session_id): Path<String>) -> Response {
     match operations::checkout_page(&state.peers, &state.tokens, session_id).await {
-        Ok(page) => html(StatusCode::OK, pay_html::render(&page, None)),
+        Ok(page) => html(StatusCode::OK, pay_html::render(&page, None, &state.lab)),
         Err(error) => error_page(&error),
     }
 }
@@ -67,7 +67,7 @@ pub async fn pay(State(state): State<AppState>, Path(session_id): Path<String>, 
         Err(error) => return with_page(&state, session_id, &error).await,
     };
     match operations::pay_checkout(&state.peers, &state.tokens, request).await {
-        Ok(answer) => outcome_page(answer),
+        Ok(answer) => outcome_page(answer, &state.lab),
         Err(error) if error.code == ErrorCode::InvalidRequest => with_page(&state, session_id, &error).await,
         Err(error) => error_page(&error),
     }
@@ -84,7 +84,7 @@ pub async fn confirm(State(state): State<AppState>, Path(session_id): Path<Strin
         approve: form.action.as_deref() == Some("approve"),
     };
     match operations::confirm_checkout(&state.peers, &state.tokens, request).await {
-        Ok(answer) => outcome_page(answer),
+        Ok(answer) => outcome_page(answer, &state.lab),
         Err(error) => error_page(&error),
     }
 }
@@ -185,13 +185,13 @@ async fn with_page(state: &AppState, session_id: String, error: &ApiError) -> Re
     match operations::checkout_page(&state.peers, &state.tokens, session_id).await {
         Ok(page) => html(
             StatusCode::BAD_REQUEST,
-            pay_html::render(&page, Some(Banner::error("invalid", &error.message))),
+            pay_html::render(&page, Some(Banner::error("invalid", &error.message)), &state.lab),
         ),
         Err(error) => error_page(&error),
     }
 }
 
-fn outcome_page(answer: pb::PayCheckoutResponse) -> Response {
+fn outcome_page(answer: pb::PayCheckoutResponse, lab: &platform::lab::LabIdentity) -> Response {
     let Some(page) = answer.page else {
         return error_page(&ApiError::internal("a payment answer without its page"));
     };
@@ -205,7 +205,7 @@ fn outcome_page(answer: pb::PayCheckoutResponse) -> Response {
         "expired" => StatusCode::GONE,
         _ => StatusCode::OK,
     };
-    html(status, pay_html::render(&page, Some(banner)))
+    html(status, pay_html::render(&page, Some(banner), lab))
 }
 
 pub(super) fn error_page(error: &ApiError) -> Response {

@@ -88,8 +88,8 @@ pub fn message_page(message: &str) -> String {
     )
 }
 
-/// The checkout page of `page`, with the notice of the last action.
-pub fn render(page: &pb::CheckoutPage, banner: Option<Banner>) -> String {
+/// The checkout page of `page`, with the notice of the last action, signed by `lab`.
+pub fn render(page: &pb::CheckoutPage, banner: Option<Banner>, lab: &platform::lab::LabIdentity) -> String {
     let Some(session) = page.session.as_ref() else {
         return message_page("This checkout link does not exist.");
     };
@@ -141,6 +141,13 @@ pub fn render(page: &pb::CheckoutPage, banner: Option<Banner>) -> String {
             }
             @if let Some(expires) = expires {
                 p { small { "Link valid until " (expires.format("%Y-%m-%d %H:%M")) " UTC." } }
+            }
+            footer id="lab" {
+                small {
+                    (lab.name) br;
+                    (lab.address_line()) br;
+                    (lab.contact())
+                }
             }
         }
     };
@@ -345,7 +352,11 @@ mod tests {
             order_number: "<b>ORD</b> & 'co'".into(),
             ..Default::default()
         };
-        let html = render(&page, Some(Banner::error("x\"y", "<i>no</i>")));
+        let html = render(
+            &page,
+            Some(Banner::error("x\"y", "<i>no</i>")),
+            &platform::lab::LabIdentity::demo(),
+        );
         assert!(
             html.contains("Pay order &lt;b&gt;ORD&lt;/b&gt; &amp; 'co'"),
             "{html}"
@@ -356,7 +367,10 @@ mod tests {
         assert!(html.contains("&lt;i&gt;no&lt;/i&gt;"));
         let mut sandbox = page.clone();
         sandbox.session.as_mut().unwrap().processor = "sandbox".into();
-        assert!(render(&sandbox, None).contains("action=\"/pay/cs_&quot;&gt;&lt;script&gt;\""));
+        assert!(
+            render(&sandbox, None, &platform::lab::LabIdentity::demo())
+                .contains("action=\"/pay/cs_&quot;&gt;&lt;script&gt;\"")
+        );
         assert!(!html.contains("<script>") && !html.contains("<i>"));
         assert!(message_page("<b>").contains("<p id=\"message\">&lt;b&gt;</p>"));
     }
@@ -389,8 +403,12 @@ mod tests {
             }],
             ..Default::default()
         };
-        let open = render(&page, None);
+        let open = render(&page, None, &platform::lab::LabIdentity::demo());
         assert!(open.contains("id=\"card-number\""));
+        assert!(
+            open.contains("Meridian Analytical Laboratories, Inc.<br>1200 Assay Park Drive"),
+            "the page is signed by the laboratory: {open}"
+        );
         assert!(
             open.contains("id=\"test-mode\""),
             "a sandbox session says it is test mode"
@@ -398,7 +416,11 @@ mod tests {
         assert!(open.contains("ORD-&lt;1&gt;"));
         assert!(open.contains("$12.50"));
         page.session.as_mut().unwrap().status = "completed".into();
-        let paid = render(&page, Some(Banner::success("paid", "Payment received.")));
+        let paid = render(
+            &page,
+            Some(Banner::success("paid", "Payment received.")),
+            &platform::lab::LabIdentity::demo(),
+        );
         assert!(!paid.contains("id=\"card-number\""));
         assert!(paid.contains("data-outcome=\"paid\""));
     }
@@ -424,18 +446,18 @@ mod tests {
             }],
             ..Default::default()
         };
-        let open = render(&page, None);
+        let open = render(&page, None, &platform::lab::LabIdentity::demo());
         assert!(open.contains("data-purpose=\"pickup\""));
         assert!(open.contains("Pay the door pickup of order ORD-7"));
         assert!(!open.contains("Invoice"));
         assert!(open.contains("id=\"card-number\""));
         assert!(open.contains("$15.00"));
         page.session.as_mut().unwrap().status = "completed".into();
-        let paid = render(&page, None);
+        let paid = render(&page, None, &platform::lab::LabIdentity::demo());
         assert!(paid.contains("This door pickup is paid"));
         assert!(!paid.contains("id=\"card-number\""));
         page.session.as_mut().unwrap().status = "expired".into();
-        let expired = render(&page, None);
+        let expired = render(&page, None, &platform::lab::LabIdentity::demo());
         assert!(expired.contains("Request a new pickup"));
         assert!(!expired.contains("id=\"card-number\""));
     }

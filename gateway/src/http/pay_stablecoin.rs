@@ -62,13 +62,17 @@ pub async fn submit(State(state): State<AppState>, Path(session_id): Path<String
                     "Send exactly the amount below from your wallet, then enter the transaction hash.",
                 ),
             };
-            html(StatusCode::OK, pay_html::render(&page, Some(banner)))
+            html(StatusCode::OK, pay_html::render(&page, Some(banner), &state.lab))
         }
         Err(error) if error.code.http_status() < 500 && error.code != ErrorCode::NotFound => {
             match operations::checkout_page(&state.peers, &state.tokens, session_id).await {
                 Ok(page) => html(
                     StatusCode::from_u16(error.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST),
-                    pay_html::render(&page, Some(Banner::error(error.code.as_str(), &error.message))),
+                    pay_html::render(
+                        &page,
+                        Some(Banner::error(error.code.as_str(), &error.message)),
+                        &state.lab,
+                    ),
                 ),
                 Err(error) => error_page(&error),
             }

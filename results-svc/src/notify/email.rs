@@ -51,8 +51,11 @@ impl CoaEmailContent<'_> {
              {note}\
              You receive this email because your consent to receive certificates of analysis at this \
              address was recorded (given {consented}, consent text version {version_text}).\n\
-             To stop receiving them, open:\n{unsubscribe}\n",
-            lab = self.letterhead.lab_name,
+             To stop receiving them, open:\n{unsubscribe}\n\n\
+             --\n{lab}\n{address}\n{contact}\n",
+            lab = self.letterhead.lab.name,
+            address = self.letterhead.lab.address_line(),
+            contact = self.letterhead.lab.contact(),
             accession = coa.accession_number,
             version = coa.version,
             compound = coa.compound,
@@ -66,7 +69,7 @@ impl CoaEmailContent<'_> {
             to: self.consent.recipient_email.clone(),
             subject: format!(
                 "Certificate of analysis {} from {}",
-                coa.accession_number, self.letterhead.lab_name
+                coa.accession_number, self.letterhead.lab.name
             ),
             text,
             attachments: vec![MailAttachment {

@@ -17,6 +17,7 @@ mod grpc_reflection;
 mod grpc_tls;
 mod idempotency;
 mod input_sweep;
+mod lab_identity;
 mod lab_support;
 mod lab_workflow;
 mod mcp;
