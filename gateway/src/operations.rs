@@ -64,6 +64,24 @@ pub fn missing(what: &str) -> ApiError {
     ApiError::internal(format!("a service answered without the {what}"))
 }
 
+/// `GetDataRelease`: the order a reference (UUID, `ORD-`, `INV-`, `ACC-` or tracking number)
+/// names for the caller; another customer's answers `not_found` like a missing one.
+pub async fn data_release(
+    peers: &Peers,
+    caller: &Caller,
+    reference: String,
+) -> Result<orders::DataRelease, ApiError> {
+    Ok(peers
+        .orders()
+        .get_data_release(outgoing(
+            orders::GetOrderRequest { reference },
+            &caller.token(ORDERS_SVC),
+        ))
+        .await
+        .map_err(service_error)?
+        .into_inner())
+}
+
 /// 409 `ambiguous_reference`: the order `order_number` has several `what`; `candidates` name
 /// each by its own reference.
 pub fn ambiguous(what: &str, order_number: &str, candidates: Vec<serde_json::Value>) -> ApiError {
@@ -480,7 +498,7 @@ pub async fn get_invoice(
     {
         reference
     } else {
-        data::data_release(peers, caller, reference).await?.order_id
+        data_release(peers, caller, reference).await?.order_id
     };
     let request = payments::GetInvoiceRequest { reference };
     let response = peers
@@ -551,7 +569,7 @@ async fn payment_of_order(
     reference: String,
     not_found: ApiError,
 ) -> Result<payments::Payment, ApiError> {
-    let order = match data::data_release(peers, caller, reference).await {
+    let order = match data_release(peers, caller, reference).await {
         Ok(order) => order,
         Err(error) if matches!(error.code, ErrorCode::NotFound | ErrorCode::InvalidRequest) => {
             return Err(not_found);

@@ -9,32 +9,14 @@ use crate::dto::data::{InstrumentData, InstrumentDataEnvelope, RawDataEnvelope, 
 use crate::peers::Peers;
 use platform::error::{ApiError, ErrorCode};
 use platform::grpc::outgoing;
-use platform::mesh::{ORDERS_SVC, RESULTS_SVC};
-use proto::{orders, results as pb};
+use platform::mesh::RESULTS_SVC;
+use proto::results as pb;
 
 /// The one answer of `GET /orders/{reference}/raw-data` for a missing order, another customer's
 /// order, an order with raw data disabled and an order without a published COA: the same code
 /// and message, so the four cannot be told apart.
 pub fn raw_data_not_found() -> ApiError {
     ApiError::new(ErrorCode::NotFound, "raw data not found")
-}
-
-/// `GetDataRelease`: the order a reference (UUID, `ORD-`, `INV-`, `ACC-` or tracking number)
-/// names for the caller; another customer's answers `not_found` like a missing one.
-pub(crate) async fn data_release(
-    peers: &Peers,
-    caller: &Caller,
-    reference: String,
-) -> Result<orders::DataRelease, ApiError> {
-    Ok(peers
-        .orders()
-        .get_data_release(outgoing(
-            orders::GetOrderRequest { reference },
-            &caller.token(ORDERS_SVC),
-        ))
-        .await
-        .map_err(service_error)?
-        .into_inner())
 }
 
 /// `GET /orders/{reference}/raw-data`: the manifest of the files released by the order's
@@ -48,7 +30,9 @@ pub async fn get_raw_data(
         ErrorCode::NotFound | ErrorCode::InvalidRequest => raw_data_not_found(),
         _ => error,
     };
-    let order = data_release(peers, caller, reference).await.map_err(not_found)?;
+    let order = super::data_release(peers, caller, reference)
+        .await
+        .map_err(not_found)?;
     if !order.publish_raw_data {
         return Err(raw_data_not_found());
     }
@@ -74,7 +58,7 @@ pub async fn get_order_instrument_data(
     caller: &Caller,
     reference: String,
 ) -> Result<InstrumentDataEnvelope, ApiError> {
-    let order = data_release(peers, caller, reference).await?;
+    let order = super::data_release(peers, caller, reference).await?;
     let data = instrument_data(
         peers,
         caller,
@@ -111,7 +95,7 @@ pub async fn get_result_instrument_data(
         },
     )
     .await?;
-    let order = data_release(peers, caller, unsigned.order_id.clone()).await?;
+    let order = super::data_release(peers, caller, unsigned.order_id.clone()).await?;
     let data = if order.publish_raw_data && !unsigned.runs.is_empty() {
         instrument_data(
             peers,

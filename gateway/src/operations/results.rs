@@ -91,7 +91,7 @@ async fn coa_of_order(
     reference: String,
     not_found: ApiError,
 ) -> Result<Coa, ApiError> {
-    let order = match super::data::data_release(peers, caller, reference).await {
+    let order = match super::data_release(peers, caller, reference).await {
         Ok(order) => order,
         Err(error) if matches!(error.code, ErrorCode::NotFound | ErrorCode::InvalidRequest) => {
             return Err(not_found);

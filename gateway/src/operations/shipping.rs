@@ -68,9 +68,7 @@ pub async fn get_shipment(
 async fn shipping_reference(peers: &Peers, caller: &Caller, reference: String) -> Result<String, ApiError> {
     let trimmed = reference.trim();
     if trimmed.starts_with("INV-") || trimmed.starts_with("ACC-") {
-        return Ok(super::data::data_release(peers, caller, reference)
-            .await?
-            .order_id);
+        return Ok(super::data_release(peers, caller, reference).await?.order_id);
     }
     Ok(reference)
 }

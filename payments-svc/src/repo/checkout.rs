@@ -334,19 +334,26 @@ impl ExpiredSession {
     }
 }
 
+/// What an expiring UPDATE returns of each session ([`expired_sessions`] reads it).
+macro_rules! expired_columns {
+    () => {
+        "RETURNING id, customer_id, invoice_id, purpose, pickup_id, order_id, order_number, description, \
+         amount_cents, currency, processor, processor_session_id"
+    };
+}
+
 /// Expires up to `limit` open sessions whose time ran out by `now`, returning them.
 pub async fn sweep_expired(
     conn: &mut PgConnection,
     now: DateTime<Utc>,
     limit: i64,
 ) -> Result<Vec<ExpiredSession>, sqlx::Error> {
-    let rows = sqlx::query(
+    let rows = sqlx::query(concat!(
         "UPDATE payments.checkout_sessions SET status = 'expired', pending_token = NULL \
          WHERE id IN (SELECT id FROM payments.checkout_sessions WHERE status = 'open' AND expires_at <= $1 \
-                      ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
-         RETURNING id, customer_id, invoice_id, purpose, pickup_id, order_id, order_number, description, \
-           amount_cents, currency, processor, processor_session_id",
-    )
+                      ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) ",
+        expired_columns!()
+    ))
     .bind(now)
     .bind(limit)
     .fetch_all(conn)
@@ -361,12 +368,11 @@ pub async fn expire_open_pickups_of_order(
     customer_id: Uuid,
     order_id: Uuid,
 ) -> Result<Vec<ExpiredSession>, sqlx::Error> {
-    let rows = sqlx::query(
+    let rows = sqlx::query(concat!(
         "UPDATE payments.checkout_sessions SET status = 'expired', pending_token = NULL \
-         WHERE customer_id = $1 AND order_id = $2 AND purpose = 'pickup' AND status = 'open' \
-         RETURNING id, customer_id, invoice_id, purpose, pickup_id, order_id, order_number, description, \
-           amount_cents, currency, processor, processor_session_id",
-    )
+         WHERE customer_id = $1 AND order_id = $2 AND purpose = 'pickup' AND status = 'open' ",
+        expired_columns!()
+    ))
     .bind(customer_id)
     .bind(order_id)
     .fetch_all(conn)

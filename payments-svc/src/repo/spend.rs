@@ -228,6 +228,27 @@ struct Changed {
     committed_at: DateTime<Utc>,
 }
 
+/// Takes the shared envelope lock of the key that holds the subject's commitment (the first step
+/// of every change to a commitment, in [`commit`]'s lock order); the key, or `None` without a
+/// commitment.
+async fn lock_envelope_of(
+    tx: &mut PgConnection,
+    customer_id: Uuid,
+    kind: SpendKind,
+    subject_id: &str,
+) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar(concat!(
+        "SELECT key_id FROM payments.spend_commitments, LATERAL (SELECT ",
+        envelope_lock!("pg_advisory_xact_lock_shared", "key_id", "customer_id"),
+        ") AS envelope_lock WHERE customer_id = $1 AND kind = $2 AND subject_id = $3"
+    ))
+    .bind(customer_id)
+    .bind(kind.as_str())
+    .bind(subject_id)
+    .fetch_optional(&mut *tx)
+    .await
+}
+
 /// Sets `released_at` of the subject's commitment (NULL: re-activates it) when it is not set
 /// yet (or, re-activating, when it is), and moves the key's totals by its amount, within a
 /// transaction: exactly once per change. Lock order as in [`commit`]: the key's envelope lock
@@ -240,16 +261,7 @@ async fn change(
     released_at: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Result<bool, sqlx::Error> {
-    let locked: Option<String> = sqlx::query_scalar(concat!(
-        "SELECT key_id FROM payments.spend_commitments, LATERAL (SELECT ",
-        envelope_lock!("pg_advisory_xact_lock_shared", "key_id", "customer_id"),
-        ") AS envelope_lock WHERE customer_id = $1 AND kind = $2 AND subject_id = $3"
-    ))
-    .bind(customer_id)
-    .bind(kind.as_str())
-    .bind(subject_id)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let locked = lock_envelope_of(tx, customer_id, kind, subject_id).await?;
     if locked.is_none() {
         return Ok(false);
     }
@@ -321,17 +333,7 @@ pub async fn reduce_to(
     amount: Cents,
     now: DateTime<Utc>,
 ) -> Result<bool, sqlx::Error> {
-    let key_id: Option<String> = sqlx::query_scalar(concat!(
-        "SELECT key_id FROM payments.spend_commitments, LATERAL (SELECT ",
-        envelope_lock!("pg_advisory_xact_lock_shared", "key_id", "customer_id"),
-        ") AS envelope_lock WHERE customer_id = $1 AND kind = $2 AND subject_id = $3"
-    ))
-    .bind(customer_id)
-    .bind(kind.as_str())
-    .bind(subject_id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some(key_id) = key_id else {
+    let Some(key_id) = lock_envelope_of(tx, customer_id, kind, subject_id).await? else {
         return Ok(false);
     };
     let row = sqlx::query(

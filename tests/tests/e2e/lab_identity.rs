@@ -4,9 +4,9 @@
 //! `production_config.rs` reads them from `deploy/k8s/production-settings.json`.)
 
 use crate::card_checkout::{SUCCESS_CARD, card_order, open_page, pay_with};
+use crate::sandbox_simulation::simulate;
 use platform::lab::LabIdentity;
 use platform::testing::wait_for;
-use serde_json::json;
 use std::process::Command;
 use std::time::Duration;
 use tests::Sandbox;
@@ -74,25 +74,11 @@ async fn the_label_the_pay_page_and_the_coa_name_the_same_laboratory_at_the_same
 
     // The COA: the same name, address and accreditation on its letterhead.
     for scenario in ["received", "testing"] {
-        let answer = sandbox
-            .post(
-                &agent.key,
-                &format!("/orders/{order_id}/simulate"),
-                &json!({ "scenario": scenario }),
-                &[],
-            )
-            .await;
+        let answer = simulate(&sandbox, &agent.key, &order_id, scenario).await;
         assert_eq!(answer.status, 200, "{scenario}: {:?}", answer.body);
     }
     wait_for("the COA published", Duration::from_secs(30), || async {
-        let answer = sandbox
-            .post(
-                &agent.key,
-                &format!("/orders/{order_id}/simulate"),
-                &json!({ "scenario": "coa_published" }),
-                &[],
-            )
-            .await;
+        let answer = simulate(&sandbox, &agent.key, &order_id, "coa_published").await;
         (answer.status == 200).then_some(())
     })
     .await;

@@ -5,9 +5,10 @@
 //! 404 as a missing one (docs/rest.md).
 
 use crate::lab_support::pay;
+use crate::sandbox_simulation::simulate;
 use crate::support::{order_body, place_order, quote, wait_for_label};
 use platform::testing::wait_for;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::time::Duration;
 use tests::{Customer, Sandbox};
 
@@ -25,17 +26,6 @@ async fn order_of(sandbox: &Sandbox, customer: &Customer, compounds: &[&str], ke
         .unwrap()
         .to_owned();
     (order, tracking)
-}
-
-async fn simulate(sandbox: &Sandbox, key: &str, order: &str, scenario: &str) -> tests::Answer {
-    sandbox
-        .post(
-            key,
-            &format!("/orders/{order}/simulate"),
-            &json!({ "scenario": scenario }),
-            &[],
-        )
-        .await
 }
 
 /// Receives, tests, pays and publishes the sandbox order; answers its accession numbers.

@@ -3,6 +3,7 @@
 //! confirming stablecoin transfer against a real anvil, `payment.reorged` reaching the webhook.
 
 use crate::card_checkout::{card_order, open_page, pay_with};
+use crate::sandbox_simulation::simulate;
 use crate::stablecoin::anvil::Anvil;
 use crate::stablecoin::{rail_settings, stablecoin_order, submit};
 use crate::support::{place_order, quote};
@@ -12,17 +13,6 @@ use platform::testing::wait_for;
 use serde_json::json;
 use std::time::Duration;
 use tests::Sandbox;
-
-async fn simulate(sandbox: &Sandbox, key: &str, order: &str, scenario: &str) -> tests::Answer {
-    sandbox
-        .post(
-            key,
-            &format!("/orders/{order}/simulate"),
-            &json!({ "scenario": scenario }),
-            &[],
-        )
-        .await
-}
 
 #[tokio::test]
 async fn a_simulated_card_decline_shows_on_the_hosted_page_and_the_card_order_can_still_be_paid() {

@@ -22,7 +22,8 @@ const EVENTS: [&str; 6] = [
     "order.status_changed",
 ];
 
-async fn simulate(sandbox: &Sandbox, key: &str, order: &str, scenario: &str) -> tests::Answer {
+/// `POST /orders/{order}/simulate` with `scenario` under `key`.
+pub(crate) async fn simulate(sandbox: &Sandbox, key: &str, order: &str, scenario: &str) -> tests::Answer {
     sandbox
         .post(
             key,
